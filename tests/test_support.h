@@ -1,0 +1,53 @@
+// Paths used by the tests. Everything real the tests need is found through one setting each:
+//   HEADPRUNE_MODEL_DIR   the all-MiniLM-L6-v2 folder (default: .cache/models/all-MiniLM-L6-v2,
+//                         made by scripts/fetch-model)
+//   HEADPRUNE_SHARED_DATA the shared real-data folder (default: ../shared/data)
+// A missing folder fails the test with a message saying how to provide it.
+#pragma once
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+namespace headprune::testing {
+
+inline std::filesystem::path source_dir() { return HEADPRUNE_SOURCE_DIR; }
+
+inline std::filesystem::path fixture_path(const std::string& relative) {
+  return source_dir() / "tests" / "fixtures" / relative;
+}
+
+inline std::filesystem::path env_or(const char* name, const std::filesystem::path& fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? std::filesystem::path(value) : fallback;
+}
+
+/// The real all-MiniLM-L6-v2 checkpoint folder; fails the test if it is absent.
+inline std::filesystem::path minilm_dir() {
+  auto dir = env_or("HEADPRUNE_MODEL_DIR", source_dir() / ".cache/models/all-MiniLM-L6-v2");
+  if (!std::filesystem::exists(dir / "config.json"))
+    FAIL("all-MiniLM-L6-v2 not found at " << dir
+         << ": run scripts/fetch-model or set HEADPRUNE_MODEL_DIR");
+  return dir;
+}
+
+/// The shared real-data folder (corpus/, stsb/, ...); fails the test if it is absent.
+inline std::filesystem::path shared_data_dir() {
+  auto dir = env_or("HEADPRUNE_SHARED_DATA", source_dir() / "../shared/data");
+  if (!std::filesystem::exists(dir / "README.md"))
+    FAIL("shared data not found at " << dir << ": set HEADPRUNE_SHARED_DATA");
+  return dir;
+}
+
+/// A fresh empty temporary folder under the system temp dir.
+inline std::filesystem::path temp_dir(const std::string& tag) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("headprune-test-" + tag + "-" + std::to_string(std::rand()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+}  // namespace headprune::testing
