@@ -28,7 +28,7 @@ inline std::filesystem::path env_or(const char* name, const std::filesystem::pat
 inline std::filesystem::path minilm_dir() {
   auto dir = env_or("HEADPRUNE_MODEL_DIR", source_dir() / ".cache/models/all-MiniLM-L6-v2");
   if (!std::filesystem::exists(dir / "config.json"))
-    FAIL("all-MiniLM-L6-v2 not found at " << dir
+    CATCH_FAIL("all-MiniLM-L6-v2 not found at " << dir
          << ": run scripts/fetch-model or set HEADPRUNE_MODEL_DIR");
   return dir;
 }
@@ -37,7 +37,7 @@ inline std::filesystem::path minilm_dir() {
 inline std::filesystem::path shared_data_dir() {
   auto dir = env_or("HEADPRUNE_SHARED_DATA", source_dir() / "../shared/data");
   if (!std::filesystem::exists(dir / "README.md"))
-    FAIL("shared data not found at " << dir << ": set HEADPRUNE_SHARED_DATA");
+    CATCH_FAIL("shared data not found at " << dir << ": set HEADPRUNE_SHARED_DATA");
   return dir;
 }
 
