@@ -1,0 +1,61 @@
+// Sparsity control for the gates: a fixed L0 penalty (Voita et al. 2019) or a Lagrangian that
+// drives the expected sparsity to a target (Wang, Wohlwend & Lei 2020, "Structured Pruning of
+// Large Language Models", eq. 5; Xia, Zhong & Chen 2022, CoFi, eq. 6).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include "gates/hard_concrete.h"
+
+namespace headprune::gates {
+
+/// What "sparsity" counts. Each head has a cost; sparsity = removed cost / total cost.
+enum class SparsityUnit {
+  kHeads,             ///< every head costs 1; total = all heads
+  kAttentionParams,   ///< a head costs its Q/K/V/O parameters; total = all attention parameters
+  kFlops,             ///< a head costs its forward FLOPs; total = the whole model's FLOPs
+};
+/// "heads" / "attention-params" / "flops". @throws headprune::UsageError otherwise.
+SparsityUnit parse_unit(const std::string& name);
+std::string to_string(SparsityUnit unit);
+
+/// Per-head costs and their denominator for one model (see SparsityUnit).
+struct SparsityMeasure {
+  std::vector<double> head_cost;  ///< [total heads], layer-major
+  double total_cost = 1;          ///< denominator; >= sum(head_cost)
+  SparsityUnit unit = SparsityUnit::kHeads;
+
+  /// Expected sparsity ŝ = Σ c_i (1 − P(z_i ≠ 0)) / total (differentiable; 0-dim).
+  torch::Tensor expected(const HardConcreteGates& gates) const;
+  /// Sparsity of a hard keep-mask: Σ_{removed} c_i / total.
+  double of_mask(const std::vector<bool>& keep) const;
+  /// The largest sparsity reachable by removing every head.
+  double max_reachable() const;
+};
+
+/// λ1, λ2 of the Lagrangian relaxation, both starting at 0. The penalty
+///   λ1 (ŝ − t) + λ2 (ŝ − t)²
+/// is minimised by the gates and *maximised* by λ1, λ2 (gradient ascent).
+class Lagrangian : public torch::nn::Module {
+ public:
+  Lagrangian();
+  /// @param expected_sparsity ŝ (0-dim, differentiable). @returns the 0-dim penalty.
+  torch::Tensor penalty(const torch::Tensor& expected_sparsity, double target) const;
+  /// Negates the multipliers' gradients so that a descent optimiser's step ascends.
+  /// Call after backward() and before step().
+  void flip_gradients();
+  torch::Tensor lambda_1, lambda_2;
+};
+
+/// Linear warm-up of the target (CoFi, Sheared-LLaMA): target·min(1, step / warmup_steps).
+double ramped_target(double target, int64_t step, int64_t warmup_steps);
+
+/// Voita et al. 2019 eq. 5: λ · Σ_h P(z_h ≠ 0) (0-dim, differentiable).
+torch::Tensor fixed_l0_penalty(const HardConcreteGates& gates, double lambda);
+
+}  // namespace headprune::gates

@@ -1,0 +1,63 @@
+// The interface every architecture implements, and the seam between models and gates.
+//
+// Models know nothing about hard-concrete gates. Each attention layer accepts an optional
+// per-head multiplier, applied to each head's context vector right before the output
+// projection: exactly where physically removing the head acts, so a 0/1 multiplier and
+// removal give the same output (tests/surgery_test.cpp shows it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include "models/config.h"
+
+namespace headprune::models {
+
+/// One batch of token ids. Shapes [batch, seq], int64; attention_mask 1 = real token, 0 = pad.
+/// token_type_ids may be undefined (all zeros).
+struct ModelInputs {
+  torch::Tensor input_ids;
+  torch::Tensor attention_mask;
+  torch::Tensor token_type_ids;
+};
+
+/// Per-layer head multipliers: element l is undefined (no multiplier) or a float tensor of
+/// shape [heads present in layer l].
+using HeadMultipliers = std::vector<torch::Tensor>;
+
+/// What a forward pass produces.
+struct ModelOutput {
+  torch::Tensor last_hidden_state;  ///< [batch, seq, hidden_size]
+  torch::Tensor logits;             ///< [batch, seq, vocab] for models with an LM head, else undefined
+};
+
+/// A transformer whose attention heads can be gated and removed.
+class AttentionModel : public torch::nn::Module {
+ public:
+  ~AttentionModel() override = default;
+
+  /// The configuration; its kept_heads always describe the weights currently held.
+  virtual const ModelConfig& config() const = 0;
+
+  /// Runs the model. `multipliers` (optional) has one entry per layer.
+  /// @throws headprune::Error if a multiplier's shape does not match its layer's heads.
+  virtual ModelOutput forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) = 0;
+
+  /// Physically removes heads (indices local to the layer's *current* heads, 0-based) of one
+  /// layer: slices Q/K/V rows and the output projection's columns, keeps the output bias, and
+  /// updates config().kept_heads / pruned_heads. If `scale` is given (shape [current heads]),
+  /// each kept head's output-projection columns are first multiplied by its value, folding a
+  /// fractional gate into the weights.
+  /// @throws headprune::Error on an out-of-range or duplicate index.
+  virtual void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
+                           const torch::Tensor& scale) = 0;
+
+  /// Parameter counts: all, and the attention projections' share (Q, K, V, O weights+biases).
+  virtual int64_t attention_parameter_count() const = 0;
+};
+
+}  // namespace headprune::models

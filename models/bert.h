@@ -1,0 +1,121 @@
+// BERT-family encoder (BertModel), with per-layer head counts.
+//
+// Module tree mirrors HF transformers `modeling_bert.py`, so named_parameters() are exactly the
+// checkpoint keys:
+//   embeddings.{word_embeddings,position_embeddings,token_type_embeddings,LayerNorm}
+//   encoder.layer.N.attention.self.{query,key,value}       Q/K/V: [heads*head_dim, H]
+//   encoder.layer.N.attention.output.{dense,LayerNorm}      O: [H, heads*head_dim]
+//   encoder.layer.N.intermediate.dense, encoder.layer.N.output.{dense,LayerNorm}
+//   pooler.dense (only when the checkpoint has it)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/normalization.h>
+
+#include "models/attention_model.h"
+#include "models/linear.h"
+
+namespace headprune::models {
+
+/// Self-attention of one layer with `num_heads` heads of `head_dim` (num_heads may be 0).
+class BertSelfAttentionImpl : public torch::nn::Module {
+ public:
+  BertSelfAttentionImpl(int64_t hidden_size, int64_t num_heads, int64_t head_dim);
+  /// x: [B, T, H]; mask_bias: [B, 1, 1, T] additive (0 or a large negative number);
+  /// multiplier: undefined or [num_heads]. @returns the per-head context, concatenated:
+  /// [B, T, num_heads*head_dim], each head scaled by its multiplier.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
+                        const torch::Tensor& multiplier);
+  int64_t num_heads;
+  int64_t head_dim;
+  Linear query{nullptr}, key{nullptr}, value{nullptr};
+};
+TORCH_MODULE(BertSelfAttention);
+
+/// Output projection + residual + LayerNorm (HF `BertSelfOutput` / `BertOutput`).
+class BertProjectionImpl : public torch::nn::Module {
+ public:
+  BertProjectionImpl(int64_t in_features, int64_t hidden_size, double eps);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& residual);
+  Linear dense{nullptr};
+  torch::nn::LayerNorm LayerNorm{nullptr};
+};
+TORCH_MODULE(BertProjection);
+
+/// HF `BertAttention`: members `self` and `output`.
+class BertAttentionImpl : public torch::nn::Module {
+ public:
+  BertAttentionImpl(const ModelConfig& config, int64_t num_heads);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
+                        const torch::Tensor& multiplier);
+  BertSelfAttention self{nullptr};
+  BertProjection output{nullptr};
+};
+TORCH_MODULE(BertAttention);
+
+/// HF `BertIntermediate`: dense [I, H] then the activation (gelu / gelu_new / relu).
+class BertIntermediateImpl : public torch::nn::Module {
+ public:
+  BertIntermediateImpl(int64_t hidden_size, int64_t intermediate_size, std::string hidden_act);
+  torch::Tensor forward(const torch::Tensor& x);
+  Linear dense{nullptr};
+
+ private:
+  std::string hidden_act_;
+};
+TORCH_MODULE(BertIntermediate);
+
+/// One encoder layer: attention, then the feed-forward block.
+class BertLayerImpl : public torch::nn::Module {
+ public:
+  BertLayerImpl(const ModelConfig& config, int64_t num_heads);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
+                        const torch::Tensor& multiplier);
+  BertAttention attention{nullptr};
+  BertIntermediate intermediate{nullptr};
+  BertProjection output{nullptr};
+};
+TORCH_MODULE(BertLayer);
+
+/// Word + position + token-type embeddings, then LayerNorm.
+class BertEmbeddingsImpl : public torch::nn::Module {
+ public:
+  explicit BertEmbeddingsImpl(const ModelConfig& config);
+  /// input_ids, token_type_ids (may be undefined): [B, T] -> [B, T, H].
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids);
+  torch::nn::Embedding word_embeddings{nullptr}, position_embeddings{nullptr},
+      token_type_embeddings{nullptr};
+  torch::nn::LayerNorm LayerNorm{nullptr};
+};
+TORCH_MODULE(BertEmbeddings);
+
+/// HF `BertModel` (encoder; `last_hidden_state` is the output; the pooler, if present, is
+/// kept for export but not used by sentence embeddings).
+class BertModel : public AttentionModel {
+ public:
+  /// Builds with random weights, shaped by config.kept_heads. @throws headprune::Error if the
+  /// config is not a BERT config.
+  BertModel(ModelConfig config, bool with_pooler);
+
+  const ModelConfig& config() const override { return config_; }
+  /// @throws headprune::Error when a sequence is longer than max_position_embeddings or a
+  /// multiplier has the wrong shape.
+  ModelOutput forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) override;
+  void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
+                   const torch::Tensor& scale) override;
+  int64_t attention_parameter_count() const override;
+
+  BertEmbeddings embeddings{nullptr};
+  std::vector<BertLayer> layers;  ///< registered as "encoder.layer.N"
+  Linear pooler_dense{nullptr};   ///< "pooler.dense", or empty
+
+ private:
+  ModelConfig config_;
+};
+
+}  // namespace headprune::models

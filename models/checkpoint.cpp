@@ -1,0 +1,96 @@
+#include "models/checkpoint.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include "models/bert.h"
+#include "models/errors.h"
+
+namespace headprune::models {
+namespace {
+
+/// Strips a common task-model prefix ("bert.") so BertFor* checkpoints load into BertModel.
+std::string canonical_key(const std::string& key, bool strip_bert) {
+  return strip_bert && key.rfind("bert.", 0) == 0 ? key.substr(5) : key;
+}
+
+}  // namespace
+
+std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
+                                      const std::string& source) {
+  const bool strip_bert = !weights.count("embeddings.word_embeddings.weight") &&
+                          weights.count("bert.embeddings.word_embeddings.weight");
+  std::map<std::string, const torch::Tensor*> by_name;
+  for (const auto& [k, v] : weights) by_name[canonical_key(k, strip_bert)] = &v;
+
+  torch::NoGradGuard no_grad;
+  std::set<std::string> used;
+  auto assign = [&](const std::string& name, torch::Tensor& slot, bool required) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      if (required)
+        throw Error(fmt::format("{}: weight '{}' (shape [{}]) is missing", source, name,
+                                fmt::join(slot.sizes(), ", ")));
+      return;
+    }
+    const auto& t = *it->second;
+    if (t.sizes() != slot.sizes())
+      throw Error(fmt::format(
+          "{}: weight '{}' has shape [{}] but the config implies [{}] (does config.json, "
+          "including pruned_heads, describe these weights?)",
+          source, name, fmt::join(t.sizes(), ", "), fmt::join(slot.sizes(), ", ")));
+    slot.copy_(t.to(slot.dtype()));
+    used.insert(name);
+  };
+  for (auto& p : module.named_parameters(true)) assign(p.key(), p.value(), true);
+  for (auto& b : module.named_buffers(true)) assign(b.key(), b.value(), false);
+
+  std::vector<std::string> unused;
+  for (const auto& [name, t] : by_name)
+    if (!used.count(name)) unused.push_back(name);
+  return unused;
+}
+
+TensorMap state_dict(const torch::nn::Module& module) {
+  TensorMap out;
+  for (const auto& p : module.named_parameters(true))
+    out[p.key()] = p.value().detach().to(torch::kCPU).contiguous();
+  for (const auto& b : module.named_buffers(true))
+    out[b.key()] = b.value().detach().to(torch::kCPU).contiguous();
+  return out;
+}
+
+Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device) {
+  if (!std::filesystem::is_directory(dir))
+    throw Error(fmt::format("{} is not a folder: give a checkpoint folder holding config.json "
+                            "and model.safetensors",
+                            dir.string()));
+  Checkpoint ckpt;
+  ckpt.dir = dir;
+  auto config = ModelConfig::from_directory(dir);
+  auto weights = load_checkpoint_weights(dir);
+  const bool with_pooler =
+      weights.count("pooler.dense.weight") || weights.count("bert.pooler.dense.weight");
+  auto model = std::make_shared<BertModel>(config, with_pooler);
+  ckpt.unused_keys = load_weights(*model, weights, (dir / "model.safetensors").string());
+  // position_ids is a constant buffer HF writes; it carries no information.
+  ckpt.unused_keys.erase(
+      std::remove(ckpt.unused_keys.begin(), ckpt.unused_keys.end(), "embeddings.position_ids"),
+      ckpt.unused_keys.end());
+  model->to(device);
+  model->eval();
+  ckpt.model = model;
+  if (std::filesystem::exists(dir / "vocab.txt"))
+    ckpt.tokenizer = std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir));
+  ckpt.pooling = SentencePooling::from_directory(dir);
+  ckpt.max_seq_length = ckpt.pooling.max_seq_length > 0
+                            ? std::min(ckpt.pooling.max_seq_length, config.max_position_embeddings)
+                            : config.max_position_embeddings;
+  return ckpt;
+}
+
+}  // namespace headprune::models

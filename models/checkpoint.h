@@ -1,0 +1,49 @@
+// Loading a checkpoint folder (HF config.json + safetensors [+ tokenizer, sentence-transformers
+// modules]) into a model, and the name -> tensor map used to save one.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "models/attention_model.h"
+#include "models/safetensors.h"
+#include "models/sentence_pooling.h"
+#include "models/tokenizer/wordpiece.h"
+
+namespace headprune::models {
+
+/// Everything read from a checkpoint folder.
+struct Checkpoint {
+  std::filesystem::path dir;
+  std::shared_ptr<AttentionModel> model;
+  /// WordPiece tokenizer when the folder has vocab.txt, else null.
+  std::shared_ptr<WordPieceTokenizer> tokenizer;
+  SentencePooling pooling;
+  /// Longest input the folder is meant for: sentence-transformers' max_seq_length if set,
+  /// else max_position_embeddings.
+  int64_t max_seq_length = 0;
+  /// Weights in the file that the model does not use (reported, not fatal).
+  std::vector<std::string> unused_keys;
+};
+
+/// Loads a checkpoint folder onto `device`. The architecture comes from config.json's
+/// `model_type`; head counts per layer from `pruned_heads`.
+/// @throws headprune::Error naming the folder, file, or tensor: missing config/weights, a weight
+///         the model needs that the file lacks, or a shape that differs from the config's.
+Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device);
+
+/// Copies `weights` into the module's parameters and buffers by name (a leading "bert." on
+/// every key is accepted, as in BertFor* checkpoints). Buffers absent from the file keep their
+/// values. @returns the keys of `weights` that the module has no slot for.
+/// @throws headprune::Error naming the first missing parameter or mismatched shape.
+std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
+                                      const std::string& source);
+
+/// The module's parameters and buffers by name, on CPU, contiguous: what export writes.
+TensorMap state_dict(const torch::nn::Module& module);
+
+}  // namespace headprune::models

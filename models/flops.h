@@ -1,0 +1,22 @@
+// Floating-point operation counts of a forward pass, from the configuration alone.
+#pragma once
+
+#include <cstdint>
+
+#include "models/config.h"
+
+namespace headprune::models {
+
+/// FLOPs (a multiply-add counts 2) per token of one forward pass over a sequence of `seq_len`
+/// tokens, summed over layers; embeddings and pooling are excluded. Per layer with h heads of
+/// size d, KV heads g, width H, FFN width I:
+///   projections  2·H·d·(h + 2g) + 2·h·d·H      (Q, K, V, O)
+///   attention    4·seq_len·h·d                  (QKᵀ and PV)
+///   feed-forward 4·H·I                          (two matrices; gated MLPs add 2·H·I)
+/// @throws headprune::Error if seq_len < 1.
+double forward_flops_per_token(const ModelConfig& config, int64_t seq_len);
+
+/// Attention-only share of forward_flops_per_token (projections + attention).
+double attention_flops_per_token(const ModelConfig& config, int64_t seq_len);
+
+}  // namespace headprune::models

@@ -1,0 +1,126 @@
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+#include "pruner/cli/command.h"
+#include "pruner/log.h"
+
+namespace headprune::cli {
+namespace {
+
+po::options_description global_options(GlobalOptions& g) {
+  po::options_description desc("Global options (any position)");
+  desc.add_options()
+      ("help,h", "show help (after a command: that command's help)")
+      ("version", "print the version and exit")
+      ("threads", po::value<int>(&g.threads)->default_value(0),
+       "CPU threads for LibTorch (0 = all cores)")
+      ("seed", po::value<uint64_t>(&g.seed)->default_value(42), "random seed")
+      ("device", po::value<std::string>(&g.device)->default_value("cpu"), "cpu or cuda[:N]")
+      ("log-level", po::value<std::string>(&g.log_level)->default_value("info"),
+       "error, warn, info or debug");
+  return desc;
+}
+
+void print_overview(const po::options_description& globals) {
+  fmt::print(
+      "headprune {} - find and remove unneeded attention heads of transformer checkpoints\n\n"
+      "usage: headprune COMMAND [options]   (headprune COMMAND --help for details)\n\n"
+      "Commands:\n",
+      HEADPRUNE_VERSION);
+  for (const auto& c : commands()) fmt::print("  {:<12} {}\n", c.name, c.summary);
+  std::cout << "\n" << globals << "\nExit codes: 0 ok, 1 error, 2 usage.\n";
+}
+
+}  // namespace
+
+torch::Device GlobalOptions::torch_device() const {
+  torch::Device d(torch::kCPU);
+  try {
+    d = torch::Device(device);
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("--device: '{}' is not a device (use cpu or cuda[:N])", device));
+  }
+  if (d.is_cuda() && !torch::cuda::is_available())
+    throw UsageError(fmt::format(
+        "--device {}: this LibTorch build has no usable CUDA; use --device cpu or build against "
+        "a CUDA LibTorch (see README)",
+        device));
+  return d;
+}
+
+bool parse_args(const std::vector<std::string>& args, const std::string& usage,
+                po::options_description& desc, const std::vector<std::string>& positional,
+                po::variables_map& vm) {
+  desc.add_options()("help,h", "show this help");
+  po::positional_options_description pos;
+  for (const auto& name : positional) pos.add(name.c_str(), 1);
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+    if (vm.count("help")) {
+      std::cout << "usage: " << usage << "\n\n" << desc << "\n";
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(fmt::format("{} (usage: {}; see --help)", e.what(), usage));
+  }
+  return true;
+}
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"inspect", "print a checkpoint's architecture: heads per layer, parameters, FLOPs",
+       run_inspect},
+  };
+  return table;
+}
+
+int run(int argc, const char* const* argv) {
+  GlobalOptions g;
+  auto globals = global_options(g);
+  try {
+    std::vector<std::string> all(argv + 1, argv + argc);
+    po::variables_map vm;
+    std::vector<std::string> rest;
+    try {
+      auto parsed = po::command_line_parser(all).options(globals).allow_unregistered().run();
+      po::store(parsed, vm);
+      po::notify(vm);
+      rest = po::collect_unrecognized(parsed.options, po::include_positional);
+    } catch (const po::error& e) {
+      throw UsageError(e.what());
+    }
+    if (vm.count("version")) {
+      fmt::print("headprune {} (LibTorch {})\n", HEADPRUNE_VERSION, TORCH_VERSION);
+      return 0;
+    }
+    if (rest.empty()) {
+      print_overview(globals);
+      return vm.count("help") ? 0 : 2;
+    }
+    const std::string name = rest.front();
+    rest.erase(rest.begin());
+    if (vm.count("help")) rest.push_back("--help");
+    for (const auto& c : commands()) {
+      if (c.name != name) continue;
+      log::level() = log::parse_level(g.log_level);
+      if (g.threads < 0) throw UsageError("--threads must be >= 0");
+      if (g.threads > 0) torch::set_num_threads(g.threads);
+      torch::manual_seed(g.seed);
+      return c.run(rest, g);
+    }
+    throw UsageError(fmt::format("unknown command '{}' (run headprune --help for the list)", name));
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "headprune: usage error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "headprune: error: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace headprune::cli

@@ -1,0 +1,53 @@
+// The command-line front end: global options and the subcommand table.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <torch/types.h>
+
+namespace headprune::cli {
+
+namespace po = boost::program_options;
+
+/// Options every subcommand accepts (before or after the subcommand name).
+struct GlobalOptions {
+  int threads = 0;          ///< 0 = LibTorch's default (all cores)
+  uint64_t seed = 42;
+  std::string device = "cpu";
+  std::string log_level = "info";
+
+  /// The torch device. @throws headprune::UsageError for an unknown name or CUDA when this
+  /// LibTorch build has none.
+  torch::Device torch_device() const;
+};
+
+/// One subcommand: its name, a one-line summary, and its entry point, which receives the
+/// arguments after the name and returns the exit code.
+struct Command {
+  std::string name;
+  std::string summary;
+  std::function<int(const std::vector<std::string>&, const GlobalOptions&)> run;
+};
+
+/// Parses `args` for a subcommand with options `desc` and positional names `positional`
+/// (each taken once, in order). Prints help and returns false on --help.
+/// @throws headprune::UsageError on unknown options or missing required values.
+bool parse_args(const std::vector<std::string>& args, const std::string& usage,
+                po::options_description& desc, const std::vector<std::string>& positional,
+                po::variables_map& vm);
+
+/// The subcommands, in the order `--help` lists them.
+const std::vector<Command>& commands();
+
+/// Entry point: parses global options, dispatches, and maps exceptions to exit codes
+/// (0 ok, 1 error, 2 usage).
+int run(int argc, const char* const* argv);
+
+// Subcommand entry points (one file each under pruner/cli/).
+int run_inspect(const std::vector<std::string>& args, const GlobalOptions& globals);
+
+}  // namespace headprune::cli
