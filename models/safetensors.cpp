@@ -1,0 +1,448 @@
+// Reading and writing the safetensors format (see safetensors.h for the layout).
+//
+// Reading: the header is parsed and every entry checked before any tensor is allocated;
+// then each tensor is allocated with torch::empty and filled by one read straight from the
+// file, in data-offset order, so the data section is read once, sequentially, and each tensor
+// owns its own (suitably aligned) memory. Peak memory is the size of the tensors, not twice it.
+//
+// Writing: the header is built by hand (not with nlohmann's object dump) so that its layout
+// is exactly what the reference writer produces: `__metadata__` first, then the tensors in
+// key order, each as {"dtype":..,"shape":..,"data_offsets":..}, padded with spaces to a
+// multiple of 8 bytes.
+#include "models/safetensors.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <c10/core/InferenceMode.h>
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include "models/errors.h"
+
+#if defined(__BYTE_ORDER__) && defined(__ORDER_LITTLE_ENDIAN__) && \
+    __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "safetensors.cpp copies tensor bytes as they are: it assumes a little-endian host"
+#endif
+
+namespace headprune::models {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+/// Largest header accepted, as in the reference implementation.
+constexpr std::uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;
+constexpr const char* kMetadataKey = "__metadata__";
+constexpr const char* kSupportedDtypes = "F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL";
+
+struct DtypeInfo {
+  const char* name;
+  torch::ScalarType type;
+  std::size_t itemsize;
+};
+
+constexpr DtypeInfo kDtypes[] = {
+    {"F64", torch::kFloat64, 8}, {"F32", torch::kFloat32, 4}, {"F16", torch::kFloat16, 2},
+    {"BF16", torch::kBFloat16, 2}, {"I64", torch::kInt64, 8}, {"I32", torch::kInt32, 4},
+    {"I16", torch::kInt16, 2},    {"I8", torch::kInt8, 1},     {"U8", torch::kUInt8, 1},
+    {"BOOL", torch::kBool, 1},
+};
+
+const DtypeInfo* dtype_by_name(const std::string& name) {
+  for (const auto& d : kDtypes)
+    if (name == d.name) return &d;
+  return nullptr;
+}
+
+const DtypeInfo* dtype_by_type(torch::ScalarType type) {
+  for (const auto& d : kDtypes)
+    if (type == d.type) return &d;
+  return nullptr;
+}
+
+std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+
+/// "safetensors file 'F': MSG" or "safetensors file 'F', tensor 'T': MSG".
+[[noreturn]] void fail(const fs::path& file, const std::string& msg) {
+  throw Error("safetensors file " + quoted(file) + ": " + msg);
+}
+[[noreturn]] void fail(const fs::path& file, const std::string& tensor, const std::string& msg) {
+  throw Error("safetensors file " + quoted(file) + ", tensor '" + tensor + "': " + msg);
+}
+
+std::string io_reason() {
+  return errno != 0 ? std::string(" (") + std::strerror(errno) + ")" : std::string();
+}
+
+constexpr const char* kTruncatedHint = "the file is truncated: re-download or re-export it";
+constexpr const char* kCorruptHint =
+    "the header is corrupt: re-download the file or re-export it with a safetensors writer";
+
+/// One checked header entry.
+struct Entry {
+  std::string name;
+  const DtypeInfo* dtype;
+  std::vector<int64_t> shape;
+  std::uint64_t begin;
+  std::uint64_t end;
+};
+
+/// Reads a non-negative JSON integer; nullopt-like false if it is anything else.
+bool as_u64(const json& v, std::uint64_t* out) {
+  if (!v.is_number_unsigned()) return false;  // nlohmann stores every integer >= 0 as unsigned
+  *out = v.get<std::uint64_t>();
+  return true;
+}
+
+Entry parse_entry(const fs::path& file, const std::string& name, const json& v) {
+  if (!v.is_object())
+    fail(file, name,
+         "the header entry is not an object {\"dtype\", \"shape\", \"data_offsets\"} but " +
+             v.dump() + ": " + kCorruptHint);
+  for (const char* key : {"dtype", "shape", "data_offsets"})
+    if (!v.contains(key))
+      fail(file, name, std::string("the header entry has no \"") + key + "\": " + kCorruptHint);
+
+  Entry e;
+  e.name = name;
+  const json& dtype = v.at("dtype");
+  if (!dtype.is_string())
+    fail(file, name, "\"dtype\" is not a string but " + dtype.dump() + ": " + kCorruptHint);
+  e.dtype = dtype_by_name(dtype.get<std::string>());
+  if (!e.dtype)
+    fail(file, name,
+         "unsupported dtype \"" + dtype.get<std::string>() + "\"; supported dtypes are " +
+             kSupportedDtypes + ": convert the checkpoint to one of them");
+
+  const json& shape = v.at("shape");
+  if (!shape.is_array())
+    fail(file, name, "\"shape\" is not an array but " + shape.dump() + ": " + kCorruptHint);
+  std::uint64_t numel = 1;
+  bool overflow = false;
+  for (const json& d : shape) {
+    std::uint64_t dim = 0;
+    if (!as_u64(d, &dim) ||
+        dim > static_cast<std::uint64_t>(std::numeric_limits<int64_t>::max()))
+      fail(file, name,
+           "\"shape\" " + shape.dump() +
+               " has an entry that is not a non-negative integer: " + kCorruptHint);
+    e.shape.push_back(static_cast<int64_t>(dim));
+    if (dim != 0 && numel > std::numeric_limits<std::uint64_t>::max() / dim) overflow = true;
+    numel *= dim;
+  }
+
+  const json& offsets = v.at("data_offsets");
+  if (!offsets.is_array() || offsets.size() != 2 || !as_u64(offsets[0], &e.begin) ||
+      !as_u64(offsets[1], &e.end))
+    fail(file, name,
+         "\"data_offsets\" " + offsets.dump() +
+             " is not [BEGIN, END] with non-negative integers: " + kCorruptHint);
+  if (e.begin > e.end)
+    fail(file, name,
+         "\"data_offsets\" " + offsets.dump() + " has BEGIN > END: " + kCorruptHint);
+
+  // numel == 0 makes any overflow of the earlier product irrelevant.
+  const bool zero = std::find(e.shape.begin(), e.shape.end(), 0) != e.shape.end();
+  if (!zero && (overflow || numel > std::numeric_limits<std::uint64_t>::max() / e.dtype->itemsize))
+    fail(file, name, "\"shape\" " + shape.dump() + " is too large: " + kCorruptHint);
+  const std::uint64_t nbytes = zero ? 0 : numel * e.dtype->itemsize;
+  if (nbytes != e.end - e.begin)
+    fail(file, name,
+         "shape " + shape.dump() + " of " + e.dtype->name + " needs " + std::to_string(nbytes) +
+             " bytes but data_offsets " + offsets.dump() + " span " +
+             std::to_string(e.end - e.begin) + ": " + kCorruptHint);
+  return e;
+}
+
+}  // namespace
+
+TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::string>* metadata) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    if (!fs::exists(file, ec)) fail(file, "no such file");
+    fail(file, "not a regular file");
+  }
+  const std::uint64_t file_size = fs::file_size(file, ec);
+  if (ec) fail(file, "cannot get its size: " + ec.message());
+
+  errno = 0;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail(file, "cannot open it for reading" + io_reason());
+
+  if (file_size < 8)
+    fail(file, "it is " + std::to_string(file_size) +
+                   " bytes long, shorter than the 8-byte header length: it is not a "
+                   "safetensors file, or " + kTruncatedHint);
+  unsigned char len_bytes[8];
+  if (!in.read(reinterpret_cast<char*>(len_bytes), 8))
+    fail(file, "cannot read the header length" + io_reason());
+  std::uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
+
+  if (header_len > kMaxHeaderBytes)
+    fail(file, "the header length " + std::to_string(header_len) +
+                   " is absurd (more than 100 MB): it is not a safetensors file, or " +
+                   kCorruptHint);
+  if (header_len > file_size - 8)
+    fail(file, "the header length " + std::to_string(header_len) + " exceeds the " +
+                   std::to_string(file_size - 8) + " bytes after it: " + kTruncatedHint +
+                   " (or it is not a safetensors file)");
+
+  std::string header_text(static_cast<std::size_t>(header_len), '\0');
+  if (header_len > 0 && !in.read(header_text.data(), static_cast<std::streamsize>(header_len)))
+    fail(file, "cannot read the " + std::to_string(header_len) + "-byte header" + io_reason());
+
+  json header;
+  try {
+    header = json::parse(header_text);
+  } catch (const json::exception& e) {
+    fail(file, std::string("the header is not valid JSON (") + e.what() + "): " + kCorruptHint);
+  }
+  if (!header.is_object())
+    fail(file, "the header is not a JSON object but a " + std::string(header.type_name()) +
+                   ": " + kCorruptHint);
+
+  std::map<std::string, std::string> meta;
+  std::vector<Entry> entries;
+  entries.reserve(header.size());
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == kMetadataKey) {
+      if (!it.value().is_object())
+        fail(file, "\"__metadata__\" is not an object of strings but " + it.value().dump() +
+                       ": " + kCorruptHint);
+      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
+        if (!m.value().is_string())
+          fail(file, "\"__metadata__\" entry \"" + m.key() + "\" is not a string but " +
+                         m.value().dump() + ": " + kCorruptHint);
+        meta[m.key()] = m.value().get<std::string>();
+      }
+      continue;
+    }
+    entries.push_back(parse_entry(file, it.key(), it.value()));
+  }
+
+  // Overlaps and bounds, in file order. Zero-size tensors occupy no bytes and overlap nothing.
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  const std::uint64_t data_size = file_size - 8 - header_len;
+  const Entry* prev = nullptr;
+  for (const Entry& e : entries) {
+    if (e.end == e.begin) continue;
+    if (prev && e.begin < prev->end)
+      fail(file, e.name,
+           "its bytes [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+               ") overlap those of tensor '" + prev->name + "' [" + std::to_string(prev->begin) +
+               ", " + std::to_string(prev->end) + "): " + kCorruptHint);
+    prev = &e;
+  }
+  for (const Entry& e : entries)
+    if (e.end > data_size)
+      fail(file, e.name,
+           "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+               "] end beyond the data section, which has only " + std::to_string(data_size) +
+               " bytes (file size " + std::to_string(file_size) + "): " + kTruncatedHint);
+
+  // Normal tensors even if the caller is in an inference-mode region.
+  c10::InferenceMode not_inference(false);
+  TensorMap out;
+  const std::uint64_t data_start = 8 + header_len;
+  for (const Entry& e : entries) {
+    torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(e.dtype->type));
+    const std::uint64_t nbytes = e.end - e.begin;
+    if (nbytes > 0) {
+      errno = 0;
+      in.seekg(static_cast<std::streamoff>(data_start + e.begin));
+      char* dst = static_cast<char*>(t.data_ptr());
+      if (!in || !in.read(dst, static_cast<std::streamsize>(nbytes)))
+        fail(file, e.name,
+             "cannot read its " + std::to_string(nbytes) + " bytes" + io_reason() +
+                 ": the file may have been truncated while being read; re-download or "
+                 "re-export it");
+      if (e.dtype->type == torch::kBool) {
+        // Any byte but 0 / 1 in a bool tensor is undefined behaviour in C++ and torch.
+        const auto* b = reinterpret_cast<const unsigned char*>(dst);
+        for (std::uint64_t i = 0; i < nbytes; ++i)
+          if (b[i] > 1)
+            fail(file, e.name,
+                 "BOOL element " + std::to_string(i) + " has byte value " +
+                     std::to_string(int(b[i])) + ", not 0 or 1: " + kCorruptHint);
+      }
+    }
+    out.emplace(e.name, std::move(t));
+  }
+  if (metadata) *metadata = std::move(meta);
+  return out;
+}
+
+TensorMap load_checkpoint_weights(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path single = dir / "model.safetensors";
+  const fs::path index_file = dir / "model.safetensors.index.json";
+  if (fs::exists(single, ec)) return load_safetensors(single);
+  if (!fs::exists(index_file, ec)) {
+    std::string msg = "no weights found in checkpoint folder " + quoted(dir) + ": ";
+    if (!fs::is_directory(dir, ec)) {
+      msg += "the folder does not exist";
+    } else {
+      msg += "expected model.safetensors, or model.safetensors.index.json with its shards";
+      for (const char* legacy : {"pytorch_model.bin", "pytorch_model.bin.index.json"})
+        if (fs::exists(dir / legacy, ec)) {
+          msg += std::string("; found ") + legacy +
+                 ", which is not supported: convert it to safetensors (for example load it in "
+                 "Python with transformers and save_pretrained(..., safe_serialization=True))";
+          break;
+        }
+    }
+    if (msg.find("pytorch_model.bin") == std::string::npos)
+      msg += " (pytorch_model.bin checkpoints are not supported: convert them to safetensors)";
+    throw Error(msg);
+  }
+
+  const auto index_error = [&](const std::string& what) -> Error {
+    return Error("checkpoint index " + quoted(index_file) + ": " + what);
+  };
+  json index;
+  {
+    std::ifstream in(index_file, std::ios::binary);
+    if (!in) throw index_error("cannot open it for reading");
+    try {
+      index = json::parse(in);
+    } catch (const json::exception& e) {
+      throw index_error(std::string("not valid JSON (") + e.what() +
+                        "): re-download or re-export the checkpoint");
+    }
+  }
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+    throw index_error("has no \"weight_map\" object mapping tensor names to shard files");
+  const json& weight_map = index["weight_map"];
+  if (weight_map.empty()) throw index_error("\"weight_map\" lists no tensors");
+
+  // shard file -> the names the index puts in it.
+  std::map<std::string, std::set<std::string>> shards;
+  for (auto it = weight_map.begin(); it != weight_map.end(); ++it) {
+    if (!it.value().is_string())
+      throw index_error("\"weight_map\" entry for tensor '" + it.key() +
+                        "' is not a shard file name but " + it.value().dump());
+    const std::string shard = it.value().get<std::string>();
+    const fs::path sp(shard);
+    if (shard.empty() || sp.has_parent_path() || sp.is_absolute() || shard == "." ||
+        shard == "..")
+      throw index_error("tensor '" + it.key() + "' is mapped to \"" + shard +
+                        "\", which is not a plain file name inside the checkpoint folder");
+    shards[shard].insert(it.key());
+  }
+
+  TensorMap out;
+  for (const auto& [shard, names] : shards) {
+    const fs::path shard_path = dir / shard;
+    if (!fs::exists(shard_path, ec))
+      throw index_error("shard " + quoted(shard_path) + " (holding tensor '" + *names.begin() +
+                        "' and " + std::to_string(names.size() - 1) +
+                        " more) does not exist: the checkpoint is incomplete; re-download it");
+    TensorMap tensors = load_safetensors(shard_path);
+    for (const std::string& name : names)
+      if (tensors.find(name) == tensors.end())
+        throw index_error("tensor '" + name + "' is listed in shard " + quoted(shard_path) +
+                          " but the shard does not hold it: the index and the shards disagree; "
+                          "re-download or re-export the checkpoint");
+    for (auto& [name, tensor] : tensors) {
+      if (names.count(name) == 0) {
+        std::string where = "which the index does not list";
+        if (weight_map.contains(name))
+          where = "which the index lists in shard '" + weight_map[name].get<std::string>() + "'";
+        throw index_error("shard " + quoted(shard_path) + " holds tensor '" + name + "', " +
+                          where + ": the index and the shards disagree; re-download or "
+                          "re-export the checkpoint");
+      }
+      out.emplace(name, std::move(tensor));
+    }
+  }
+  return out;
+}
+
+void save_safetensors(const fs::path& file, const TensorMap& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  const auto err = [&](const std::string& what) -> Error {
+    return Error("cannot write safetensors file " + quoted(file) + ": " + what);
+  };
+
+  // Prepare every tensor (and fail on a bad one) before touching the file.
+  std::vector<std::pair<const std::string*, torch::Tensor>> prepared;
+  prepared.reserve(tensors.size());
+  std::string header = "{";
+  try {
+    if (!metadata.empty()) header += std::string("\"") + kMetadataKey + "\":" + json(metadata).dump();
+  } catch (const json::exception& e) {
+    throw err(std::string("the metadata is not valid UTF-8 (") + e.what() + ")");
+  }
+  std::uint64_t offset = 0;
+  for (const auto& [name, tensor] : tensors) {
+    if (name == kMetadataKey)
+      throw err("a tensor cannot be named \"__metadata__\" (the key is reserved for metadata)");
+    if (!tensor.defined()) throw err("tensor '" + name + "' is undefined");
+    if (tensor.layout() != torch::kStrided)
+      throw err("tensor '" + name + "' is not a dense tensor: call .to_dense() first");
+    const DtypeInfo* d = dtype_by_type(tensor.scalar_type());
+    if (!d)
+      throw err("tensor '" + name + "' has dtype " +
+                std::string(c10::toString(tensor.scalar_type())) +
+                ", which safetensors files here cannot hold; supported dtypes are " +
+                kSupportedDtypes + ": convert it with .to(...)");
+    torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
+    const std::uint64_t nbytes = static_cast<std::uint64_t>(t.numel()) * d->itemsize;
+    std::string entry;
+    try {
+      entry = json(name).dump();
+    } catch (const json::exception& e) {
+      throw err("tensor name is not valid UTF-8 (" + std::string(e.what()) + ")");
+    }
+    if (header.size() > 1) header += ',';
+    header += entry + ":{\"dtype\":\"" + d->name + "\",\"shape\":" + json(t.sizes().vec()).dump() +
+              ",\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + nbytes) + "]}";
+    offset += nbytes;
+    prepared.emplace_back(&name, std::move(t));
+  }
+  header += '}';
+  header.append((8 - header.size() % 8) % 8, ' ');
+
+  errno = 0;
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw err("cannot open it for writing" + io_reason());
+  const auto write_failed = [&](const std::string& what) -> Error {
+    const std::string reason = io_reason();
+    out.close();
+    std::error_code ec;
+    fs::remove(file, ec);  // a partial file is never a valid one
+    return err(what + reason);
+  };
+  unsigned char len_bytes[8];
+  std::uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i, n >>= 8) len_bytes[i] = static_cast<unsigned char>(n & 0xff);
+  out.write(reinterpret_cast<const char*>(len_bytes), 8);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  if (!out) throw write_failed("writing the header failed");
+  for (const auto& [name, t] : prepared) {
+    const std::uint64_t nbytes = static_cast<std::uint64_t>(t.numel()) * t.element_size();
+    if (nbytes == 0) continue;
+    out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(nbytes));
+    if (!out) throw write_failed("writing tensor '" + *name + "' failed");
+  }
+  out.flush();
+  if (!out) throw write_failed("flushing failed");
+  out.close();
+  if (out.fail()) throw write_failed("closing failed");
+}
+
+}  // namespace headprune::models
