@@ -75,6 +75,10 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"inspect", "print a checkpoint's architecture: heads per layer, parameters, FLOPs",
        run_inspect},
+      {"train-gates", "learn which heads matter (hard-concrete L0 gates, self-distillation)",
+       run_train_gates},
+      {"report", "show the surviving heads of a gates folder or checkpoint (table, JSON, SVG)",
+       run_report},
   };
   return table;
 }

@@ -1,0 +1,44 @@
+#include <iostream>
+
+#include "models/errors.h"
+#include "pruner/cli/command.h"
+#include "pruner/cli/training_flags.h"
+#include "pruner/log.h"
+
+namespace headprune::cli {
+
+int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& globals) {
+  po::options_description desc("train-gates options");
+  std::string model, out;
+  TrainingFlags flags;
+  desc.add_options()
+      ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
+      ("out", po::value<std::string>(&out)->required(), "gates folder to write")
+      ("resume", "continue an interrupted run from --out's snapshot");
+  add_training_flags(desc, flags);
+  po::variables_map vm;
+  if (!parse_args(args,
+                  "headprune train-gates MODEL --data CORPUS (--target-sparsity S | --l0-lambda X) "
+                  "--out GATES_DIR",
+                  desc, {"model"}, vm))
+    return 0;
+  auto options = training_options(flags, vm, globals);
+  options.out_dir = out;
+  options.model_path = model;
+  options.resume = vm.count("resume") > 0;
+  if (!options.resume && std::filesystem::exists(std::filesystem::path(out) / "gates.json"))
+    throw Error(fmt::format("{} already holds gates.json; pass --resume to continue that run or "
+                            "choose another --out",
+                            out));
+  log::info("loading {}", model);
+  auto ckpt = models::load_checkpoint(model, options.device);
+  if (!ckpt.tokenizer)
+    throw Error(fmt::format("{} has no vocab.txt: train-gates needs the model's tokenizer", model));
+  auto corpus = pruner::load_corpus(flags.data, *ckpt.tokenizer, corpus_options(flags, globals));
+  auto state = pruner::train_gates(ckpt, corpus, options);
+  std::cout << fmt::format("{} of {} heads kept; gates written to {}/gates.json\n", state.heads_kept(),
+                           state.heads_total(), out);
+  return 0;
+}
+
+}  // namespace headprune::cli

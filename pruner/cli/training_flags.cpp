@@ -1,0 +1,106 @@
+#include "pruner/cli/training_flags.h"
+
+#include <fmt/format.h>
+
+#include "models/errors.h"
+
+namespace headprune::cli {
+
+void add_training_flags(po::options_description& desc, TrainingFlags& f) {
+  desc.add_options()
+      ("data", po::value<std::string>(&f.data)->required(),
+       "training text: UTF-8, one document or sentence per line")
+      ("target-sparsity", po::value<double>(&f.target_sparsity),
+       "fraction to remove, in [0,1): trained by a Lagrangian and met exactly by the final mask")
+      ("l0-lambda", po::value<double>(&f.l0_lambda),
+       "instead of a target: fixed L0 penalty lambda * sum P(gate != 0) (Voita et al. 2019)")
+      ("sparsity-unit", po::value<std::string>(&f.unit)->default_value("heads"),
+       "what --target-sparsity counts: heads, attention-params or flops")
+      ("steps", po::value<int64_t>(&f.steps)->default_value(300), "training steps")
+      ("batch-size", po::value<std::size_t>(&f.batch_size)->default_value(32), "sequences per step")
+      ("max-length", po::value<std::size_t>(&f.max_length)->default_value(128),
+       "tokens per sequence (longer lines are truncated)")
+      ("max-lines", po::value<std::size_t>(&f.max_lines)->default_value(0),
+       "use at most this many corpus lines (0 = all)")
+      ("holdout", po::value<double>(&f.holdout)->default_value(0.1),
+       "share of lines held out for measuring fidelity")
+      ("lr", po::value<double>(&f.lr)->default_value(0.1), "learning rate of log_alpha (AdamW)")
+      ("lambda-lr", po::value<double>(&f.lambda_lr)->default_value(0.1),
+       "learning rate of the Lagrange multipliers (gradient ascent)")
+      ("warmup-steps", po::value<int64_t>(&f.warmup)->default_value(-1),
+       "steps over which the target ramps up from 0 (-1 = 40% of --steps)")
+      ("beta", po::value<double>(&f.beta)->default_value(2.0 / 3.0),
+       "hard-concrete temperature (Louizos 2/3; Voita et al. 0.33)")
+      ("log-alpha-init", po::value<double>(&f.log_alpha_init)->default_value(3.0),
+       "initial log_alpha of every gate (3 = almost fully open)")
+      ("gate-rule", po::value<std::string>(&f.rule)->default_value("louizos"),
+       "deterministic gate: louizos (clip(sigmoid(log_alpha)(zeta-gamma)+gamma)) or cofi")
+      ("min-heads-per-layer", po::value<int64_t>(&f.min_heads)->default_value(1),
+       "every layer keeps at least this many heads")
+      ("allow-empty-layers", "let layers lose all their heads (sets --min-heads-per-layer 0; "
+       "transformers cannot load such a checkpoint)")
+      ("embedding-weight", po::value<double>(&f.embedding_weight)->default_value(1.0),
+       "weight of the sentence-embedding term of the distillation loss")
+      ("train-weights", "also fine-tune the model's weights (default: only the gates)")
+      ("weights-lr", po::value<double>(&f.weights_lr)->default_value(2e-5),
+       "learning rate of the weights with --train-weights")
+      ("log-every", po::value<int64_t>(&f.log_every)->default_value(10), "progress line every N steps")
+      ("save-every", po::value<int64_t>(&f.save_every)->default_value(50),
+       "snapshot for --resume every N steps (0 = never)");
+}
+
+pruner::GateTrainingOptions training_options(const TrainingFlags& f, const po::variables_map& vm,
+                                             const GlobalOptions& globals) {
+  const bool has_target = vm.count("target-sparsity"), has_lambda = vm.count("l0-lambda");
+  if (has_target == has_lambda)
+    throw UsageError("give exactly one of --target-sparsity S or --l0-lambda X");
+  pruner::GateTrainingOptions o;
+  if (has_target) {
+    if (!(f.target_sparsity >= 0 && f.target_sparsity < 1))
+      throw UsageError(fmt::format("--target-sparsity {} is outside [0, 1)", f.target_sparsity));
+    o.target_sparsity = f.target_sparsity;
+  } else {
+    if (!(f.l0_lambda >= 0)) throw UsageError("--l0-lambda must be >= 0");
+    o.l0_lambda = f.l0_lambda;
+  }
+  if (f.steps < 1) throw UsageError("--steps must be >= 1");
+  if (f.batch_size < 1) throw UsageError("--batch-size must be >= 1");
+  if (f.max_length < 3) throw UsageError("--max-length must be >= 3");
+  if (!(f.holdout > 0 && f.holdout < 1)) throw UsageError("--holdout must be in (0, 1)");
+  if (!(f.lr > 0) || !(f.lambda_lr > 0)) throw UsageError("--lr and --lambda-lr must be > 0");
+  if (!(f.beta > 0)) throw UsageError("--beta must be > 0");
+  if (f.log_every < 1) throw UsageError("--log-every must be >= 1");
+  if (f.min_heads < 0) throw UsageError("--min-heads-per-layer must be >= 0");
+  o.unit = gates::parse_unit(f.unit);
+  o.steps = f.steps;
+  o.batch_size = f.batch_size;
+  o.flops_seq_len = static_cast<int64_t>(f.max_length);
+  o.learning_rate = f.lr;
+  o.lambda_learning_rate = f.lambda_lr;
+  o.warmup_steps = f.warmup;
+  o.gate.beta = f.beta;
+  o.gate.log_alpha_init = f.log_alpha_init;
+  o.rule = gates::parse_rule(f.rule);
+  o.constraints.min_heads_per_layer = vm.count("allow-empty-layers") ? 0 : f.min_heads;
+  if (vm.count("allow-empty-layers") && !vm["min-heads-per-layer"].defaulted())
+    o.constraints.min_heads_per_layer = f.min_heads;
+  o.embedding_weight = f.embedding_weight;
+  o.train_weights = vm.count("train-weights") > 0;
+  o.weights_learning_rate = f.weights_lr;
+  o.log_every = f.log_every;
+  o.save_every = f.save_every;
+  o.seed = globals.seed;
+  o.device = globals.torch_device();
+  return o;
+}
+
+pruner::CorpusOptions corpus_options(const TrainingFlags& f, const GlobalOptions& globals) {
+  pruner::CorpusOptions c;
+  c.max_length = f.max_length;
+  c.holdout_fraction = f.holdout;
+  c.max_lines = f.max_lines;
+  c.seed = globals.seed;
+  return c;
+}
+
+}  // namespace headprune::cli

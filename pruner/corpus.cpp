@@ -1,0 +1,119 @@
+#include "pruner/corpus.h"
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+
+namespace headprune::pruner {
+
+Corpus load_corpus(const std::filesystem::path& file, const models::WordPieceTokenizer& tokenizer,
+                   const CorpusOptions& options) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw Error(fmt::format("cannot read corpus {}: give a UTF-8 text file, one document or "
+                            "sentence per line",
+                            file.string()));
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    lines.push_back(line);
+  }
+  if (in.bad()) throw Error(fmt::format("error while reading {}", file.string()));
+  Corpus corpus;
+  corpus.lines_read = lines.size();
+  corpus.pad_id = tokenizer.pad_id();
+  std::mt19937_64 rng(options.seed);
+  std::shuffle(lines.begin(), lines.end(), rng);
+  if (options.max_lines > 0 && lines.size() > options.max_lines) lines.resize(options.max_lines);
+  if (lines.size() < 2)
+    throw Error(fmt::format("corpus {} has {} non-blank line(s); at least 2 are needed (one to "
+                            "train on, one held out)",
+                            file.string(), lines.size()));
+  auto heldout = static_cast<std::size_t>(
+      std::llround(options.holdout_fraction * static_cast<double>(lines.size())));
+  heldout = std::clamp<std::size_t>(heldout, 1, lines.size() - 1);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    auto ids = tokenizer.encode(lines[i], options.max_length);
+    if (ids.size() < options.min_tokens) continue;
+    if (i < heldout) {
+      corpus.heldout.push_back(std::move(ids));
+      corpus.heldout_text.push_back(lines[i]);
+    } else {
+      corpus.train.push_back(std::move(ids));
+    }
+  }
+  if (corpus.train.empty() || corpus.heldout.empty())
+    throw Error(fmt::format("corpus {}: no usable lines after tokenization (each needs at least "
+                            "{} tokens)",
+                            file.string(), options.min_tokens));
+  return corpus;
+}
+
+std::vector<std::vector<std::size_t>> length_buckets(
+    const std::vector<std::vector<int64_t>>& sequences, std::size_t batch_size) {
+  std::vector<std::size_t> order(sequences.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return sequences[a].size() < sequences[b].size();
+  });
+  std::vector<std::vector<std::size_t>> buckets;
+  for (std::size_t i = 0; i < order.size(); i += batch_size)
+    buckets.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(i),
+                         order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), i + batch_size)));
+  return buckets;
+}
+
+models::ModelInputs make_inputs(const std::vector<std::vector<int64_t>>& sequences,
+                                const std::vector<std::size_t>& indices, int64_t pad_id,
+                                const torch::Device& device) {
+  std::size_t seq = 0;
+  for (auto i : indices) seq = std::max(seq, sequences[i].size());
+  const auto B = static_cast<int64_t>(indices.size()), T = static_cast<int64_t>(seq);
+  auto ids = torch::full({B, T}, pad_id, torch::kLong);
+  auto mask = torch::zeros({B, T}, torch::kLong);
+  auto ids_a = ids.accessor<int64_t, 2>();
+  auto mask_a = mask.accessor<int64_t, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& s = sequences[indices[b]];
+    for (std::size_t t = 0; t < s.size(); ++t) {
+      ids_a[b][t] = s[t];
+      mask_a[b][t] = 1;
+    }
+  }
+  return {ids.to(device), mask.to(device), torch::zeros({B, T}, torch::kLong).to(device)};
+}
+
+BatchStream::BatchStream(const std::vector<std::vector<int64_t>>& sequences,
+                         std::size_t batch_size, int64_t pad_id, uint64_t seed)
+    : sequences_(sequences), buckets_(length_buckets(sequences, batch_size)), pad_id_(pad_id),
+      rng_(seed) {
+  if (buckets_.empty()) throw Error("no training sequences to batch");
+  reshuffle();
+}
+
+void BatchStream::reshuffle() {
+  order_.resize(buckets_.size());
+  std::iota(order_.begin(), order_.end(), 0);
+  std::shuffle(order_.begin(), order_.end(), rng_);
+  position_ = 0;
+}
+
+void BatchStream::skip(int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    if (++position_ == order_.size()) reshuffle();
+}
+
+models::ModelInputs BatchStream::next(const torch::Device& device) {
+  auto inputs = make_inputs(sequences_, buckets_[order_[position_]], pad_id_, device);
+  skip(1);
+  return inputs;
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,69 @@
+// Plain-text corpora: reading, tokenizing, splitting, and length-bucketed batching.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "models/attention_model.h"
+#include "models/tokenizer/wordpiece.h"
+
+namespace headprune::pruner {
+
+/// How a corpus file becomes training and held-out sequences.
+struct CorpusOptions {
+  std::size_t max_length = 128;      ///< tokens per sequence incl. special tokens (truncation)
+  double holdout_fraction = 0.1;     ///< share of lines kept out of training
+  std::size_t max_lines = 0;         ///< 0 = all lines
+  std::size_t min_tokens = 3;        ///< shorter sequences (incl. [CLS]/[SEP]) are dropped
+  uint64_t seed = 42;                ///< shuffles lines before the split
+};
+
+/// A tokenized corpus. Each sequence is a list of ids with special tokens.
+struct Corpus {
+  std::vector<std::vector<int64_t>> train;
+  std::vector<std::vector<int64_t>> heldout;
+  std::vector<std::string> heldout_text;
+  std::size_t lines_read = 0;        ///< non-blank lines in the file
+  int64_t pad_id = 0;
+};
+
+/// Reads `file` (UTF-8 text, one document or sentence per line; blank lines ignored; CRLF
+/// accepted), shuffles the lines with options.seed, splits off the held-out share and tokenizes.
+/// @throws headprune::Error if the file cannot be read or yields fewer than 2 usable lines.
+Corpus load_corpus(const std::filesystem::path& file, const models::WordPieceTokenizer& tokenizer,
+                   const CorpusOptions& options);
+
+/// Groups sequences of similar length into batches of at most `batch_size` (sorted by length,
+/// then cut), so little compute goes to padding. @returns index lists into `sequences`.
+std::vector<std::vector<std::size_t>> length_buckets(
+    const std::vector<std::vector<int64_t>>& sequences, std::size_t batch_size);
+
+/// Right-pads the chosen sequences into model inputs on `device`.
+models::ModelInputs make_inputs(const std::vector<std::vector<int64_t>>& sequences,
+                                const std::vector<std::size_t>& indices, int64_t pad_id,
+                                const torch::Device& device);
+
+/// Endless stream of training batches: each epoch visits every bucket once in a shuffled
+/// order (seeded, so runs are reproducible and `skip` can resume mid-stream).
+class BatchStream {
+ public:
+  BatchStream(const std::vector<std::vector<int64_t>>& sequences, std::size_t batch_size,
+              int64_t pad_id, uint64_t seed);
+  models::ModelInputs next(const torch::Device& device);
+  /// Advances by n batches without building them (for --resume).
+  void skip(int64_t n);
+
+ private:
+  void reshuffle();
+  const std::vector<std::vector<int64_t>>& sequences_;
+  std::vector<std::vector<std::size_t>> buckets_;
+  std::vector<std::size_t> order_;
+  std::size_t position_ = 0;
+  int64_t pad_id_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace headprune::pruner

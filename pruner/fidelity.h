@@ -1,0 +1,35 @@
+// How closely one model follows another on the same text.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include "models/attention_model.h"
+#include "models/sentence_pooling.h"
+
+namespace headprune::pruner {
+
+/// Agreement of a student with its teacher over a set of sequences.
+struct Fidelity {
+  std::size_t sequences = 0;
+  double mean_cosine = 0;   ///< mean cosine of sentence embeddings
+  double p5_cosine = 0;     ///< 5th percentile (the worst 5% of sentences are below it)
+  double min_cosine = 0;
+  double hidden_mse = 0;    ///< mean squared error of final hidden states over real tokens
+  nlohmann::json to_json() const;
+};
+
+/// Runs both models over `sequences` (token ids with special tokens) in length-bucketed batches
+/// of `batch_size` and compares them. `student_multipliers` may be null. No gradients.
+/// @throws headprune::Error if `sequences` is empty or the hidden sizes differ.
+Fidelity measure_fidelity(models::AttentionModel& student,
+                          const models::HeadMultipliers* student_multipliers,
+                          models::AttentionModel& teacher,
+                          const std::vector<std::vector<int64_t>>& sequences, int64_t pad_id,
+                          const models::SentencePooling& pooling, std::size_t batch_size,
+                          const torch::Device& device);
+
+}  // namespace headprune::pruner

@@ -1,0 +1,34 @@
+#include "pruner/head_costs.h"
+
+#include "models/flops.h"
+
+namespace headprune::pruner {
+
+gates::SparsityMeasure sparsity_measure(const models::ModelConfig& c, gates::SparsityUnit unit,
+                                        int64_t seq_len) {
+  gates::SparsityMeasure m;
+  m.unit = unit;
+  const double H = static_cast<double>(c.hidden_size), d = static_cast<double>(c.head_dim);
+  double per_head = 1;
+  switch (unit) {
+    case gates::SparsityUnit::kHeads:
+      per_head = 1;
+      m.total_cost = static_cast<double>(c.total_heads());
+      break;
+    case gates::SparsityUnit::kAttentionParams:
+      per_head = 4 * H * d + 3 * d;
+      // plus one output-projection bias of H per layer, which no head removal saves
+      m.total_cost = per_head * static_cast<double>(c.total_heads()) +
+                     H * static_cast<double>(c.num_hidden_layers);
+      break;
+    case gates::SparsityUnit::kFlops:
+      per_head = 8 * H * d + 4 * static_cast<double>(seq_len) * d;
+      m.total_cost = models::forward_flops_per_token(c, seq_len);
+      break;
+  }
+  m.head_cost.assign(static_cast<size_t>(c.total_heads()), per_head);
+  if (m.total_cost <= 0) m.total_cost = 1;
+  return m;
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,21 @@
+// What removing each head saves, in the units a sparsity target can be given in.
+#pragma once
+
+#include <cstdint>
+
+#include "gates/sparsity.h"
+#include "models/config.h"
+
+namespace headprune::pruner {
+
+/// Per-head costs for a model, layer-major over the heads present (see gates::SparsityUnit):
+///   heads             1 per head; total = heads present
+///   attention-params  4·H·d + 3·d per head (Q/K/V rows with biases, O columns);
+///                     total = all Q/K/V/O weights and biases
+///   flops             8·H·d + 4·seq_len·d per token per head (models/flops.h);
+///                     total = the whole forward pass per token at seq_len
+/// Sparsity targets are fractions of the *original* model when the model is unpruned.
+gates::SparsityMeasure sparsity_measure(const models::ModelConfig& config, gates::SparsityUnit unit,
+                                        int64_t seq_len);
+
+}  // namespace headprune::pruner
