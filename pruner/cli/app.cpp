@@ -77,6 +77,8 @@ const std::vector<Command>& commands() {
        run_inspect},
       {"train-gates", "learn which heads matter (hard-concrete L0 gates, self-distillation)",
        run_train_gates},
+      {"apply", "remove heads (from gates or a list) and write a smaller checkpoint", run_apply},
+      {"embed", "write sentence embeddings of a text file (sentence-transformers pipeline)", run_embed},
       {"report", "show the surviving heads of a gates folder or checkpoint (table, JSON, SVG)",
        run_report},
   };

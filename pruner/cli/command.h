@@ -50,6 +50,8 @@ int run(int argc, const char* const* argv);
 // Subcommand entry points (one file each under pruner/cli/).
 int run_inspect(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_report(const std::vector<std::string>& args, const GlobalOptions& globals);
 
 }  // namespace headprune::cli

@@ -1,0 +1,97 @@
+#include "pruner/apply.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+#include "pruner/format.h"
+#include "pruner/inspect.h"
+#include "pruner/log.h"
+
+namespace headprune::pruner {
+namespace {
+
+int64_t parameter_count(const models::AttentionModel& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) n += p.numel();
+  return n;
+}
+
+}  // namespace
+
+nlohmann::json ApplyResult::to_json() const {
+  return {{"out", exported.dir.string()},   {"heads_before", heads_before},
+          {"heads_after", heads_after},     {"params_before", params_before},
+          {"params_after", params_after},   {"params_per_head", params_per_head},
+          {"bytes_before", bytes_before},   {"bytes_after", bytes_after},
+          {"reload_max_abs_diff", reload_max_abs_diff}, {"warnings", exported.warnings}};
+}
+
+std::string ApplyResult::describe() const {
+  const auto removed = heads_before - heads_after;
+  const auto pct = [](double a, double b) { return b > 0 ? 100.0 * (b - a) / b : 0.0; };
+  std::string s;
+  s += fmt::format("heads       {} -> {} ({} removed)\n", heads_before, heads_after, removed);
+  s += fmt::format("parameters  {} -> {} (-{:.2f}%; {} heads x {} = {} parameters removed{})\n",
+                   params_before, params_after, pct(static_cast<double>(params_after), static_cast<double>(params_before)),
+                   removed, params_per_head, removed * params_per_head,
+                   params_before - params_after == removed * params_per_head ? ", exactly" : ", MISMATCH");
+  s += fmt::format("file size   {} -> {} (-{:.2f}%)\n", human_bytes(bytes_before),
+                   human_bytes(bytes_after), pct(static_cast<double>(bytes_after), static_cast<double>(bytes_before)));
+  s += fmt::format("reload      exported folder reproduces the pruned model (max |diff| {:.2g})\n",
+                   reload_max_abs_diff);
+  return s;
+}
+
+ApplyResult apply_and_export(models::Checkpoint& ckpt, const PrunePlan& plan,
+                             const std::filesystem::path& out, bool force,
+                             const nlohmann::json& record, const torch::Device& device) {
+  auto& model = *ckpt.model;
+  ApplyResult r;
+  const auto heads_before = model.config().kept_heads;
+  r.heads_before = model.config().total_heads();
+  r.params_before = parameter_count(model);
+  r.bytes_before = weights_file_bytes(ckpt.dir);
+  const auto& c = model.config();
+  r.params_per_head = 4 * c.hidden_size * c.head_dim + 3 * c.head_dim;
+
+  // Gate values folded into each kept head, for the record.
+  std::vector<std::vector<double>> folded(plan.size());
+  for (size_t l = 0; l < plan.size(); ++l) {
+    if (!plan[l].scale.defined()) continue;
+    auto s = plan[l].scale.to(torch::kDouble).contiguous();
+    for (int64_t i = 0; i < s.numel(); ++i)
+      if (std::find(plan[l].remove_local.begin(), plan[l].remove_local.end(), i) ==
+          plan[l].remove_local.end())
+        folded[l].push_back(s.data_ptr<double>()[i]);
+  }
+  apply_plan(model, plan);
+  r.heads_after = model.config().total_heads();
+  r.params_after = parameter_count(model);
+  log::info("writing {}", out.string());
+  r.exported = export_checkpoint(model, ckpt.dir, out, force, heads_before, folded, record);
+  r.bytes_after = r.exported.weights_bytes;
+  for (const auto& w : r.exported.warnings) log::warn("{}", w);
+  if (!r.exported.skipped.empty())
+    log::warn("not copied (weights in other formats would still be dense): {}",
+              fmt::join(r.exported.skipped, ", "));
+
+  // Reload check on a fixed small batch of token ids.
+  auto reloaded = models::load_checkpoint(out, device);
+  torch::NoGradGuard no_grad;
+  const int64_t span = std::max<int64_t>(1, std::min<int64_t>(c.vocab_size, 20000) - 1000);
+  auto ids = ((torch::arange(32, torch::kLong) * 7919) % span + std::min<int64_t>(1000, c.vocab_size - 1))
+                 .clamp_max(c.vocab_size - 1).view({2, 16}).to(device);
+  models::ModelInputs in{ids, torch::ones_like(ids), {}};
+  auto a = model.forward(in, nullptr).last_hidden_state;
+  auto b = reloaded.model->forward(in, nullptr).last_hidden_state;
+  r.reload_max_abs_diff = (a - b).abs().max().item<double>();
+  if (r.reload_max_abs_diff != 0)
+    throw Error(fmt::format("the exported folder {} does not reproduce the pruned model (max "
+                            "|diff| {}); please report this",
+                            out.string(), r.reload_max_abs_diff));
+  return r;
+}
+
+}  // namespace headprune::pruner

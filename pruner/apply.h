@@ -1,0 +1,37 @@
+// `headprune apply`: surgery + export + reload check, shared by `apply` and `prune`.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include "models/checkpoint.h"
+#include "pruner/export.h"
+#include "pruner/surgery.h"
+
+namespace headprune::pruner {
+
+/// Sizes before and after, and the reload check.
+struct ApplyResult {
+  ExportResult exported;
+  int64_t heads_before = 0, heads_after = 0;
+  int64_t params_before = 0, params_after = 0;
+  int64_t params_per_head = 0;          ///< Q/K/V rows + biases and O columns of one head
+  std::uintmax_t bytes_before = 0, bytes_after = 0;
+  double reload_max_abs_diff = 0;       ///< exported folder vs in-memory pruned model
+  nlohmann::json to_json() const;
+  /// Multi-line human summary incl. "shrank by exactly N heads x P parameters".
+  std::string describe() const;
+};
+
+/// Applies `plan` to `checkpoint.model` in place, exports it to `out` (see export_checkpoint),
+/// reloads the folder and checks it computes exactly what the in-memory model does.
+/// @throws headprune::Error on a bad plan, an export failure, or a reload mismatch.
+ApplyResult apply_and_export(models::Checkpoint& checkpoint, const PrunePlan& plan,
+                             const std::filesystem::path& out, bool force,
+                             const nlohmann::json& record, const torch::Device& device);
+
+}  // namespace headprune::pruner

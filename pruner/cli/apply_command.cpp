@@ -1,0 +1,68 @@
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "models/errors.h"
+#include "pruner/apply.h"
+#include "pruner/cli/command.h"
+#include "pruner/gate_state.h"
+#include "pruner/log.h"
+
+namespace headprune::cli {
+
+int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals) {
+  po::options_description desc("apply options");
+  std::string model, gates_dir, remove_heads, out;
+  desc.add_options()
+      ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
+      ("gates", po::value<std::string>(&gates_dir), "gates folder written by train-gates")
+      ("remove-heads", po::value<std::string>(&remove_heads),
+       "instead of --gates: HF-style JSON {\"layer\": [original head indices]}")
+      ("out", po::value<std::string>(&out)->required(), "folder for the pruned checkpoint")
+      ("force", "replace --out if it exists and is not empty")
+      ("no-fold", "keep kept heads at gate 1 instead of folding their gate values into the "
+                  "output projection")
+      ("json", "print the result as JSON");
+  po::variables_map vm;
+  if (!parse_args(args, "headprune apply MODEL (--gates GATES_DIR | --remove-heads JSON) --out DIR",
+                  desc, {"model"}, vm))
+    return 0;
+  if (vm.count("gates") == vm.count("remove-heads"))
+    throw UsageError("give exactly one of --gates GATES_DIR or --remove-heads JSON");
+  const auto device = globals.torch_device();
+  // Validate everything that can be validated before loading weights or writing anything.
+  std::optional<pruner::GateState> gates;
+  nlohmann::json spec;
+  if (!gates_dir.empty()) {
+    gates = pruner::GateState::load(gates_dir);
+    if (!gates->complete)
+      throw Error(fmt::format("{} holds a snapshot of an unfinished run (step {}); finish it with "
+                              "train-gates --resume",
+                              gates_dir, gates->step));
+  } else {
+    try {
+      spec = nlohmann::json::parse(remove_heads);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw UsageError(fmt::format("--remove-heads is not valid JSON ({}); example: "
+                                   "'{{\"0\": [1, 5], \"3\": [0]}}'",
+                                   e.what()));
+    }
+  }
+  log::info("loading {}", model);
+  auto ckpt = models::load_checkpoint(model, device);
+  const bool fold = !vm.count("no-fold");
+  auto plan = gates ? pruner::plan_from_gates(*gates, *ckpt.model, fold)
+                    : pruner::plan_from_remove_heads(spec, ckpt.model->config());
+  nlohmann::json record = {{"command", "apply"}, {"source", model}, {"fold_gates", fold}};
+  if (gates) record["gates"] = {{"path", gates_dir}, {"settings", gates->settings}};
+  else record["remove_heads"] = spec;
+  auto result = pruner::apply_and_export(ckpt, plan, out, vm.count("force") > 0, record, device);
+  if (vm.count("json"))
+    std::cout << result.to_json().dump(2) << "\n";
+  else
+    std::cout << "pruned checkpoint written to " << out << "\n" << result.describe();
+  return 0;
+}
+
+}  // namespace headprune::cli

@@ -1,0 +1,109 @@
+#include "pruner/export.h"
+
+#include <set>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/checkpoint.h"
+#include "models/errors.h"
+#include "models/safetensors.h"
+#include "pruner/atomic_write.h"
+#include "pruner/inspect.h"
+
+namespace headprune::pruner {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_inside(const fs::path& child, const fs::path& parent) {
+  auto c = fs::weakly_canonical(fs::absolute(child));
+  auto p = fs::weakly_canonical(fs::absolute(parent));
+  auto [pe, ce] = std::mismatch(p.begin(), p.end(), c.begin(), c.end());
+  return pe == p.end();
+}
+
+bool is_stale_weights(const fs::path& relative) {
+  static const std::set<std::string> exts = {".bin", ".h5", ".msgpack", ".onnx", ".ot", ".safetensors",
+                                             ".pt", ".pth", ".ckpt", ".gguf"};
+  static const std::set<std::string> dirs = {"onnx", "openvino"};
+  if (dirs.count(relative.begin()->string())) return true;
+  if (relative.filename() == "model.safetensors.index.json") return true;
+  return exts.count(relative.extension().string()) > 0;
+}
+
+}  // namespace
+
+ExportResult export_checkpoint(const models::AttentionModel& model, const fs::path& source,
+                               const fs::path& out, bool force,
+                               const std::vector<std::vector<int64_t>>& heads_before,
+                               const std::vector<std::vector<double>>& gates,
+                               const nlohmann::json& record) {
+  if (is_inside(out, source))
+    throw Error(fmt::format("--out {} is inside the input folder {}; choose a folder outside it "
+                            "(the input is never modified)",
+                            out.string(), source.string()));
+  if (is_inside(source, out))
+    throw Error(fmt::format("--out {} contains the input folder {}; choose another folder",
+                            out.string(), source.string()));
+  const auto& config = model.config();
+  ExportResult result;
+  result.dir = out;
+
+  nlohmann::json layers = nlohmann::json::array();
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    const auto& kept = config.kept_heads[l];
+    std::vector<int64_t> removed;
+    for (auto h : heads_before[l])
+      if (std::find(kept.begin(), kept.end(), h) == kept.end()) removed.push_back(h);
+    layers.push_back({{"heads_before", heads_before[l]},
+                      {"kept", kept},
+                      {"removed", removed},
+                      {"gate", l < static_cast<int64_t>(gates.size()) && !gates[l].empty()
+                                   ? nlohmann::json(gates[l])
+                                   : nlohmann::json(std::vector<double>(kept.size(), 1.0))}});
+    if (kept.empty())
+      result.warnings.push_back(fmt::format(
+          "layer {} has no heads left: headprune loads this checkpoint, transformers cannot "
+          "(transformers issue 17475)",
+          l));
+  }
+  auto cfg = config.to_json();
+  cfg["headprune"] = {{"version", HEADPRUNE_VERSION},
+                      {"num_attention_heads_per_layer", config.heads_per_layer()},
+                      {"layers", layers},
+                      {"record", record},
+                      {"note", "pruned_heads is honoured by transformers 4.x; transformers 5 "
+                               "removed head pruning and ignores it"}};
+
+  build_folder_atomic(out, force, [&](const fs::path& tmp) {
+    models::save_safetensors(tmp / "model.safetensors", models::state_dict(model),
+                             {{"format", "pt"}});
+    write_file_atomic(tmp / "config.json", cfg.dump(2) + "\n");
+    for (auto it = fs::recursive_directory_iterator(source); it != fs::recursive_directory_iterator(); ++it) {
+      const auto rel = fs::relative(it->path(), source);
+      const auto name = rel.filename().string();
+      if (rel.begin()->string().rfind('.', 0) == 0) {  // hidden files/folders (.git, .complete)
+        if (it->is_directory()) it.disable_recursion_pending();
+        continue;
+      }
+      if (is_stale_weights(rel)) {
+        // Our own weights are written above; anything else would still be dense.
+        const bool ours = !rel.has_parent_path() && (rel.extension() == ".safetensors" ||
+                                                     name == "model.safetensors.index.json");
+        if (!ours) result.skipped.push_back(rel.string());
+        if (it->is_directory()) it.disable_recursion_pending();
+        continue;
+      }
+      if (it->is_directory()) {
+        fs::create_directories(tmp / rel);
+      } else if (name != "config.json" || rel.has_parent_path()) {
+        fs::copy_file(it->path(), tmp / rel, fs::copy_options::overwrite_existing);
+        result.copied.push_back(rel.string());
+      }
+    }
+  });
+  result.weights_bytes = weights_file_bytes(out);
+  return result;
+}
+
+}  // namespace headprune::pruner

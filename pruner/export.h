@@ -1,0 +1,42 @@
+// Writing a pruned model as a checkpoint folder that loads again, here and in transformers 4.x.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/attention_model.h"
+
+namespace headprune::pruner {
+
+/// What export wrote, for the summary.
+struct ExportResult {
+  std::filesystem::path dir;
+  std::uintmax_t weights_bytes = 0;
+  std::vector<std::string> copied;    ///< tokenizer / sentence-transformers files copied
+  std::vector<std::string> skipped;   ///< other-format weights not copied (would be stale)
+  std::vector<std::string> warnings;  ///< e.g. zero-head layers transformers cannot load
+};
+
+/// Writes `model` to `out` atomically (temporary folder beside it, then rename):
+///   model.safetensors  every parameter and buffer, keys = the model's own (HF) names
+///   config.json        the source config with `pruned_heads` updated (accumulated over
+///                      earlier prunings) and a `headprune` key: version, per layer the heads
+///                      present before, kept and removed (original indices) and the gate values
+///                      folded into the kept heads, plus `record` (the command's settings)
+///   everything else in `source` (tokenizer, modules.json, 1_Pooling/, README...) copied,
+///   except weights in other formats (*.bin, *.h5, *.msgpack, *.onnx, *.ot, onnx/, openvino/),
+///   which would still describe the dense model.
+/// `heads_before` are the original indices present per layer before this pruning; `gates`
+/// the folded value per kept head (empty entries = 1).
+/// @throws headprune::Error if `out` equals or lies inside `source`, or is a non-empty folder
+///         without `force`; nothing is left behind on failure.
+ExportResult export_checkpoint(const models::AttentionModel& model, const std::filesystem::path& source,
+                               const std::filesystem::path& out, bool force,
+                               const std::vector<std::vector<int64_t>>& heads_before,
+                               const std::vector<std::vector<double>>& gates,
+                               const nlohmann::json& record);
+
+}  // namespace headprune::pruner
