@@ -250,6 +250,11 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
       train_log.flush();
     }
     if (o.save_every > 0 && done % o.save_every == 0 && done < o.steps) save_snapshot(done);
+    if (o.stop_after > 0 && done - start >= o.stop_after && done < o.steps) {
+      save_snapshot(done);
+      log::info("stopped after {} steps as asked; continue with --resume", done - start);
+      return GateState::load(o.out_dir);
+    }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

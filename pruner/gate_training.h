@@ -39,6 +39,9 @@ struct GateTrainingOptions {
   uint64_t seed = 42;
   std::filesystem::path out_dir;     ///< gates folder (gates.json, train_log.jsonl, snapshot)
   bool resume = false;               ///< continue from out_dir's snapshot
+  /// Stop (with a snapshot) after this many steps in this invocation; 0 = run to the end.
+  /// `--resume` continues; the result equals an uninterrupted run.
+  int64_t stop_after = 0;
   std::string model_path;            ///< recorded in the gate state
   torch::Device device = torch::kCPU;
 

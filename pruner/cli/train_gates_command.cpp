@@ -1,5 +1,7 @@
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "models/errors.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/training_flags.h"
@@ -14,7 +16,9 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   desc.add_options()
       ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
       ("out", po::value<std::string>(&out)->required(), "gates folder to write")
-      ("resume", "continue an interrupted run from --out's snapshot");
+      ("resume", "continue an interrupted run from --out's snapshot")
+      ("stop-after", po::value<int64_t>(), "stop after N steps of this invocation, leaving a "
+       "snapshot that --resume continues");
   add_training_flags(desc, flags);
   po::variables_map vm;
   if (!parse_args(args,
@@ -26,6 +30,7 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   options.out_dir = out;
   options.model_path = model;
   options.resume = vm.count("resume") > 0;
+  if (vm.count("stop-after")) options.stop_after = vm["stop-after"].as<int64_t>();
   if (!options.resume && std::filesystem::exists(std::filesystem::path(out) / "gates.json"))
     throw Error(fmt::format("{} already holds gates.json; pass --resume to continue that run or "
                             "choose another --out",
@@ -36,6 +41,10 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
     throw Error(fmt::format("{} has no vocab.txt: train-gates needs the model's tokenizer", model));
   auto corpus = pruner::load_corpus(flags.data, *ckpt.tokenizer, corpus_options(flags, globals));
   auto state = pruner::train_gates(ckpt, corpus, options);
+  if (!state.complete) {
+    std::cout << fmt::format("stopped at step {} of {}; continue with --resume\n", state.step, options.steps);
+    return 0;
+  }
   std::cout << fmt::format("{} of {} heads kept; gates written to {}/gates.json\n", state.heads_kept(),
                            state.heads_total(), out);
   return 0;

@@ -1,0 +1,100 @@
+// Gate training on small random models: exact targets, planted heads, resumption.
+#include <torch/torch.h>
+
+#include "pruner/gate_training.h"
+#include "tests/test_support.h"
+#include "tests/tiny_model.h"
+
+using namespace headprune;
+
+namespace {
+
+pruner::GateTrainingOptions quick_options(const std::string& tag, double target, int64_t steps) {
+  pruner::GateTrainingOptions o;
+  o.target_sparsity = target;
+  o.steps = steps;
+  o.batch_size = 16;
+  o.learning_rate = 0.2;
+  o.lambda_learning_rate = 0.2;
+  o.constraints.min_heads_per_layer = 0;
+  o.log_every = 1000;
+  o.save_every = 0;
+  o.out_dir = testing::temp_dir(tag);
+  return o;
+}
+
+std::vector<std::vector<int64_t>> removed_heads(const pruner::GateState& s) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& l : s.layers) {
+    std::vector<int64_t> r;
+    for (size_t i = 0; i < l.heads.size(); ++i)
+      if (!l.keep[i]) r.push_back(l.heads[i]);
+    out.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("a Lagrangian run keeps exactly the requested number of heads", "[training]") {
+  auto ckpt = testing::tiny_checkpoint(2, 4);
+  auto corpus = testing::random_corpus(96, 16, 11);
+  auto o = quick_options("lagrangian", 0.5, 60);
+  auto state = pruner::train_gates(ckpt, corpus, o);
+  CATCH_CHECK(state.complete);
+  CATCH_CHECK(state.heads_total() == 8);
+  CATCH_CHECK(state.heads_kept() == 4);
+  CATCH_CHECK(std::filesystem::exists(o.out_dir / "gates.json"));
+  CATCH_CHECK(std::filesystem::exists(o.out_dir / "train_log.jsonl"));
+  auto reloaded = pruner::GateState::load(o.out_dir);
+  CATCH_CHECK(reloaded.heads_kept() == 4);
+  CATCH_CHECK(reloaded.summary.contains("heldout_fidelity"));
+}
+
+CATCH_TEST_CASE("planted useless heads are pruned and essential heads kept", "[training]") {
+  auto ckpt = testing::tiny_checkpoint(3, 4, 21);
+  auto* bert = dynamic_cast<models::BertModel*>(ckpt.model.get());
+  // Useless: the output projection ignores them. Essential: their output is amplified.
+  const std::vector<std::pair<int, int>> useless = {{0, 1}, {1, 0}, {1, 3}, {2, 2}};
+  const std::vector<std::pair<int, int>> essential = {{0, 0}, {1, 1}, {2, 3}};
+  {
+    torch::NoGradGuard no_grad;
+    for (auto [l, h] : useless) bert->layers[l]->attention->output->dense->weight.narrow(1, h * 8, 8).zero_();
+    for (auto [l, h] : essential) bert->layers[l]->attention->output->dense->weight.narrow(1, h * 8, 8).mul_(4.0);
+  }
+  auto corpus = testing::random_corpus(128, 16, 5);
+  auto o = quick_options("planted", 4.0 / 12.0, 150);
+  auto state = pruner::train_gates(ckpt, corpus, o);
+  const auto removed = removed_heads(state);
+  CATCH_CHECK(removed == std::vector<std::vector<int64_t>>{{1}, {0, 3}, {2}});
+  for (auto [l, h] : essential) CATCH_CHECK(state.layers[l].keep[h]);
+}
+
+CATCH_TEST_CASE("an interrupted run resumed with --resume equals an uninterrupted one", "[training]") {
+  auto corpus = testing::random_corpus(64, 8, 3);
+  auto full_ckpt = testing::tiny_checkpoint(2, 4);
+  auto full = pruner::train_gates(full_ckpt, corpus, quick_options("full", 0.25, 30));
+
+  auto ckpt = testing::tiny_checkpoint(2, 4);
+  auto o = quick_options("resumed", 0.25, 30);
+  o.stop_after = 12;
+  auto partial = pruner::train_gates(ckpt, corpus, o);
+  CATCH_CHECK_FALSE(partial.complete);
+  CATCH_CHECK(partial.step == 12);
+  o.stop_after = 0;
+  o.resume = true;
+  auto resumed = pruner::train_gates(ckpt, corpus, o);
+  CATCH_REQUIRE(resumed.complete);
+  for (size_t l = 0; l < full.layers.size(); ++l)
+    for (size_t h = 0; h < full.layers[l].log_alpha.size(); ++h)
+      CATCH_CHECK(resumed.layers[l].log_alpha[h] == Approx(full.layers[l].log_alpha[h]).margin(1e-6));
+}
+
+CATCH_TEST_CASE("an unreachable target fails before training", "[training]") {
+  auto ckpt = testing::tiny_checkpoint(2, 4);
+  auto corpus = testing::random_corpus(32, 8, 3);
+  auto o = quick_options("unreachable", 0.9, 10);
+  o.constraints.min_heads_per_layer = 1;
+  CATCH_REQUIRE_THROWS_WITH(pruner::train_gates(ckpt, corpus, o), Catch::Contains("cannot be reached"));
+  CATCH_CHECK_FALSE(std::filesystem::exists(o.out_dir / "gates.json"));
+}

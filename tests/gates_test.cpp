@@ -1,0 +1,133 @@
+// Hard-concrete gates (Louizos et al. 2018) and sparsity control.
+#include <torch/torch.h>
+
+#include "gates/hard_concrete.h"
+#include "gates/keep_mask.h"
+#include "gates/sparsity.h"
+#include "models/errors.h"
+#include "tests/test_support.h"
+
+using namespace headprune;
+
+namespace {
+
+gates::SparsityMeasure head_measure(int64_t n) {
+  gates::SparsityMeasure m;
+  m.head_cost.assign(static_cast<size_t>(n), 1.0);
+  m.total_cost = static_cast<double>(n);
+  return m;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("expected L0 equals the Monte-Carlo frequency of non-zero samples", "[gates]") {
+  torch::manual_seed(3);
+  gates::HardConcreteGates g({5, 3});
+  {
+    torch::NoGradGuard no_grad;
+    g.log_alpha.copy_(torch::tensor({-4.0, -2.0, -0.5, 0.0, 0.7, 1.5, 3.0, -1.0}));
+  }
+  const int draws = 40000;
+  auto nonzero = torch::zeros({8}, torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;
+    for (int i = 0; i < draws; ++i) nonzero += (g.sample() > 0).to(torch::kDouble);
+  }
+  auto frequency = nonzero / draws;
+  auto expected = g.prob_nonzero().detach().to(torch::kDouble);
+  for (int i = 0; i < 8; ++i) {
+    CATCH_INFO("head " << i << ": P " << expected[i].item<double>() << " freq "
+                       << frequency[i].item<double>());
+    CATCH_CHECK(std::abs(frequency[i].item<double>() - expected[i].item<double>()) <= 0.01);
+  }
+  CATCH_CHECK(std::abs(g.expected_l0().item<double>() - frequency.sum().item<double>()) <= 0.08);
+}
+
+CATCH_TEST_CASE("gradients reach log_alpha through samples and expected L0", "[gates]") {
+  gates::HardConcreteOptions options;
+  options.log_alpha_init = 0.5;
+  gates::HardConcreteGates g({4}, options);
+  auto z = g.sample();
+  (z.sum() + g.expected_l0()).backward();
+  CATCH_REQUIRE(g.log_alpha.grad().defined());
+  CATCH_CHECK(g.log_alpha.grad().abs().sum().item<double>() > 0);
+}
+
+CATCH_TEST_CASE("deterministic gates lie in [0,1] and follow both rules", "[gates]") {
+  gates::HardConcreteGates g({6});
+  {
+    torch::NoGradGuard no_grad;
+    g.log_alpha.copy_(torch::tensor({-10.0, -3.0, -0.2, 0.0, 2.0, 10.0}));
+  }
+  auto z = g.deterministic(gates::DeterministicRule::kLouizos);
+  CATCH_CHECK(z.min().item<double>() >= 0);
+  CATCH_CHECK(z.max().item<double>() <= 1);
+  // Louizos eq. 13: clip(sigmoid(la)*1.2 - 0.1, 0, 1)
+  CATCH_CHECK(z[0].item<double>() == 0.0);
+  CATCH_CHECK(z[3].item<double>() == Approx(0.5).margin(1e-6));
+  CATCH_CHECK(z[5].item<double>() == 1.0);
+  auto cofi = g.deterministic(gates::DeterministicRule::kCoFi);
+  const auto zeros = std::llround(6 - g.expected_l0().item<double>());
+  CATCH_CHECK((cofi == 0).sum().item<int64_t>() == std::max<int64_t>(zeros, (z == 0).sum().item<int64_t>()));
+}
+
+CATCH_TEST_CASE("the target keep-mask removes exactly round(target * N) heads", "[gates]") {
+  const std::vector<int64_t> layers{12, 12, 12, 12, 12, 12};
+  auto score = torch::randn({72});
+  for (double target : {0.0, 0.25, 0.5, 0.75, 0.9}) {
+    auto keep = gates::keep_mask_for_target(score, layers, head_measure(72), target, {1});
+    const auto removed = std::count(keep.begin(), keep.end(), false);
+    CATCH_CHECK(removed == std::llround(target * 72));
+    for (size_t l = 0; l < 6; ++l)
+      CATCH_CHECK(std::count(keep.begin() + 12 * l, keep.begin() + 12 * (l + 1), true) >= 1);
+  }
+}
+
+CATCH_TEST_CASE("the target keep-mask removes the lowest scores first", "[gates]") {
+  auto score = torch::tensor({5.0, -1.0, 3.0, -2.0, 0.0, 4.0});
+  auto keep = gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.5, {0});
+  CATCH_CHECK(keep == std::vector<bool>{true, false, true, false, false, true});
+}
+
+CATCH_TEST_CASE("minimum heads per layer are respected and impossible targets refused", "[gates]") {
+  auto score = torch::tensor({-5.0, -4.0, -3.0, 9.0, 8.0, 7.0});
+  auto keep = gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.5, {1});
+  // Layer 0 is the least important, but must keep one head.
+  CATCH_CHECK(std::count(keep.begin(), keep.begin() + 3, true) == 1);
+  CATCH_CHECK(std::count(keep.begin(), keep.end(), false) == 3);
+  CATCH_REQUIRE_THROWS_WITH(
+      gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.9, {1}),
+      Catch::Contains("cannot be reached") && Catch::Contains("--allow-empty-layers"));
+  CATCH_REQUIRE_THROWS_AS(gates::validate_target(1.0, {3, 3}, head_measure(6), {0}), Error);
+  CATCH_REQUIRE_THROWS_AS(gates::validate_target(-0.1, {3, 3}, head_measure(6), {0}), Error);
+  // With empty layers allowed, layer 0 can go entirely.
+  auto empty_ok = gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.5, {0});
+  CATCH_CHECK(std::count(empty_ok.begin(), empty_ok.begin() + 3, true) == 0);
+}
+
+CATCH_TEST_CASE("keep-mask from gates revives the best heads of emptied layers", "[gates]") {
+  auto gate = torch::tensor({0.0, 0.0, 0.0, 1.0, 0.5, 0.0});
+  auto score = torch::tensor({-3.0, -1.0, -2.0, 4.0, 1.0, -5.0});
+  auto keep = gates::keep_mask_from_gates(gate, score, {3, 3}, {1});
+  CATCH_CHECK(keep == std::vector<bool>{false, true, false, true, true, false});
+}
+
+CATCH_TEST_CASE("the Lagrangian penalty and its ascent", "[gates]") {
+  gates::Lagrangian lag;
+  {
+    torch::NoGradGuard no_grad;
+    lag.lambda_1.fill_(2.0);
+    lag.lambda_2.fill_(3.0);
+  }
+  auto s = torch::tensor(0.2);
+  auto p = lag.penalty(s, 0.5);
+  CATCH_CHECK(p.item<double>() == Approx(2.0 * -0.3 + 3.0 * 0.09));
+  p.backward();
+  lag.flip_gradients();
+  // d/dλ1 = (s - t) = -0.3, flipped -> +0.3: a descent step lowers λ1 (ascent on the penalty).
+  CATCH_CHECK(lag.lambda_1.grad().item<double>() == Approx(0.3));
+  CATCH_CHECK(lag.lambda_2.grad().item<double>() == Approx(-0.09));
+  CATCH_CHECK(gates::ramped_target(0.5, 0, 100) == 0.0);
+  CATCH_CHECK(gates::ramped_target(0.5, 50, 100) == Approx(0.25));
+  CATCH_CHECK(gates::ramped_target(0.5, 500, 100) == 0.5);
+}
