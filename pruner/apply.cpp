@@ -47,6 +47,12 @@ std::string ApplyResult::describe() const {
 ApplyResult apply_and_export(models::Checkpoint& ckpt, const PrunePlan& plan,
                              const std::filesystem::path& out, bool force,
                              const nlohmann::json& record, const torch::Device& device) {
+  auto r = apply_in_memory(ckpt, plan);
+  export_and_verify(r, ckpt, out, force, record, device);
+  return r;
+}
+
+ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
   auto& model = *ckpt.model;
   ApplyResult r;
   const auto heads_before = model.config().kept_heads;
@@ -69,8 +75,19 @@ ApplyResult apply_and_export(models::Checkpoint& ckpt, const PrunePlan& plan,
   apply_plan(model, plan);
   r.heads_after = model.config().total_heads();
   r.params_after = parameter_count(model);
+  r.heads_present_before = heads_before;
+  r.folded_gates = folded;
+  return r;
+}
+
+void export_and_verify(ApplyResult& r, models::Checkpoint& ckpt, const std::filesystem::path& out,
+                       bool force, const nlohmann::json& record, const torch::Device& device,
+                       const std::map<std::string, std::string>& extra_files) {
+  auto& model = *ckpt.model;
+  const auto& c = model.config();
   log::info("writing {}", out.string());
-  r.exported = export_checkpoint(model, ckpt.dir, out, force, heads_before, folded, record);
+  r.exported = export_checkpoint(model, ckpt.dir, out, force, r.heads_present_before,
+                                 r.folded_gates, record, extra_files);
   r.bytes_after = r.exported.weights_bytes;
   for (const auto& w : r.exported.warnings) log::warn("{}", w);
   if (!r.exported.skipped.empty())
@@ -91,7 +108,6 @@ ApplyResult apply_and_export(models::Checkpoint& ckpt, const PrunePlan& plan,
     throw Error(fmt::format("the exported folder {} does not reproduce the pruned model (max "
                             "|diff| {}); please report this",
                             out.string(), r.reload_max_abs_diff));
-  return r;
 }
 
 }  // namespace headprune::pruner

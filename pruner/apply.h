@@ -22,6 +22,8 @@ struct ApplyResult {
   int64_t params_per_head = 0;          ///< Q/K/V rows + biases and O columns of one head
   std::uintmax_t bytes_before = 0, bytes_after = 0;
   double reload_max_abs_diff = 0;       ///< exported folder vs in-memory pruned model
+  std::vector<std::vector<int64_t>> heads_present_before;  ///< original indices per layer
+  std::vector<std::vector<double>> folded_gates;           ///< per layer, per kept head
   nlohmann::json to_json() const;
   /// Multi-line human summary incl. "shrank by exactly N heads x P parameters".
   std::string describe() const;
@@ -33,5 +35,14 @@ struct ApplyResult {
 ApplyResult apply_and_export(models::Checkpoint& checkpoint, const PrunePlan& plan,
                              const std::filesystem::path& out, bool force,
                              const nlohmann::json& record, const torch::Device& device);
+
+/// The two halves of apply_and_export, for callers that measure between them (`prune`):
+/// surgery only (fills everything but the export fields of ApplyResult) ...
+ApplyResult apply_in_memory(models::Checkpoint& checkpoint, const PrunePlan& plan);
+/// ... then export + reload check; `extra_files` go into the same atomic folder build.
+void export_and_verify(ApplyResult& result, models::Checkpoint& checkpoint,
+                       const std::filesystem::path& out, bool force, const nlohmann::json& record,
+                       const torch::Device& device,
+                       const std::map<std::string, std::string>& extra_files = {});
 
 }  // namespace headprune::pruner

@@ -19,12 +19,22 @@ Corpus load_corpus(const std::filesystem::path& file, const models::WordPieceTok
                             "sentence per line",
                             file.string()));
   std::vector<std::string> lines;
-  std::string line;
+  std::string line, paragraph;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    lines.push_back(line);
+    const bool blank = line.find_first_not_of(" \t") == std::string::npos;
+    if (!options.paragraphs) {
+      if (!blank) lines.push_back(line);
+      continue;
+    }
+    if (blank || line == "%") {
+      if (!paragraph.empty()) lines.push_back(std::move(paragraph));
+      paragraph.clear();
+    } else {
+      paragraph += paragraph.empty() ? line : " " + line;
+    }
   }
+  if (!paragraph.empty()) lines.push_back(std::move(paragraph));
   if (in.bad()) throw Error(fmt::format("error while reading {}", file.string()));
   Corpus corpus;
   corpus.lines_read = lines.size();
@@ -111,7 +121,8 @@ void BatchStream::skip(int64_t n) {
 }
 
 models::ModelInputs BatchStream::next(const torch::Device& device) {
-  auto inputs = make_inputs(sequences_, buckets_[order_[position_]], pad_id_, device);
+  last_bucket_ = order_[position_];
+  auto inputs = make_inputs(sequences_, buckets_[last_bucket_], pad_id_, device);
   skip(1);
   return inputs;
 }

@@ -19,6 +19,9 @@ struct CorpusOptions {
   std::size_t max_lines = 0;         ///< 0 = all lines
   std::size_t min_tokens = 3;        ///< shorter sequences (incl. [CLS]/[SEP]) are dropped
   uint64_t seed = 42;                ///< shuffles lines before the split
+  /// Paragraph mode: a document is a run of non-blank lines, ended by a blank line or a line
+  /// holding only '%' (the fortune-file separator); its line breaks become spaces.
+  bool paragraphs = false;
 };
 
 /// A tokenized corpus. Each sequence is a list of ids with special tokens.
@@ -30,8 +33,8 @@ struct Corpus {
   int64_t pad_id = 0;
 };
 
-/// Reads `file` (UTF-8 text, one document or sentence per line; blank lines ignored; CRLF
-/// accepted), shuffles the lines with options.seed, splits off the held-out share and tokenizes.
+/// Reads `file` (UTF-8 text, one document or sentence per line — or per paragraph, see
+/// CorpusOptions::paragraphs; blank lines ignored; CRLF accepted), shuffles the documents with options.seed, splits off the held-out share and tokenizes.
 /// @throws headprune::Error if the file cannot be read or yields fewer than 2 usable lines.
 Corpus load_corpus(const std::filesystem::path& file, const models::WordPieceTokenizer& tokenizer,
                    const CorpusOptions& options);
@@ -53,6 +56,9 @@ class BatchStream {
   BatchStream(const std::vector<std::vector<int64_t>>& sequences, std::size_t batch_size,
               int64_t pad_id, uint64_t seed);
   models::ModelInputs next(const torch::Device& device);
+  /// Index of the bucket the last next() returned (buckets are fixed for the stream's life,
+  /// so a bucket's teacher outputs can be cached).
+  std::size_t last_bucket() const { return last_bucket_; }
   /// Advances by n batches without building them (for --resume).
   void skip(int64_t n);
 
@@ -62,6 +68,7 @@ class BatchStream {
   std::vector<std::vector<std::size_t>> buckets_;
   std::vector<std::size_t> order_;
   std::size_t position_ = 0;
+  std::size_t last_bucket_ = 0;
   int64_t pad_id_;
   std::mt19937_64 rng_;
 };

@@ -33,11 +33,7 @@ bool is_stale_weights(const fs::path& relative) {
 
 }  // namespace
 
-ExportResult export_checkpoint(const models::AttentionModel& model, const fs::path& source,
-                               const fs::path& out, bool force,
-                               const std::vector<std::vector<int64_t>>& heads_before,
-                               const std::vector<std::vector<double>>& gates,
-                               const nlohmann::json& record) {
+void check_export_target(const fs::path& source, const fs::path& out, bool force) {
   if (is_inside(out, source))
     throw Error(fmt::format("--out {} is inside the input folder {}; choose a folder outside it "
                             "(the input is never modified)",
@@ -45,6 +41,21 @@ ExportResult export_checkpoint(const models::AttentionModel& model, const fs::pa
   if (is_inside(source, out))
     throw Error(fmt::format("--out {} contains the input folder {}; choose another folder",
                             out.string(), source.string()));
+  if (fs::exists(out) && !fs::is_directory(out))
+    throw Error(fmt::format("--out {} exists and is not a folder", out.string()));
+  if (fs::exists(out) && !fs::is_empty(out) && !force)
+    throw Error(fmt::format("--out {} exists and is not empty; choose another folder or pass "
+                            "--force to replace it",
+                            out.string()));
+}
+
+ExportResult export_checkpoint(const models::AttentionModel& model, const fs::path& source,
+                               const fs::path& out, bool force,
+                               const std::vector<std::vector<int64_t>>& heads_before,
+                               const std::vector<std::vector<double>>& gates,
+                               const nlohmann::json& record,
+                               const std::map<std::string, std::string>& extra_files) {
+  check_export_target(source, out, force);
   const auto& config = model.config();
   ExportResult result;
   result.dir = out;
@@ -82,7 +93,8 @@ ExportResult export_checkpoint(const models::AttentionModel& model, const fs::pa
     for (auto it = fs::recursive_directory_iterator(source); it != fs::recursive_directory_iterator(); ++it) {
       const auto rel = fs::relative(it->path(), source);
       const auto name = rel.filename().string();
-      if (rel.begin()->string().rfind('.', 0) == 0) {  // hidden files/folders (.git, .complete)
+      // Hidden files/folders (.git, .complete) and an earlier run's headprune/ artefacts.
+      if (rel.begin()->string().rfind('.', 0) == 0 || rel.begin()->string() == "headprune") {
         if (it->is_directory()) it.disable_recursion_pending();
         continue;
       }
@@ -100,6 +112,10 @@ ExportResult export_checkpoint(const models::AttentionModel& model, const fs::pa
         fs::copy_file(it->path(), tmp / rel, fs::copy_options::overwrite_existing);
         result.copied.push_back(rel.string());
       }
+    }
+    for (const auto& [relative, content] : extra_files) {
+      fs::create_directories((tmp / relative).parent_path());
+      write_file_atomic(tmp / relative, content);
     }
   });
   result.weights_bytes = weights_file_bytes(out);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ struct ExportResult {
   std::vector<std::string> warnings;  ///< e.g. zero-head layers transformers cannot load
 };
 
+/// Checks, before any work, that `out` can receive an export of `source`: not the same as,
+/// inside, or containing `source`; empty or absent unless `force`.
+/// @throws headprune::Error saying what to change.
+void check_export_target(const std::filesystem::path& source, const std::filesystem::path& out,
+                         bool force);
+
 /// Writes `model` to `out` atomically (temporary folder beside it, then rename):
 ///   model.safetensors  every parameter and buffer, keys = the model's own (HF) names
 ///   config.json        the source config with `pruned_heads` updated (accumulated over
@@ -30,13 +37,15 @@ struct ExportResult {
 ///   except weights in other formats (*.bin, *.h5, *.msgpack, *.onnx, *.ot, onnx/, openvino/),
 ///   which would still describe the dense model.
 /// `heads_before` are the original indices present per layer before this pruning; `gates`
-/// the folded value per kept head (empty entries = 1).
+/// the folded value per kept head (empty entries = 1). `extra_files` (relative path ->
+/// content, e.g. "headprune/report.txt") are written inside the same atomic build.
 /// @throws headprune::Error if `out` equals or lies inside `source`, or is a non-empty folder
 ///         without `force`; nothing is left behind on failure.
 ExportResult export_checkpoint(const models::AttentionModel& model, const std::filesystem::path& source,
                                const std::filesystem::path& out, bool force,
                                const std::vector<std::vector<int64_t>>& heads_before,
                                const std::vector<std::vector<double>>& gates,
-                               const nlohmann::json& record);
+                               const nlohmann::json& record,
+                               const std::map<std::string, std::string>& extra_files = {});
 
 }  // namespace headprune::pruner

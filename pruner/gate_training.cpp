@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -185,6 +186,10 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
                                             *o.target_sparsity, gates::to_string(o.unit), warmup)
                               : fmt::format("fixed L0 penalty lambda {}", o.l0_lambda));
 
+  // Teacher outputs per bucket (valid only while the teacher is frozen).
+  std::unordered_map<std::size_t, torch::Tensor> teacher_cache;
+  int64_t cache_bytes = 0;
+  const bool use_cache = !o.train_weights && o.teacher_cache_mib > 0;
   const auto t0 = std::chrono::steady_clock::now();
   double tokens = 0;
   DistillationLoss last;
@@ -192,9 +197,16 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
     torch::manual_seed(o.seed + static_cast<uint64_t>(step) * 7919ULL);  // noise: resumable
     auto in = stream.next(o.device);
     torch::Tensor teacher_hidden;
-    {
+    if (auto hit = teacher_cache.find(stream.last_bucket()); use_cache && hit != teacher_cache.end()) {
+      teacher_hidden = hit->second;
+    } else {
       torch::NoGradGuard no_grad;
       teacher_hidden = teacher->forward(in, nullptr).last_hidden_state;
+      const auto bytes = static_cast<int64_t>(teacher_hidden.numel() * teacher_hidden.element_size());
+      if (use_cache && cache_bytes + bytes <= o.teacher_cache_mib * (int64_t{1} << 20)) {
+        teacher_cache.emplace(stream.last_bucket(), teacher_hidden);
+        cache_bytes += bytes;
+      }
     }
     auto multipliers = g->split(g->sample());
     auto student = model.forward(in, &multipliers).last_hidden_state;

@@ -42,6 +42,9 @@ struct GateTrainingOptions {
   /// Stop (with a snapshot) after this many steps in this invocation; 0 = run to the end.
   /// `--resume` continues; the result equals an uninterrupted run.
   int64_t stop_after = 0;
+  /// With frozen weights the teacher's outputs never change: keep up to this many MiB of them
+  /// so later epochs skip the teacher's forward pass (0 = no cache).
+  int64_t teacher_cache_mib = 2048;
   std::string model_path;            ///< recorded in the gate state
   torch::Device device = torch::kCPU;
 

@@ -71,13 +71,45 @@ bool parse_args(const std::vector<std::string>& args, const std::string& usage,
   return true;
 }
 
+std::vector<double> parse_number_list(const std::string& text, const std::string& flag) {
+  std::vector<double> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto end = std::min(text.find(',', start), text.size());
+    const auto item = text.substr(start, end - start);
+    try {
+      std::size_t used = 0;
+      out.push_back(std::stod(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("{}: '{}' is not a number (expected a comma-separated list "
+                                   "such as 0.25,0.5)",
+                                   flag, item));
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<int64_t> parse_positive_list(const std::string& text, const std::string& flag) {
+  std::vector<int64_t> out;
+  for (double v : parse_number_list(text, flag)) {
+    if (v < 1 || v != static_cast<double>(static_cast<int64_t>(v)))
+      throw UsageError(fmt::format("{}: {} is not a positive integer", flag, v));
+    out.push_back(static_cast<int64_t>(v));
+  }
+  return out;
+}
+
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
+      {"prune", "the whole job: train gates, remove heads, verify, benchmark, report", run_prune},
       {"inspect", "print a checkpoint's architecture: heads per layer, parameters, FLOPs",
        run_inspect},
       {"train-gates", "learn which heads matter (hard-concrete L0 gates, self-distillation)",
        run_train_gates},
       {"apply", "remove heads (from gates or a list) and write a smaller checkpoint", run_apply},
+      {"bench", "time a dense and a pruned checkpoint side by side", run_bench},
       {"embed", "write sentence embeddings of a text file (sentence-transformers pipeline)", run_embed},
       {"report", "show the surviving heads of a gates folder or checkpoint (table, JSON, SVG)",
        run_report},

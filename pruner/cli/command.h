@@ -40,6 +40,11 @@ bool parse_args(const std::vector<std::string>& args, const std::string& usage,
                 po::options_description& desc, const std::vector<std::string>& positional,
                 po::variables_map& vm);
 
+/// Parses "1,8,32" into numbers. @throws headprune::UsageError naming `flag` on a bad item.
+std::vector<double> parse_number_list(const std::string& text, const std::string& flag);
+/// Same, each item a positive integer.
+std::vector<int64_t> parse_positive_list(const std::string& text, const std::string& flag);
+
 /// The subcommands, in the order `--help` lists them.
 const std::vector<Command>& commands();
 
@@ -52,6 +57,8 @@ int run_inspect(const std::vector<std::string>& args, const GlobalOptions& globa
 int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_report(const std::vector<std::string>& args, const GlobalOptions& globals);
 
 }  // namespace headprune::cli

@@ -21,7 +21,9 @@ void add_training_flags(po::options_description& desc, TrainingFlags& f) {
       ("max-length", po::value<std::size_t>(&f.max_length)->default_value(128),
        "tokens per sequence (longer lines are truncated)")
       ("max-lines", po::value<std::size_t>(&f.max_lines)->default_value(0),
-       "use at most this many corpus lines (0 = all)")
+       "use at most this many corpus documents (0 = all)")
+      ("paragraphs", po::bool_switch(&f.paragraphs), "a document is a paragraph (lines up to a blank line or a '%' line, as in "
+       "fortune files), not a single line")
       ("holdout", po::value<double>(&f.holdout)->default_value(0.1),
        "share of lines held out for measuring fidelity")
       ("lr", po::value<double>(&f.lr)->default_value(0.1), "learning rate of log_alpha (AdamW)")
@@ -100,6 +102,7 @@ pruner::CorpusOptions corpus_options(const TrainingFlags& f, const GlobalOptions
   c.holdout_fraction = f.holdout;
   c.max_lines = f.max_lines;
   c.seed = globals.seed;
+  c.paragraphs = f.paragraphs;
   return c;
 }
 

@@ -32,6 +32,7 @@ struct TrainingFlags {
   double weights_lr = 2e-5;
   int64_t log_every = 10;
   int64_t save_every = 50;
+  bool paragraphs = false;
 };
 
 /// Adds --data, --target-sparsity, --l0-lambda, --sparsity-unit, --steps, --batch-size,

@@ -1,0 +1,63 @@
+// `headprune bench`: dense vs pruned latency, measured side by side in one process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include "models/attention_model.h"
+
+namespace headprune::pruner {
+
+/// Grid and stopping rule.
+struct BenchOptions {
+  std::vector<int64_t> batches{1, 8, 32};
+  std::vector<int64_t> seqs{32, 128, 512};
+  int warmup = 2;                  ///< untimed runs per model per shape
+  int min_reps = 5;                ///< timed runs per model per shape, at least
+  int max_reps = 30;               ///< ... at most
+  double stable_spread = 0.05;     ///< stop once (p75 − p25) / median < this for both models
+  double max_seconds_per_shape = 60;  ///< stop repeating once a shape took this long
+  uint64_t seed = 1234;            ///< token ids
+  torch::Device device = torch::kCPU;
+};
+
+/// One (batch, seq) cell. Latencies in milliseconds per forward pass.
+struct BenchCell {
+  int64_t batch = 0, seq = 0;
+  int reps = 0;
+  double dense_median_ms = 0, dense_p25_ms = 0, dense_p75_ms = 0;
+  double pruned_median_ms = 0, pruned_p25_ms = 0, pruned_p75_ms = 0;
+  double dense_tokens_per_s = 0, pruned_tokens_per_s = 0;
+  double speedup = 0;        ///< dense median / pruned median
+  double flops_ratio = 0;    ///< dense FLOPs / pruned FLOPs at this shape (the ideal speedup)
+  double efficiency = 0;     ///< speedup / flops_ratio
+  nlohmann::json to_json() const;
+};
+
+/// The whole run, with what it ran on.
+struct BenchReport {
+  std::vector<BenchCell> results;
+  int threads = 0;
+  std::string torch_version;
+  std::string blas;          ///< BLAS library actually loaded (from /proc/self/maps), if found
+  std::string device;
+  nlohmann::json to_json() const;
+  std::string to_text() const;
+};
+
+/// Times `dense` and `pruned` forward passes (no gradient, random token ids, no padding) at
+/// every grid shape, interleaving the two models (alternating which goes first) after warm-up,
+/// repeating until the spread is small or a cap is hit. Progress on stderr.
+/// @throws headprune::Error if a sequence length exceeds either model's
+///         max_position_embeddings or the grid is empty.
+BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pruned,
+                      const BenchOptions& options);
+
+/// Name of the BLAS shared library mapped into this process ("" if none is found).
+std::string loaded_blas();
+
+}  // namespace headprune::pruner

@@ -1,0 +1,89 @@
+#include <iostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/errors.h"
+#include "pruner/cli/command.h"
+#include "pruner/cli/training_flags.h"
+#include "pruner/format.h"
+#include "pruner/prune_job.h"
+
+namespace headprune::cli {
+namespace {
+
+void print_summary(const nlohmann::json& s) {
+  const auto& apply = s["apply"];
+  const auto& fid = s["fidelity"];
+  std::cout << fmt::format("\nPruned checkpoint: {}\n", s["out"].get<std::string>());
+  std::cout << fmt::format("  heads kept     {} of {}; per layer {}\n", s["heads_kept"].get<int64_t>(),
+                           s["heads_total"].get<int64_t>(),
+                           fmt::join(s["heads_per_layer"].get<std::vector<int64_t>>(), " "));
+  std::cout << fmt::format("  parameters     {} -> {} ({:+.2f}%)\n", apply["params_before"].get<int64_t>(),
+                           apply["params_after"].get<int64_t>(),
+                           100.0 * (apply["params_after"].get<double>() / apply["params_before"].get<double>() - 1));
+  std::cout << fmt::format("  file size      {} -> {} ({:+.2f}%)\n",
+                           pruner::human_bytes(apply["bytes_before"].get<std::uintmax_t>()),
+                           pruner::human_bytes(apply["bytes_after"].get<std::uintmax_t>()),
+                           100.0 * (apply["bytes_after"].get<double>() / apply["bytes_before"].get<double>() - 1));
+  std::cout << fmt::format("  fidelity       held-out embedding cosine to the dense model: mean {:.4f}, "
+                           "5th percentile {:.4f} ({} sentences)\n",
+                           fid["mean_cosine"].get<double>(), fid["p5_cosine"].get<double>(),
+                           fid["sequences"].get<int64_t>());
+  if (s["bench"].is_object())
+    for (const auto& c : s["bench"]["results"])
+      std::cout << fmt::format("  speedup        {:.3f}x at batch {} x seq {} (FLOPs ratio {:.3f}x; "
+                               "{:.2f} ms -> {:.2f} ms, {} threads)\n",
+                               c["speedup"].get<double>(), c["batch"].get<int64_t>(), c["seq"].get<int64_t>(),
+                               c["flops_ratio"].get<double>(), c["dense_ms"]["median"].get<double>(),
+                               c["pruned_ms"]["median"].get<double>(), s["bench"]["threads"].get<int>());
+  for (const auto& w : apply["warnings"]) std::cout << "  warning        " << w.get<std::string>() << "\n";
+  std::cout << fmt::format("  report         {0}/headprune/report.txt, {0}/headprune/heads.svg\n",
+                           s["out"].get<std::string>());
+  std::cout << fmt::format("  took           {}\n", pruner::human_duration(s["seconds"].get<double>()));
+}
+
+}  // namespace
+
+int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals) {
+  po::options_description desc("prune options");
+  std::string model, out, batches = "1,32", seqs = "128";
+  TrainingFlags flags;
+  pruner::PruneJobOptions job;
+  desc.add_options()
+      ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
+      ("out", po::value<std::string>(&out)->required(), "folder for the pruned checkpoint")
+      ("force", "replace --out if it exists and is not empty")
+      ("resume", "continue the gate training of an interrupted run with the same --out")
+      ("no-fold", "keep kept heads at gate 1 instead of folding their gate values")
+      ("no-bench", "skip the benchmark stage")
+      ("bench-batch", po::value<std::string>(&batches)->default_value(batches), "benchmark batch sizes")
+      ("bench-seq", po::value<std::string>(&seqs)->default_value(seqs), "benchmark sequence lengths")
+      ("json", "print the summary as JSON");
+  add_training_flags(desc, flags);
+  po::variables_map vm;
+  if (!parse_args(args,
+                  "headprune prune MODEL --data CORPUS --target-sparsity S --out DIR",
+                  desc, {"model"}, vm))
+    return 0;
+  job.training = training_options(flags, vm, globals);
+  job.training.resume = vm.count("resume") > 0;
+  job.corpus = corpus_options(flags, globals);
+  job.model = model;
+  job.data = flags.data;
+  job.out = out;
+  job.force = vm.count("force") > 0;
+  job.fold_gates = !vm.count("no-fold");
+  job.bench = !vm.count("no-bench");
+  job.bench_options.batches = parse_positive_list(batches, "--bench-batch");
+  job.bench_options.seqs = parse_positive_list(seqs, "--bench-seq");
+  job.bench_options.device = job.training.device;
+  const auto summary = pruner::run_prune_job(job);
+  if (vm.count("json"))
+    std::cout << summary.dump(2) << "\n";
+  else
+    print_summary(summary);
+  return 0;
+}
+
+}  // namespace headprune::cli
