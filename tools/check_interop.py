@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""Interop check: folders written by `headprune apply` load in HF transformers 4.x and
+sentence-transformers, and their embeddings match `headprune embed`.
+
+Run from the repository root, with the pinned reference environment (tools/setup-reference-env):
+
+    .venv-ref/bin/python tools/check_interop.py --headprune build/headprune \
+        --model .cache/models/all-MiniLM-L6-v2 [--work DIR] [--keep]
+
+Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
+
+  dense       headprune embed on the unpruned model vs SentenceTransformer(model).encode
+  uneven      apply --remove-heads {"0":[0,1,2],"1":[5],"3":[0,2,4,6,8,10],"5":[3,7,11]};
+              AutoModel.from_pretrained loads it with no missing / unexpected / mismatched keys,
+              its heads per layer and parameter count equal `headprune inspect --json`, and
+              sentence-transformers' embeddings of the folder match headprune embed's
+  repruned    apply --remove-heads {"0":[3],"3":[1]} on the "uneven" folder: config.json's
+              pruned_heads holds the union in original head indices, then the same checks
+  zero-head   apply --remove-heads {"2":[0..11]}: apply must warn on stderr that transformers
+              cannot load it, headprune embed must work; what transformers does with it is
+              recorded as the documented limitation (transformers issue 17475). The check fails
+              only if transformers unexpectedly loads the folder AND matches headprune, since
+              then the warning and the docs would be wrong.
+
+Every required cosine must be >= --min-cosine (default 0.99999). Exit 0 when every required
+check passes, 1 otherwise (the reason is printed), 2 for usage errors.
+
+Texts: `headprune embed` reads one sentence per line, so a text's CR and LF characters are
+replaced by spaces on both sides; BERT's basic tokenizer treats them as whitespace either way,
+so the token ids do not change.
+
+Never needed at run time.
+"""
+
+import os
+
+# The model is local; never touch the network.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import argparse  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+import warnings  # noqa: E402
+from contextlib import contextmanager  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import sentence_transformers  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from safetensors.numpy import load_file  # noqa: E402
+from sentence_transformers import SentenceTransformer  # noqa: E402
+from transformers import AutoModel  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_MODEL = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
+DEFAULT_HEADPRUNE = REPO / "build" / "headprune"
+DEFAULT_TEXTS = REPO / "tests" / "fixtures" / "minilm" / "tokens.json"
+
+UNEVEN = {"0": [0, 1, 2], "1": [5], "3": [0, 2, 4, 6, 8, 10], "5": [3, 7, 11]}
+REPRUNE = {"0": [3], "3": [1]}
+ZERO_LAYER = 2
+
+
+class CheckFailed(Exception):
+    """A required check failed; the message says why."""
+
+
+class Case:
+    def __init__(self, name, required=True):
+        self.name = name
+        self.required = required
+        self.min_cos = None
+        self.max_diff = None
+        self.result = "PASS"
+        self.notes = []
+
+    def fail(self, reason):
+        self.result = "FAIL"
+        self.notes.append(reason)
+
+
+# --------------------------------------------------------------------------------------------
+# headprune
+
+
+def run_headprune(args, exe, what, expect_ok=True):
+    cmd = [str(exe), *[str(a) for a in args]]
+    print(f"  $ {' '.join(cmd)}", flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace")
+    if expect_ok and proc.returncode != 0:
+        raise CheckFailed(f"{what} failed (exit {proc.returncode}):\n{proc.stderr.strip()}")
+    return proc
+
+
+def headprune_embed(exe, model_dir, text_file, work, tag):
+    out = work / f"emb-{tag}.safetensors"
+    run_headprune(["embed", model_dir, "--input", text_file, "--out", out], exe, f"headprune embed {tag}")
+    emb = load_file(str(out))["embeddings"]
+    return emb.astype(np.float64)
+
+
+def headprune_inspect(exe, model_dir):
+    proc = run_headprune(["inspect", model_dir, "--json"], exe, "headprune inspect")
+    return json.loads(proc.stdout)
+
+
+def headprune_apply(exe, model_dir, remove, out):
+    proc = run_headprune(["apply", model_dir, "--remove-heads", json.dumps(remove), "--out", out],
+                         exe, f"headprune apply {json.dumps(remove)}")
+    return proc
+
+
+# --------------------------------------------------------------------------------------------
+# reference side
+
+
+@contextmanager
+def captured_transformers_log():
+    """Collects what transformers logs (missing-weights warnings etc.) and Python warnings."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setLevel(logging.WARNING)
+    logger = logging.getLogger("transformers")
+    logger.addHandler(handler)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield stream, caught
+        finally:
+            logger.removeHandler(handler)
+
+
+def hf_load(folder):
+    """AutoModel.from_pretrained with loading info; returns (model, info, log text)."""
+    with captured_transformers_log() as (stream, caught):
+        model, info = AutoModel.from_pretrained(str(folder), output_loading_info=True)
+    log = stream.getvalue().strip()
+    notes = [str(w.message) for w in caught]
+    return model.eval(), info, log, notes
+
+
+def hf_heads(model):
+    return [int(layer.attention.self.num_attention_heads) for layer in model.encoder.layer]
+
+
+def hf_params(model):
+    return int(sum(p.numel() for p in model.parameters()))
+
+
+def st_embed(folder, texts):
+    st = SentenceTransformer(str(folder), device="cpu")
+    emb = st.encode(texts, batch_size=32, convert_to_numpy=True, show_progress_bar=False)
+    return st, np.asarray(emb, dtype=np.float64)
+
+
+def cosines(a, b):
+    if a.shape != b.shape:
+        raise CheckFailed(f"embedding shapes differ: headprune {a.shape}, reference {b.shape}")
+    na = np.linalg.norm(a, axis=1)
+    nb = np.linalg.norm(b, axis=1)
+    return (a * b).sum(axis=1) / np.maximum(na * nb, 1e-30)
+
+
+def check_cosines(case, cos, texts, threshold, ours=None, ref=None):
+    case.min_cos = float(cos.min())
+    if ours is not None and ref is not None:
+        case.max_diff = float(np.abs(ours - ref).max())
+    bad = np.nonzero(cos < threshold)[0]
+    if len(bad):
+        worst = ", ".join(f"#{i} {cos[i]:.7f} {texts[i][:40]!r}" for i in bad[:5])
+        raise CheckFailed(f"{len(bad)}/{len(cos)} cosines < {threshold}: {worst}")
+
+
+def check_loadable_and_matching(case, folder, exe, texts, text_file, work, threshold, tag):
+    """The checks every pruned folder without a zero-head layer must pass."""
+    insp = headprune_inspect(exe, folder)
+    model, info, log, _ = hf_load(folder)
+    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys",
+                                         "error_msgs") if info.get(k)}
+    if problems:
+        raise CheckFailed(f"AutoModel.from_pretrained({folder.name}) loading info not clean: "
+                          f"{problems}\n{log}")
+    if "newly initialized" in log or "not used when initializing" in log:
+        raise CheckFailed(f"transformers warned while loading {folder.name}:\n{log}")
+    heads = hf_heads(model)
+    if heads != insp["heads_per_layer"]:
+        raise CheckFailed(f"heads per layer: transformers {heads}, headprune inspect "
+                          f"{insp['heads_per_layer']}")
+    params = hf_params(model)
+    if params != insp["parameters"]:
+        raise CheckFailed(f"parameters: transformers {params}, headprune inspect {insp['parameters']}")
+    case.notes.append(f"heads {heads}, {params} params")
+    del model
+
+    ours = headprune_embed(exe, folder, text_file, work, tag)
+    st, ref = st_embed(folder, texts)
+    st_heads = hf_heads(st[0].auto_model)
+    if st_heads != insp["heads_per_layer"]:
+        raise CheckFailed(f"heads per layer in sentence-transformers' model: {st_heads}, "
+                          f"headprune {insp['heads_per_layer']}")
+    check_cosines(case, cosines(ours, ref), texts, threshold, ours, ref)
+
+
+# --------------------------------------------------------------------------------------------
+# cases
+
+
+def case_dense(case, exe, model_dir, texts, text_file, work, threshold):
+    ours = headprune_embed(exe, model_dir, text_file, work, "dense")
+    _, ref = st_embed(model_dir, texts)
+    check_cosines(case, cosines(ours, ref), texts, threshold, ours, ref)
+
+
+def case_uneven(case, exe, model_dir, texts, text_file, work, threshold):
+    folder = work / "uneven"
+    headprune_apply(exe, model_dir, UNEVEN, folder)
+    check_loadable_and_matching(case, folder, exe, texts, text_file, work, threshold, "uneven")
+
+
+def case_repruned(case, exe, texts, text_file, work, threshold):
+    source = work / "uneven"
+    if not (source / "config.json").is_file():
+        raise CheckFailed("needs the 'uneven' folder, which was not written")
+    folder = work / "repruned"
+    headprune_apply(exe, source, REPRUNE, folder)
+    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    expected = {k: set(v) for k, v in UNEVEN.items()}
+    for k, v in REPRUNE.items():
+        expected.setdefault(k, set()).update(v)
+    got = {str(k): set(v) for k, v in (cfg.get("pruned_heads") or {}).items()}
+    if got != expected:
+        raise CheckFailed("config.json pruned_heads does not accumulate original indices: got "
+                          f"{ {k: sorted(v) for k, v in sorted(got.items())} }, expected "
+                          f"{ {k: sorted(v) for k, v in sorted(expected.items())} }")
+    case.notes.append("pruned_heads accumulated")
+    check_loadable_and_matching(case, folder, exe, texts, text_file, work, threshold, "repruned")
+
+
+def case_zero_head(case, exe, model_dir, texts, text_file, work, threshold):
+    """Required: apply warns, embed works. Documented: transformers cannot express it."""
+    folder = work / "zero-head"
+    proc = headprune_apply(exe, model_dir, {str(ZERO_LAYER): list(range(12))}, folder)
+    warn_lines = [ln for ln in proc.stderr.splitlines() if "transformers" in ln]
+    if not warn_lines:
+        raise CheckFailed("headprune apply wrote a zero-head layer without a warning that "
+                          f"mentions transformers on stderr; stderr was:\n{proc.stderr.strip()}")
+    case.notes.append(f"apply warned: {warn_lines[0].strip()}")
+    insp = headprune_inspect(exe, folder)
+    if insp["heads_per_layer"][ZERO_LAYER] != 0:
+        raise CheckFailed(f"inspect reports {insp['heads_per_layer']} heads per layer")
+    ours = headprune_embed(exe, folder, text_file, work, "zero-head")
+    norms = np.linalg.norm(ours, axis=1)
+    if not np.all(np.isfinite(ours)) or np.abs(norms - 1).max() > 1e-4:
+        raise CheckFailed("headprune embed on the zero-head folder gave non-finite or "
+                          "non-unit embeddings")
+    case.notes.append("headprune embed works")
+
+    # What transformers does with it: recorded, not required.
+    outcome = None
+    try:
+        model, info, log, pywarn = hf_load(folder)
+        problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys",
+                                             "error_msgs") if info.get(k)}
+        heads = hf_heads(model)
+        del model
+        if problems:
+            outcome = f"transformers loads it with loading problems {problems}"
+        elif heads != insp["heads_per_layer"]:
+            outcome = f"transformers loads it with heads {heads}, not {insp['heads_per_layer']}"
+        else:
+            _, ref = st_embed(folder, texts)
+            cos = cosines(ours, ref)
+            case.min_cos = float(cos.min())
+            case.max_diff = float(np.abs(ours - ref).max())
+            if np.all(np.isfinite(cos)) and cos.min() >= threshold:
+                case.fail("UNEXPECTED: transformers "
+                          f"{transformers.__version__} + torch {torch.__version__} load the "
+                          "zero-head folder cleanly and sentence-transformers matches headprune "
+                          f"(min cosine {cos.min():.7f}); the apply warning and the docs "
+                          "(transformers cannot load it) are wrong for this version")
+                if pywarn:
+                    case.notes.append(f"python warnings while loading: {sorted(set(pywarn))}")
+                return
+            outcome = f"transformers loads it but embeddings differ (min cosine {cos.min():.6f})"
+    except Exception as e:  # noqa: BLE001 - any failure is the documented outcome
+        last = traceback.extract_tb(e.__traceback__)[-1]
+        outcome = (f"transformers fails: {type(e).__name__}: {str(e).splitlines()[0][:200]} "
+                   f"(at {Path(last.filename).name}:{last.lineno})")
+    case.result = "PASS (documented limitation)"
+    case.notes.append(outcome)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def load_texts(path):
+    cases = json.loads(Path(path).read_text(encoding="utf-8"))["cases"]
+    texts = [c["text"].replace("\r", " ").replace("\n", " ") for c in cases]
+    changed = sum(1 for c in cases if "\r" in c["text"] or "\n" in c["text"])
+    return texts, changed
+
+
+def print_table(cases):
+    name_w = max(len("case"), *(len(c.name) for c in cases))
+    res_w = max(len("result"), *(len(c.result) for c in cases))
+    print()
+    print(f"{'case':<{name_w}}  {'min cosine':>11}  {'max |diff|':>10}  {'result':<{res_w}}  notes")
+    print(f"{'-' * name_w}  {'-' * 11}  {'-' * 10}  {'-' * res_w}  {'-' * 5}")
+    for c in cases:
+        mc = "-" if c.min_cos is None else f"{c.min_cos:.8f}"
+        md = "-" if c.max_diff is None else f"{c.max_diff:.2e}"
+        lines = [line for n in (c.notes or [""]) for line in n.splitlines()] or [""]
+        print(f"{c.name:<{name_w}}  {mc:>11}  {md:>10}  {c.result:<{res_w}}  {lines[0]}")
+        pad = f"{'':<{name_w}}  {'':>11}  {'':>10}  {'':<{res_w}}  "
+        for line in lines[1:]:
+            print(pad + line)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--headprune", default=str(DEFAULT_HEADPRUNE), help="headprune executable")
+    ap.add_argument("--model", default=str(DEFAULT_MODEL), help="all-MiniLM-L6-v2 folder")
+    ap.add_argument("--texts", default=str(DEFAULT_TEXTS),
+                    help="JSON with cases[i].text (default tests/fixtures/minilm/tokens.json)")
+    ap.add_argument("--work", help="scratch folder (kept); default: a fresh temporary folder "
+                                   "that is removed at the end")
+    ap.add_argument("--keep", action="store_true", help="keep the default temporary folder")
+    ap.add_argument("--min-cosine", type=float, default=0.99999)
+    args = ap.parse_args()
+
+    exe = Path(args.headprune).resolve()
+    model_dir = Path(args.model).resolve()
+    if not (exe.is_file() and os.access(exe, os.X_OK)):
+        ap.error(f"--headprune {exe} is not an executable file")
+    if not (model_dir / "config.json").is_file():
+        ap.error(f"--model {model_dir} has no config.json (run scripts/fetch-model)")
+    help_text = subprocess.run([str(exe), "--help"], capture_output=True, text=True).stdout
+    for cmd in ("apply", "embed", "inspect"):
+        if f"  {cmd} " not in help_text:
+            print(f"check_interop: {exe} has no '{cmd}' command (stale build?)", file=sys.stderr)
+            return 1
+
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    texts, changed = load_texts(args.texts)
+    own_work = args.work is None
+    work = Path(tempfile.mkdtemp(prefix="headprune-interop-")) if own_work else Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    for sub in ("uneven", "repruned", "zero-head"):  # apply refuses a non-empty --out
+        shutil.rmtree(work / sub, ignore_errors=True)
+    text_file = work / "texts.txt"
+    with open(text_file, "w", encoding="utf-8", newline="\n") as f:
+        f.write("".join(t + "\n" for t in texts))
+
+    print(f"check_interop: headprune {exe}\n  model {model_dir}\n  {len(texts)} texts from "
+          f"{args.texts} ({changed} with CR/LF replaced by spaces)\n  transformers "
+          f"{transformers.__version__}, sentence-transformers {sentence_transformers.__version__}, "
+          f"torch {torch.__version__}\n  work {work}", flush=True)
+    start = time.monotonic()
+    results = []
+    thr = args.min_cosine
+    steps = [
+        (Case("dense (baseline)"), lambda c: case_dense(c, exe, model_dir, texts, text_file, work, thr)),
+        (Case("uneven prune"), lambda c: case_uneven(c, exe, model_dir, texts, text_file, work, thr)),
+        (Case("re-prune of pruned"), lambda c: case_repruned(c, exe, texts, text_file, work, thr)),
+        (Case(f"zero-head layer {ZERO_LAYER}"),
+         lambda c: case_zero_head(c, exe, model_dir, texts, text_file, work, thr)),
+    ]
+    try:
+        for case, step in steps:
+            print(f"\n[{case.name}]", flush=True)
+            try:
+                step(case)
+            except CheckFailed as e:
+                case.fail(str(e))
+            except Exception as e:  # noqa: BLE001 - report, then go on with the next case
+                case.fail(f"{type(e).__name__}: {e}")
+                traceback.print_exc()
+            results.append(case)
+            print(f"  -> {case.result}" + (f" (min cosine {case.min_cos:.8f})" if case.min_cos is not None else ""),
+                  flush=True)
+    finally:
+        if own_work and not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+    print_table(results)
+    failed = [c for c in results if c.required and c.result == "FAIL"]
+    print(f"\n{len(results) - len(failed)}/{len(results)} cases passed in "
+          f"{time.monotonic() - start:.1f} s (threshold cosine >= {args.min_cosine})")
+    if failed:
+        for c in failed:
+            print(f"FAILED {c.name}: {c.notes[-1]}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
