@@ -74,8 +74,9 @@ ExportResult export_checkpoint(const models::AttentionModel& model, const fs::pa
                                    : nlohmann::json(std::vector<double>(kept.size(), 1.0))}});
     if (kept.empty())
       result.warnings.push_back(fmt::format(
-          "layer {} has no heads left: headprune loads this checkpoint, transformers cannot "
-          "(transformers issue 17475)",
+          "layer {} has no heads left: headprune and transformers 4.46 (with torch 2.5) load "
+          "this checkpoint, older transformers/torch versions fail on empty layers "
+          "(transformers issue 17475) and transformers 5 ignores pruned_heads",
           l));
   }
   auto cfg = config.to_json();

@@ -18,7 +18,7 @@ struct ExportResult {
   std::uintmax_t weights_bytes = 0;
   std::vector<std::string> copied;    ///< tokenizer / sentence-transformers files copied
   std::vector<std::string> skipped;   ///< other-format weights not copied (would be stale)
-  std::vector<std::string> warnings;  ///< e.g. zero-head layers transformers cannot load
+  std::vector<std::string> warnings;  ///< e.g. zero-head layers older transformers cannot load
 };
 
 /// Checks, before any work, that `out` can receive an export of `source`: not the same as,

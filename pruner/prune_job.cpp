@@ -11,6 +11,7 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "pruner/apply.h"
+#include "pruner/atomic_write.h"
 #include "pruner/export.h"
 #include "pruner/fidelity.h"
 #include "pruner/format.h"

@@ -16,11 +16,10 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               sentence-transformers' embeddings of the folder match headprune embed's
   repruned    apply --remove-heads {"0":[3],"3":[1]} on the "uneven" folder: config.json's
               pruned_heads holds the union in original head indices, then the same checks
-  zero-head   apply --remove-heads {"2":[0..11]}: apply must warn on stderr that transformers
-              cannot load it, headprune embed must work; what transformers does with it is
-              recorded as the documented limitation (transformers issue 17475). The check fails
-              only if transformers unexpectedly loads the folder AND matches headprune, since
-              then the warning and the docs would be wrong.
+  zero-head   apply --remove-heads {"2":[0..11]}: apply must warn on stderr (older
+              transformers/torch fail on empty layers, transformers issue 17475; transformers 5
+              ignores pruned_heads), headprune embed must work, and the pinned transformers
+              4.46.3 + torch 2.5.1 must load the folder and match headprune's embeddings.
 
 Every required cosine must be >= --min-cosine (default 0.99999). Exit 0 when every required
 check passes, 1 otherwise (the reason is printed), 2 for usage errors.
@@ -247,7 +246,7 @@ def case_repruned(case, exe, texts, text_file, work, threshold):
 
 
 def case_zero_head(case, exe, model_dir, texts, text_file, work, threshold):
-    """Required: apply warns, embed works. Documented: transformers cannot express it."""
+    """Required: apply warns, embed works, and the pinned transformers loads it and matches."""
     folder = work / "zero-head"
     proc = headprune_apply(exe, model_dir, {str(ZERO_LAYER): list(range(12))}, folder)
     warn_lines = [ln for ln in proc.stderr.splitlines() if "transformers" in ln]
@@ -265,39 +264,28 @@ def case_zero_head(case, exe, model_dir, texts, text_file, work, threshold):
                           "non-unit embeddings")
     case.notes.append("headprune embed works")
 
-    # What transformers does with it: recorded, not required.
-    outcome = None
-    try:
-        model, info, log, pywarn = hf_load(folder)
-        problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys",
-                                             "error_msgs") if info.get(k)}
-        heads = hf_heads(model)
-        del model
-        if problems:
-            outcome = f"transformers loads it with loading problems {problems}"
-        elif heads != insp["heads_per_layer"]:
-            outcome = f"transformers loads it with heads {heads}, not {insp['heads_per_layer']}"
-        else:
-            _, ref = st_embed(folder, texts)
-            cos = cosines(ours, ref)
-            case.min_cos = float(cos.min())
-            case.max_diff = float(np.abs(ours - ref).max())
-            if np.all(np.isfinite(cos)) and cos.min() >= threshold:
-                case.fail("UNEXPECTED: transformers "
-                          f"{transformers.__version__} + torch {torch.__version__} load the "
-                          "zero-head folder cleanly and sentence-transformers matches headprune "
-                          f"(min cosine {cos.min():.7f}); the apply warning and the docs "
-                          "(transformers cannot load it) are wrong for this version")
-                if pywarn:
-                    case.notes.append(f"python warnings while loading: {sorted(set(pywarn))}")
-                return
-            outcome = f"transformers loads it but embeddings differ (min cosine {cos.min():.6f})"
-    except Exception as e:  # noqa: BLE001 - any failure is the documented outcome
-        last = traceback.extract_tb(e.__traceback__)[-1]
-        outcome = (f"transformers fails: {type(e).__name__}: {str(e).splitlines()[0][:200]} "
-                   f"(at {Path(last.filename).name}:{last.lineno})")
-    case.result = "PASS (documented limitation)"
-    case.notes.append(outcome)
+    # The pinned transformers 4.46.3 + torch 2.5.1 load an empty layer (its Q/K/V are [0, 384],
+    # its output projection [384, 0] plus the bias) and must match headprune. Older
+    # combinations failed on it (transformers issue 17475), which is what apply's warning says.
+    model, info, log, pywarn = hf_load(folder)
+    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys",
+                                         "error_msgs") if info.get(k)}
+    heads = hf_heads(model)
+    del model
+    if problems:
+        raise CheckFailed(f"transformers loads the zero-head folder with problems {problems}")
+    if heads != insp["heads_per_layer"]:
+        raise CheckFailed(f"transformers loads the zero-head folder with heads {heads}, "
+                          f"not {insp['heads_per_layer']}")
+    _, ref = st_embed(folder, texts)
+    cos = cosines(ours, ref)
+    case.min_cos = float(cos.min())
+    case.max_diff = float(np.abs(ours - ref).max())
+    if not (np.all(np.isfinite(cos)) and cos.min() >= threshold):
+        raise CheckFailed(f"sentence-transformers differs from headprune on the zero-head folder "
+                          f"(min cosine {cos.min():.7f})")
+    case.notes.append(f"transformers {transformers.__version__} + torch {torch.__version__} "
+                      "load it and match")
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "models/checkpoint.h"
+#include "models/errors.h"
 #include "pruner/atomic_write.h"
 #include "pruner/bench.h"
 #include "pruner/cli/command.h"

@@ -40,12 +40,14 @@ void add_training_flags(po::options_description& desc, TrainingFlags& f) {
       ("min-heads-per-layer", po::value<int64_t>(&f.min_heads)->default_value(1),
        "every layer keeps at least this many heads")
       ("allow-empty-layers", "let layers lose all their heads (sets --min-heads-per-layer 0; "
-       "transformers cannot load such a checkpoint)")
+       "older transformers versions cannot load such a checkpoint)")
       ("embedding-weight", po::value<double>(&f.embedding_weight)->default_value(1.0),
        "weight of the sentence-embedding term of the distillation loss")
       ("train-weights", "also fine-tune the model's weights (default: only the gates)")
       ("weights-lr", po::value<double>(&f.weights_lr)->default_value(2e-5),
        "learning rate of the weights with --train-weights")
+      ("teacher-cache-mib", po::value<int64_t>(&f.teacher_cache_mib)->default_value(2048),
+       "memory for caching the frozen teacher's outputs between epochs (0 = off)")
       ("log-every", po::value<int64_t>(&f.log_every)->default_value(10), "progress line every N steps")
       ("save-every", po::value<int64_t>(&f.save_every)->default_value(50),
        "snapshot for --resume every N steps (0 = never)");
@@ -90,6 +92,8 @@ pruner::GateTrainingOptions training_options(const TrainingFlags& f, const po::v
   o.train_weights = vm.count("train-weights") > 0;
   o.weights_learning_rate = f.weights_lr;
   o.log_every = f.log_every;
+  if (f.teacher_cache_mib < 0) throw UsageError("--teacher-cache-mib must be >= 0");
+  o.teacher_cache_mib = f.teacher_cache_mib;
   o.save_every = f.save_every;
   o.seed = globals.seed;
   o.device = globals.torch_device();

@@ -33,6 +33,7 @@ struct TrainingFlags {
   int64_t log_every = 10;
   int64_t save_every = 50;
   bool paragraphs = false;
+  int64_t teacher_cache_mib = 2048;
 };
 
 /// Adds --data, --target-sparsity, --l0-lambda, --sparsity-unit, --steps, --batch-size,

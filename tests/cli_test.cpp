@@ -1,0 +1,119 @@
+// The command line end to end on a tiny model: exit codes, every stage of `prune`, and the
+// artefacts each stage leaves.
+#include <fstream>
+
+#include "models/config.h"
+#include "pruner/cli/command.h"
+#include "pruner/report.h"
+#include "tests/test_support.h"
+#include "tests/tiny_model.h"
+
+using namespace headprune;
+namespace fs = std::filesystem;
+
+namespace {
+
+int run(std::vector<std::string> args) {
+  args.insert(args.begin(), "headprune");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return cli::run(static_cast<int>(argv.size()), argv.data());
+}
+
+/// A tiny checkpoint folder and a small real-text corpus (English sentences).
+struct Workspace {
+  fs::path dir = testing::temp_dir("cli");
+  fs::path model = dir / "model";
+  fs::path corpus = dir / "corpus.txt";
+  Workspace() {
+    testing::write_tiny_folder(testing::tiny_checkpoint(2, 4), model);
+    std::ofstream out(corpus);
+    const char* sentences[] = {
+        "the cat sat on the mat.", "a quick brown fox jumps over the lazy dog.",
+        "to be or not to be, that is the question.", "all that glitters is not gold.",
+        "the early bird catches the worm.", "actions speak louder than words.",
+        "knowledge is power.", "time and tide wait for no man.",
+        "where there is a will, there is a way.", "the pen is mightier than the sword."};
+    for (int rep = 0; rep < 8; ++rep)
+      for (const auto* s : sentences) out << s << (rep % 2 ? "\r\n" : "\n") << "\n";
+  }
+};
+
+}  // namespace
+
+CATCH_TEST_CASE("exit codes: 0 ok, 1 error, 2 usage", "[cli]") {
+  Workspace w;
+  CATCH_CHECK(run({"--help"}) == 0);
+  CATCH_CHECK(run({"inspect", "--help"}) == 0);
+  CATCH_CHECK(run({}) == 2);
+  CATCH_CHECK(run({"frobnicate"}) == 2);
+  CATCH_CHECK(run({"inspect", w.model.string(), "--no-such-flag"}) == 2);
+  CATCH_CHECK(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--out", (w.dir / "g").string()}) == 2);
+  CATCH_CHECK(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-sparsity", "0.5",
+                   "--l0-lambda", "0.1", "--out", (w.dir / "g").string()}) == 2);
+  CATCH_CHECK(run({"bench", w.model.string(), w.model.string(), "--batch", "1,x"}) == 2);
+  CATCH_CHECK(run({"inspect", (w.dir / "missing").string()}) == 1);
+  CATCH_CHECK(run({"inspect", w.model.string(), "--device", "tpu"}) == 2);
+  CATCH_CHECK(run({"inspect", w.model.string()}) == 0);
+  // An impossible target is refused before anything is written.
+  CATCH_CHECK(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-sparsity", "0.9",
+                   "--out", (w.dir / "g").string()}) == 1);
+  CATCH_CHECK_FALSE(fs::exists(w.dir / "g" / "gates.json"));
+}
+
+CATCH_TEST_CASE("a malformed checkpoint gives an error naming the problem", "[cli][errors]") {
+  Workspace w;
+  std::ofstream(w.model / "config.json") << R"({"model_type": "bert", "hidden_size": 32})";
+  CATCH_CHECK(run({"inspect", w.model.string()}) == 1);
+  CATCH_REQUIRE_THROWS_WITH(models::ModelConfig::from_directory(w.model), Catch::Contains("'vocab_size' is missing"));
+  std::ofstream(w.model / "config.json") << "{not json";
+  CATCH_REQUIRE_THROWS_WITH(models::ModelConfig::from_directory(w.model), Catch::Contains("not valid JSON"));
+}
+
+CATCH_TEST_CASE("train-gates, report and apply work as two halves", "[cli]") {
+  Workspace w;
+  const auto gates = w.dir / "gates";
+  CATCH_REQUIRE(run({"--threads", "1", "train-gates", w.model.string(), "--data", w.corpus.string(),
+                     "--target-sparsity", "0.25", "--steps", "12", "--batch-size", "8", "--max-length", "32",
+                     "--out", gates.string(), "--log-every", "4"}) == 0);
+  auto report = pruner::load_report(gates);
+  CATCH_CHECK(report.heads_kept() == 6);
+  // A second run into the same folder must not clobber it.
+  CATCH_CHECK(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-sparsity", "0.25",
+                   "--steps", "2", "--out", gates.string()}) == 1);
+  const auto out = w.dir / "pruned";
+  CATCH_REQUIRE(run({"apply", w.model.string(), "--gates", gates.string(), "--out", out.string()}) == 0);
+  CATCH_CHECK(pruner::load_report(out).heads_kept() == 6);
+  CATCH_CHECK(run({"report", out.string(), "--svg", (w.dir / "heads.svg").string()}) == 0);
+  CATCH_CHECK(fs::file_size(w.dir / "heads.svg") > 500);
+  // Gates from this model do not fit the pruned one; nothing is written.
+  CATCH_CHECK(run({"apply", out.string(), "--gates", gates.string(), "--out", (w.dir / "again").string()}) == 1);
+  CATCH_CHECK_FALSE(fs::exists(w.dir / "again"));
+  // Existing output without --force
+  CATCH_CHECK(run({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--out", out.string()}) == 1);
+  CATCH_CHECK(run({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--out", out.string(), "--force"}) == 0);
+  CATCH_CHECK(run({"apply", w.model.string(), "--remove-heads", "{0: [1]}", "--out", (w.dir / "x").string()}) == 2);
+}
+
+CATCH_TEST_CASE("prune runs every stage and leaves every artefact", "[cli][e2e]") {
+  Workspace w;
+  const auto out = w.dir / "pruned";
+  CATCH_REQUIRE(run({"prune", w.model.string(), "--data", w.corpus.string(), "--target-sparsity", "0.5",
+                     "--steps", "16", "--batch-size", "8", "--max-length", "32", "--out", out.string(),
+                     "--bench-batch", "2", "--bench-seq", "16,32"}) == 0);
+  for (const auto* f : {"config.json", "model.safetensors", "vocab.txt", "headprune/gates.json",
+                        "headprune/train_log.jsonl", "headprune/report.txt", "headprune/report.json",
+                        "headprune/heads.svg", "headprune/bench.json", "headprune/summary.json"})
+    CATCH_CHECK(fs::exists(out / f));
+  const auto summary = models::read_json_file(out / "headprune/summary.json");
+  CATCH_CHECK(summary["heads_kept"] == 4);
+  CATCH_CHECK(summary["bench"]["results"].size() == 2);
+  CATCH_CHECK(summary["bench"]["results"][0]["speedup"].get<double>() > 0);
+  CATCH_CHECK(summary["fidelity"]["sequences"].get<int>() > 0);
+  const auto report = models::read_json_file(out / "headprune/report.json");
+  CATCH_CHECK(report["heads_kept"] == 4);
+  CATCH_CHECK(models::ModelConfig::from_directory(out).total_heads() == 4);
+  CATCH_CHECK(fs::file_size(out / "headprune/train_log.jsonl") > 0);
+  // The gate work folder is gone, and no temporary folder is left beside the output.
+  for (const auto& e : fs::directory_iterator(w.dir)) CATCH_CHECK(e.path().filename().string()[0] != '.');
+}
