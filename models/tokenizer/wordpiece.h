@@ -1,21 +1,28 @@
-// BERT WordPiece tokenizer, identical in output to HF `BertTokenizer` / `BertTokenizerFast`.
+// BERT WordPiece tokenizer, identical in output to HF `BertTokenizerFast` (tokenizers 0.20;
+// the slow `BertTokenizer` agrees on ordinary text but differs on exotic Unicode).
 //
-// Pipeline (HF transformers `tokenization_bert.py`; tokenizers `BertNormalizer`,
-// `BertPreTokenizer`, `WordPiece`):
-//   1. clean text: drop U+0000, U+FFFD and control characters, map whitespace to ' '
+// Pipeline (HF tokenizers `AddedVocabulary`, `BertNormalizer`, `BertPreTokenizer`, `WordPiece`;
+// transformers `tokenization_bert.py` is the Python original):
+//   0. special tokens ([CLS], [SEP], [PAD], [UNK], [MASK]) written verbatim in the text are
+//      kept whole; the text between them goes through steps 1-5
+//   1. clean text: drop U+0000, U+FFFD and control characters (Cc, Cf, Co except \t \n \r),
+//      map whitespace (Unicode White_Space) to ' '
 //   2. pad CJK ideographs with spaces (tokenize_chinese_chars)
-//   3. lower-case (do_lower_case) and strip accents (NFD, drop Mn) when strip_accents is
-//      null-and-lowercasing or true
+//   3. strip accents (NFD, drop Mn) when strip_accents is true, or null and do_lower_case;
+//      then lower-case each character (do_lower_case)
 //   4. split on whitespace, then split every punctuation character off (ASCII
 //      33-47, 58-64, 91-96, 123-126 and Unicode category P*)
 //   5. WordPiece greedy longest-match-first with "##" continuation; a word longer than
 //      100 characters (max_input_chars_per_word) or with no match becomes [UNK]
+// Character categories follow tokenizers' Unicode 8.0 tables (see wordpiece.cpp).
+// Input must be UTF-8: invalid bytes throw headprune::Error naming their offset.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace headprune::models {
@@ -52,14 +59,18 @@ class WordPieceTokenizer {
   WordPieceTokenizer(std::vector<std::string> vocab, WordPieceOptions options);
 
   /// Loads `vocab.txt`, `tokenizer_config.json` and `special_tokens_map.json` from a
-  /// checkpoint folder. @throws headprune::Error naming the missing / malformed file.
+  /// checkpoint folder (the two JSON files are optional; the latter overrides the former's
+  /// special tokens, as in HF). @throws headprune::Error naming the missing / malformed file.
   static WordPieceTokenizer from_directory(const std::filesystem::path& dir);
 
-  /// Word pieces of `text` without special tokens (HF `tokenizer.tokenize`).
+  /// Word pieces of `text` without added [CLS]/[SEP] (HF `tokenizer.tokenize`).
+  /// @throws headprune::Error on invalid UTF-8.
   std::vector<std::string> tokenize(const std::string& text) const;
 
   /// Ids of `text` as HF `tokenizer(text, truncation=True, max_length=max_length)`:
   /// [CLS] pieces [SEP], pieces truncated so the total is <= max_length (max_length >= 2).
+  /// Like HF, max_length is not capped at options().model_max_length: callers pass the
+  /// smaller of the two. @throws headprune::Error on invalid UTF-8 or max_length < 2.
   std::vector<int64_t> encode(const std::string& text, std::size_t max_length) const;
 
   /// Encodes several texts and right-pads them to the longest (HF `padding=True`).
@@ -75,10 +86,22 @@ class WordPieceTokenizer {
   const WordPieceOptions& options() const { return options_; }
 
  private:
+  /// Appends the piece ids of `text` (no [CLS]/[SEP]); @throws Error on invalid UTF-8.
+  void append_ids(const std::string& text, std::vector<int64_t>& out) const;
+  /// Normalizes, pre-tokenizes and WordPiece-splits text[begin, end) (no special tokens in it).
+  void append_segment_ids(const std::u32string& text, std::size_t begin, std::size_t end,
+                          std::vector<int64_t>& out) const;
+  /// Greedy longest-match-first WordPiece of one pre-tokenized word, or [UNK].
+  void append_word_ids(const std::u32string& word, std::vector<int64_t>& out) const;
+
   std::vector<std::string> vocab_;
   std::unordered_map<std::string, int64_t> ids_;
   WordPieceOptions options_;
   int64_t unk_id_ = 0, cls_id_ = 0, sep_id_ = 0, pad_id_ = 0;
+  /// Longest vocabulary entry in bytes (bounds the WordPiece search).
+  std::size_t max_token_bytes_ = 0;
+  /// Special tokens matched verbatim in the raw text, longest first, with their ids.
+  std::vector<std::pair<std::u32string, int64_t>> specials_;
 };
 
 }  // namespace headprune::models
