@@ -11,19 +11,20 @@
 
 namespace headprune::pruner {
 
-Corpus load_corpus(const std::filesystem::path& file, const models::WordPieceTokenizer& tokenizer,
-                   const CorpusOptions& options) {
+namespace {
+
+/// Appends the documents of one file to `lines` (see CorpusOptions::paragraphs).
+void read_documents(const std::filesystem::path& file, bool paragraphs, std::vector<std::string>& lines) {
   std::ifstream in(file, std::ios::binary);
   if (!in)
     throw Error(fmt::format("cannot read corpus {}: give a UTF-8 text file, one document or "
                             "sentence per line",
                             file.string()));
-  std::vector<std::string> lines;
   std::string line, paragraph;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const bool blank = line.find_first_not_of(" \t") == std::string::npos;
-    if (!options.paragraphs) {
+    if (!paragraphs) {
       if (!blank) lines.push_back(line);
       continue;
     }
@@ -36,6 +37,21 @@ Corpus load_corpus(const std::filesystem::path& file, const models::WordPieceTok
   }
   if (!paragraph.empty()) lines.push_back(std::move(paragraph));
   if (in.bad()) throw Error(fmt::format("error while reading {}", file.string()));
+}
+
+std::string names(const std::vector<std::filesystem::path>& files) {
+  std::string s;
+  for (const auto& f : files) s += (s.empty() ? "" : ", ") + f.string();
+  return s;
+}
+
+}  // namespace
+
+Corpus load_corpus(const std::vector<std::filesystem::path>& files,
+                   const models::WordPieceTokenizer& tokenizer, const CorpusOptions& options) {
+  if (files.empty()) throw Error("no corpus file given");
+  std::vector<std::string> lines;
+  for (const auto& f : files) read_documents(f, options.paragraphs, lines);
   Corpus corpus;
   corpus.lines_read = lines.size();
   corpus.pad_id = tokenizer.pad_id();
@@ -43,9 +59,9 @@ Corpus load_corpus(const std::filesystem::path& file, const models::WordPieceTok
   std::shuffle(lines.begin(), lines.end(), rng);
   if (options.max_lines > 0 && lines.size() > options.max_lines) lines.resize(options.max_lines);
   if (lines.size() < 2)
-    throw Error(fmt::format("corpus {} has {} non-blank line(s); at least 2 are needed (one to "
+    throw Error(fmt::format("corpus {} has {} document(s); at least 2 are needed (one to "
                             "train on, one held out)",
-                            file.string(), lines.size()));
+                            names(files), lines.size()));
   auto heldout = static_cast<std::size_t>(
       std::llround(options.holdout_fraction * static_cast<double>(lines.size())));
   heldout = std::clamp<std::size_t>(heldout, 1, lines.size() - 1);
@@ -62,7 +78,7 @@ Corpus load_corpus(const std::filesystem::path& file, const models::WordPieceTok
   if (corpus.train.empty() || corpus.heldout.empty())
     throw Error(fmt::format("corpus {}: no usable lines after tokenization (each needs at least "
                             "{} tokens)",
-                            file.string(), options.min_tokens));
+                            names(files), options.min_tokens));
   return corpus;
 }
 

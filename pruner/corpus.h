@@ -33,11 +33,11 @@ struct Corpus {
   int64_t pad_id = 0;
 };
 
-/// Reads `file` (UTF-8 text, one document or sentence per line — or per paragraph, see
+/// Reads the `files`, in order (UTF-8 text, one document or sentence per line — or per paragraph, see
 /// CorpusOptions::paragraphs; blank lines ignored; CRLF accepted), shuffles the documents with options.seed, splits off the held-out share and tokenizes.
 /// @throws headprune::Error if the file cannot be read or yields fewer than 2 usable lines.
-Corpus load_corpus(const std::filesystem::path& file, const models::WordPieceTokenizer& tokenizer,
-                   const CorpusOptions& options);
+Corpus load_corpus(const std::vector<std::filesystem::path>& files,
+                   const models::WordPieceTokenizer& tokenizer, const CorpusOptions& options);
 
 /// Groups sequences of similar length into batches of at most `batch_size` (sorted by length,
 /// then cut), so little compute goes to padding. @returns index lists into `sequences`.

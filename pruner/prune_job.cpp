@@ -46,7 +46,8 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   if (!student.tokenizer)
     throw Error(fmt::format("{} has no vocab.txt: prune needs the model's tokenizer", o.model.string()));
   auto corpus = load_corpus(o.data, *student.tokenizer, o.corpus);
-  log::info("corpus {}: {} documents, {} for training, {} held out", o.data.string(),
+  std::vector<std::string> data_names(o.data.begin(), o.data.end());
+  log::info("corpus {}: {} documents, {} for training, {} held out", fmt::join(data_names, ", "),
             corpus.lines_read, corpus.train.size(), corpus.heldout.size());
   auto training = o.training;
   training.out_dir = work;
@@ -88,7 +89,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   nlohmann::json summary = {
       {"model", o.model.string()},
       {"out", o.out.string()},
-      {"data", o.data.string()},
+      {"data", data_names},
       {"target_sparsity", training.target_sparsity ? nlohmann::json(*training.target_sparsity) : nlohmann::json()},
       {"heads_kept", applied.heads_after},
       {"heads_total", applied.heads_before},
@@ -99,7 +100,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
       {"bench", bench_json},
   };
   nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()},
-                           {"data", o.data.string()}, {"fold_gates", o.fold_gates},
+                           {"data", data_names}, {"fold_gates", o.fold_gates},
                            {"training", training.to_json()}};
   // summary.json also needs the sizes, known only after export: write it with them below.
   export_and_verify(applied, student, o.out, o.force, record, device, extra);

@@ -14,7 +14,7 @@ namespace headprune::pruner {
 /// Settings of every stage.
 struct PruneJobOptions {
   std::filesystem::path model;
-  std::filesystem::path data;
+  std::vector<std::filesystem::path> data;
   std::filesystem::path out;
   bool force = false;
   bool fold_gates = true;

@@ -59,6 +59,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
 int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_report(const std::vector<std::string>& args, const GlobalOptions& globals);
 
 }  // namespace headprune::cli

@@ -6,10 +6,10 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "models/inputs.h"
 #include "models/safetensors.h"
 #include "pruner/cli/command.h"
 #include "pruner/log.h"
+#include "pruner/sts.h"
 
 namespace headprune::cli {
 
@@ -38,18 +38,7 @@ int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals
   }
   const auto device = globals.torch_device();
   auto ckpt = models::load_checkpoint(model, device);
-  if (!ckpt.tokenizer) throw Error(fmt::format("{} has no vocab.txt (tokenizer)", model));
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> parts;
-  for (std::size_t i = 0; i < lines.size(); i += batch_size) {
-    std::vector<std::string> batch(lines.begin() + static_cast<std::ptrdiff_t>(i),
-                                   lines.begin() + static_cast<std::ptrdiff_t>(std::min(lines.size(), i + batch_size)));
-    auto inputs = models::to_model_inputs(
-        ckpt.tokenizer->encode_batch(batch, static_cast<std::size_t>(ckpt.max_seq_length)), device);
-    parts.push_back(ckpt.pooling.embed(ckpt.model->forward(inputs, nullptr).last_hidden_state,
-                                       inputs.attention_mask).cpu());
-  }
-  auto embeddings = parts.empty() ? torch::zeros({0, ckpt.model->config().hidden_size}) : torch::cat(parts);
+  auto embeddings = pruner::embed_texts(ckpt, lines, batch_size, device);
   models::save_safetensors(out, {{"embeddings", embeddings}}, {{"model", model}, {"pooling", ckpt.pooling.describe()}});
   log::info("{} embeddings of size {} written to {}", embeddings.size(0), embeddings.size(1), out);
   return 0;

@@ -70,7 +70,7 @@ int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals
   job.training.resume = vm.count("resume") > 0;
   job.corpus = corpus_options(flags, globals);
   job.model = model;
-  job.data = flags.data;
+  job.data.assign(flags.data.begin(), flags.data.end());
   job.out = out;
   job.force = vm.count("force") > 0;
   job.fold_gates = !vm.count("no-fold");

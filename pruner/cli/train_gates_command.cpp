@@ -39,7 +39,7 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   auto ckpt = models::load_checkpoint(model, options.device);
   if (!ckpt.tokenizer)
     throw Error(fmt::format("{} has no vocab.txt: train-gates needs the model's tokenizer", model));
-  auto corpus = pruner::load_corpus(flags.data, *ckpt.tokenizer, corpus_options(flags, globals));
+  auto corpus = pruner::load_corpus({flags.data.begin(), flags.data.end()}, *ckpt.tokenizer, corpus_options(flags, globals));
   auto state = pruner::train_gates(ckpt, corpus, options);
   if (!state.complete) {
     std::cout << fmt::format("stopped at step {} of {}; continue with --resume\n", state.step, options.steps);

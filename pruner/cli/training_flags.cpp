@@ -8,8 +8,8 @@ namespace headprune::cli {
 
 void add_training_flags(po::options_description& desc, TrainingFlags& f) {
   desc.add_options()
-      ("data", po::value<std::string>(&f.data)->required(),
-       "training text: UTF-8, one document or sentence per line")
+      ("data", po::value<std::vector<std::string>>(&f.data)->required()->multitoken(),
+       "training text file(s): UTF-8, one document or sentence per line (or see --paragraphs)")
       ("target-sparsity", po::value<double>(&f.target_sparsity),
        "fraction to remove, in [0,1): trained by a Lagrangian and met exactly by the final mask")
       ("l0-lambda", po::value<double>(&f.l0_lambda),

@@ -12,7 +12,7 @@ namespace headprune::cli {
 
 /// Raw flag values, bound to a po::options_description by add_training_flags.
 struct TrainingFlags {
-  std::string data;
+  std::vector<std::string> data;
   double target_sparsity = -1;
   double l0_lambda = -1;
   std::string unit = "heads";
