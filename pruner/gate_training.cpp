@@ -120,8 +120,9 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
   g->to(o.device);
   lagrangian->to(o.device);
   torch::optim::AdamW gate_opt({g->log_alpha}, torch::optim::AdamWOptions(o.learning_rate).weight_decay(0));
-  torch::optim::AdamW lambda_opt(lagrangian->parameters(),
-                                 torch::optim::AdamWOptions(o.lambda_learning_rate).weight_decay(0));
+  // Plain gradient ascent for the multipliers: their step is proportional to the gap ŝ − t, so
+  // they settle as the gap closes (an Adam step has constant size and overshoots).
+  torch::optim::SGD lambda_opt(lagrangian->parameters(), torch::optim::SGDOptions(o.lambda_learning_rate));
   std::unique_ptr<torch::optim::AdamW> weights_opt;
   if (o.train_weights)
     weights_opt = std::make_unique<torch::optim::AdamW>(

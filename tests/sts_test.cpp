@@ -7,6 +7,7 @@
 
 #include "models/checkpoint.h"
 #include "models/config.h"
+#include "models/errors.h"
 #include "pruner/sts.h"
 #include "tests/test_support.h"
 
@@ -17,7 +18,7 @@ CATCH_TEST_CASE("spearman uses average ranks for ties", "[sts]") {
   CATCH_CHECK(pruner::spearman({1, 2, 3, 4}, {4, 3, 2, 1}) == Approx(-1.0));
   // scipy.stats.spearmanr([1, 2, 2, 3], [1, 3, 2, 4]).correlation == 0.9486832980505138
   CATCH_CHECK(pruner::spearman({1, 2, 2, 3}, {1, 3, 2, 4}) == Approx(0.9486832980505138).epsilon(1e-12));
-  CATCH_CHECK_THROWS_AS(pruner::spearman({1}, {1}), Error);
+  CATCH_CHECK_THROWS_AS(pruner::spearman({1}, {1}), headprune::Error);
 }
 
 CATCH_TEST_CASE("STS files are read by the format's rules and bad lines are named", "[sts]") {
