@@ -15,7 +15,6 @@ pruner::GateTrainingOptions quick_options(const std::string& tag, double target,
   o.steps = steps;
   o.batch_size = 16;
   o.learning_rate = 0.2;
-  o.lambda_learning_rate = 0.2;
   o.constraints.min_heads_per_layer = 0;
   o.log_every = 1000;
   o.save_every = 0;

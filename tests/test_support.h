@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 namespace headprune::testing {
@@ -41,10 +43,12 @@ inline std::filesystem::path shared_data_dir() {
   return dir;
 }
 
-/// A fresh empty temporary folder under the system temp dir.
+/// A fresh empty temporary folder under the system temp dir, unique across the test processes
+/// ctest runs in parallel (process id + a per-process counter).
 inline std::filesystem::path temp_dir(const std::string& tag) {
+  static int counter = 0;
   auto dir = std::filesystem::temp_directory_path() /
-             ("headprune-test-" + tag + "-" + std::to_string(std::rand()));
+             ("headprune-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
