@@ -272,11 +272,20 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   auto state = snapshot_state(*g, model, fingerprint, measure, o, o.steps, true);
-  for (size_t l = 0; l < state.layers.size(); ++l)
-    for (size_t h = 0; h < state.layers[l].heads.size(); ++h)
-      if (state.layers[l].keep[h] && state.layers[l].gate[h] <= 0)
-        log::warn("layer {} head {} is kept to meet the target but its gate is 0; train longer",
-                  l, state.layers[l].heads[h]);
+  // A head the target keeps while its deterministic gate is 0 (training ended closing more
+  // gates than the target asks) would be dead weight at 0: it is kept at gate 1 instead.
+  int64_t reopened = 0;
+  for (auto& layer : state.layers)
+    for (size_t h = 0; h < layer.heads.size(); ++h)
+      if (layer.keep[h] && layer.gate[h] <= 0) {
+        layer.gate[h] = 1.0;
+        ++reopened;
+      }
+  if (reopened > 0)
+    log::info("{} kept head(s) had a closed gate (training ended sparser than the target); they "
+              "are kept at gate 1",
+              reopened);
+  state.summary["reopened_heads"] = reopened;
   auto multipliers = final_multipliers(state, o.device);
   const auto fidelity = measure_fidelity(model, &multipliers, *teacher, corpus.heldout,
                                          corpus.pad_id, ckpt.pooling, o.batch_size, o.device);
