@@ -117,3 +117,24 @@ CATCH_TEST_CASE("prune runs every stage and leaves every artefact", "[cli][e2e]"
   // The gate work folder is gone, and no temporary folder is left beside the output.
   for (const auto& e : fs::directory_iterator(w.dir)) CATCH_CHECK(e.path().filename().string()[0] != '.');
 }
+
+CATCH_TEST_CASE("sweep prunes at every target and plots quality against speed", "[cli][e2e]") {
+  Workspace w;
+  const auto out = w.dir / "sweep";
+  CATCH_REQUIRE(run({"sweep", w.model.string(), "--data", w.corpus.string(), "--targets", "0.25,0.5",
+                     "--steps", "8", "--batch-size", "8", "--max-length", "32", "--out", out.string(),
+                     "--bench-batch", "2", "--bench-seq", "16"}) == 0);
+  const auto sweep = models::read_json_file(out / "sweep.json");
+  CATCH_REQUIRE(sweep["points"].size() == 2);
+  CATCH_CHECK(sweep["points"][0]["heads_kept"] == 6);
+  CATCH_CHECK(sweep["points"][1]["heads_kept"] == 4);
+  CATCH_CHECK(sweep["points"][1]["speedup"].get<double>() > 0);
+  CATCH_CHECK(fs::exists(out / "target-25" / "model.safetensors"));
+  CATCH_CHECK(fs::exists(out / "target-50" / "headprune" / "summary.json"));
+  CATCH_CHECK(fs::file_size(out / "sweep.svg") > 500);
+  CATCH_CHECK(fs::exists(out / "sweep.txt"));
+  // A target the model cannot reach is refused before any training.
+  CATCH_CHECK(run({"sweep", w.model.string(), "--data", w.corpus.string(), "--targets", "0.5,0.95",
+                   "--out", (w.dir / "bad").string()}) == 1);
+  CATCH_CHECK_FALSE(fs::exists(w.dir / "bad" / "target-50"));
+}

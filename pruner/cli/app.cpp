@@ -105,6 +105,7 @@ std::vector<int64_t> parse_positive_list(const std::string& text, const std::str
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"prune", "the whole job: train gates, remove heads, verify, benchmark, report", run_prune},
+      {"sweep", "prune at several targets, evaluate and benchmark each, plot quality vs speed", run_sweep},
       {"inspect", "print a checkpoint's architecture: heads per layer, parameters, FLOPs",
        run_inspect},
       {"train-gates", "learn which heads matter (hard-concrete L0 gates, self-distillation)",

@@ -60,6 +60,7 @@ int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals
 int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_report(const std::vector<std::string>& args, const GlobalOptions& globals);
 
 }  // namespace headprune::cli

@@ -47,38 +47,20 @@ void print_summary(const nlohmann::json& s) {
 
 int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals) {
   po::options_description desc("prune options");
-  std::string model, out, batches = "1,32", seqs = "128";
+  std::string model, out;
   TrainingFlags flags;
-  pruner::PruneJobOptions job;
+  PruneFlags prune;
   desc.add_options()
       ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
       ("out", po::value<std::string>(&out)->required(), "folder for the pruned checkpoint")
-      ("force", "replace --out if it exists and is not empty")
-      ("resume", "continue the gate training of an interrupted run with the same --out")
-      ("no-fold", "keep kept heads at gate 1 instead of folding their gate values")
-      ("no-bench", "skip the benchmark stage")
-      ("bench-batch", po::value<std::string>(&batches)->default_value(batches), "benchmark batch sizes")
-      ("bench-seq", po::value<std::string>(&seqs)->default_value(seqs), "benchmark sequence lengths")
       ("json", "print the summary as JSON");
+  add_prune_flags(desc, prune);
   add_training_flags(desc, flags);
   po::variables_map vm;
-  if (!parse_args(args,
-                  "headprune prune MODEL --data CORPUS --target-sparsity S --out DIR",
-                  desc, {"model"}, vm))
+  if (!parse_args(args, "headprune prune MODEL --data CORPUS --target-sparsity S --out DIR", desc,
+                  {"model"}, vm))
     return 0;
-  job.training = training_options(flags, vm, globals);
-  job.training.resume = vm.count("resume") > 0;
-  job.corpus = corpus_options(flags, globals);
-  job.model = model;
-  job.data.assign(flags.data.begin(), flags.data.end());
-  job.out = out;
-  job.force = vm.count("force") > 0;
-  job.fold_gates = !vm.count("no-fold");
-  job.bench = !vm.count("no-bench");
-  job.bench_options.batches = parse_positive_list(batches, "--bench-batch");
-  job.bench_options.seqs = parse_positive_list(seqs, "--bench-seq");
-  job.bench_options.device = job.training.device;
-  const auto summary = pruner::run_prune_job(job);
+  const auto summary = pruner::run_prune_job(prune_job_options(flags, prune, vm, globals, model, out));
   if (vm.count("json"))
     std::cout << summary.dump(2) << "\n";
   else

@@ -100,6 +100,35 @@ pruner::GateTrainingOptions training_options(const TrainingFlags& f, const po::v
   return o;
 }
 
+void add_prune_flags(po::options_description& desc, PruneFlags& f) {
+  desc.add_options()
+      ("force", "replace --out if it exists and is not empty")
+      ("resume", "continue the gate training of an interrupted run with the same --out")
+      ("no-fold", "keep kept heads at gate 1 instead of folding their gate values")
+      ("no-bench", "skip the benchmark stage")
+      ("bench-batch", po::value<std::string>(&f.batches)->default_value(f.batches), "benchmark batch sizes")
+      ("bench-seq", po::value<std::string>(&f.seqs)->default_value(f.seqs), "benchmark sequence lengths");
+}
+
+pruner::PruneJobOptions prune_job_options(const TrainingFlags& flags, const PruneFlags& prune,
+                                          const po::variables_map& vm, const GlobalOptions& globals,
+                                          const std::string& model, const std::string& out) {
+  pruner::PruneJobOptions job;
+  job.training = training_options(flags, vm, globals);
+  job.training.resume = vm.count("resume") > 0;
+  job.corpus = corpus_options(flags, globals);
+  job.model = model;
+  job.data.assign(flags.data.begin(), flags.data.end());
+  job.out = out;
+  job.force = vm.count("force") > 0;
+  job.fold_gates = !vm.count("no-fold");
+  job.bench = !vm.count("no-bench");
+  job.bench_options.batches = parse_positive_list(prune.batches, "--bench-batch");
+  job.bench_options.seqs = parse_positive_list(prune.seqs, "--bench-seq");
+  job.bench_options.device = job.training.device;
+  return job;
+}
+
 pruner::CorpusOptions corpus_options(const TrainingFlags& f, const GlobalOptions& globals) {
   pruner::CorpusOptions c;
   c.max_length = f.max_length;

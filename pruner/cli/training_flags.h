@@ -7,6 +7,7 @@
 #include "pruner/cli/command.h"
 #include "pruner/corpus.h"
 #include "pruner/gate_training.h"
+#include "pruner/prune_job.h"
 
 namespace headprune::cli {
 
@@ -46,6 +47,21 @@ void add_training_flags(po::options_description& desc, TrainingFlags& flags);
 /// training options. @throws headprune::UsageError on a bad combination or value.
 pruner::GateTrainingOptions training_options(const TrainingFlags& flags, const po::variables_map& vm,
                                              const GlobalOptions& globals);
+
+/// Flags of the prune job beyond training (shared by `prune` and `sweep`).
+struct PruneFlags {
+  std::string batches = "1,32";
+  std::string seqs = "128";
+};
+
+/// Adds --force, --resume, --no-fold, --no-bench, --bench-batch, --bench-seq.
+void add_prune_flags(po::options_description& desc, PruneFlags& flags);
+
+/// Builds a prune job (model, data, out, training, corpus, bench) from parsed flags.
+/// @throws headprune::UsageError on bad values.
+pruner::PruneJobOptions prune_job_options(const TrainingFlags& training, const PruneFlags& prune,
+                                          const po::variables_map& vm, const GlobalOptions& globals,
+                                          const std::string& model, const std::string& out);
 
 /// Corpus options from the flags.
 pruner::CorpusOptions corpus_options(const TrainingFlags& flags, const GlobalOptions& globals);
