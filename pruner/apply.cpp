@@ -10,16 +10,6 @@
 #include "pruner/log.h"
 
 namespace headprune::pruner {
-namespace {
-
-int64_t parameter_count(const models::AttentionModel& m) {
-  int64_t n = 0;
-  for (const auto& p : m.parameters()) n += p.numel();
-  return n;
-}
-
-}  // namespace
-
 nlohmann::json ApplyResult::to_json() const {
   return {{"out", exported.dir.string()},   {"heads_before", heads_before},
           {"heads_after", heads_after},     {"params_before", params_before},

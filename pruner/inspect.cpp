@@ -16,6 +16,12 @@ std::uintmax_t weights_file_bytes(const std::filesystem::path& dir) {
   return total;
 }
 
+int64_t parameter_count(const models::AttentionModel& model) {
+  int64_t n = 0;
+  for (const auto& p : model.parameters()) n += p.numel();
+  return n;
+}
+
 ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
   const auto& c = ckpt.model->config();
   ModelSummary s;
@@ -28,7 +34,7 @@ ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
   for (auto h : s.heads_per_layer)
     s.num_key_value_heads_per_layer.push_back(h * c.num_key_value_heads / c.num_attention_heads);
   s.kept_heads = c.kept_heads;
-  for (const auto& p : ckpt.model->parameters()) s.parameters += p.numel();
+  s.parameters = parameter_count(*ckpt.model);
   s.attention_parameters = ckpt.model->attention_parameter_count();
   s.seq_len = seq_len;
   s.flops_per_token = models::forward_flops_per_token(c, seq_len);
