@@ -64,6 +64,14 @@ TensorMap state_dict(const torch::nn::Module& module) {
   return out;
 }
 
+TensorMap checkpoint_state_dict(const Checkpoint& checkpoint) {
+  auto encoder = state_dict(*checkpoint.model);
+  if (!checkpoint.classifier) return encoder;
+  TensorMap out = state_dict(*checkpoint.classifier);
+  for (auto& [key, tensor] : encoder) out["bert." + key] = std::move(tensor);
+  return out;
+}
+
 Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device) {
   if (!std::filesystem::is_directory(dir))
     throw Error(fmt::format("{} is not a folder: give a checkpoint folder holding config.json "
@@ -81,6 +89,23 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   ckpt.unused_keys.erase(
       std::remove(ckpt.unused_keys.begin(), ckpt.unused_keys.end(), "embeddings.position_ids"),
       ckpt.unused_keys.end());
+  if (auto w = weights.find("classifier.weight"); w != weights.end()) {
+    if (!with_pooler)
+      throw Error(fmt::format("{}: the checkpoint has classifier.weight but no pooler.dense: a "
+                              "BertForSequenceClassification checkpoint needs both",
+                              dir.string()));
+    const auto num_labels = w->second.dim() == 2 ? w->second.size(0) : 0;
+    ckpt.classifier = SequenceClassificationHead(config.hidden_size, label_names(config, num_labels));
+    TensorMap head;
+    for (const auto& key : {"classifier.weight", "classifier.bias"})
+      if (weights.count(key)) head[key] = weights.at(key);
+    load_weights(*ckpt.classifier, head, (dir / "model.safetensors").string());
+    ckpt.unused_keys.erase(std::remove_if(ckpt.unused_keys.begin(), ckpt.unused_keys.end(),
+                                          [](const std::string& k) { return k.rfind("classifier.", 0) == 0; }),
+                           ckpt.unused_keys.end());
+    ckpt.classifier->to(device);
+    ckpt.classifier->eval();
+  }
   model->to(device);
   model->eval();
   ckpt.model = model;

@@ -12,6 +12,7 @@
 #include "models/attention_model.h"
 #include "models/safetensors.h"
 #include "models/sentence_pooling.h"
+#include "models/sequence_classification.h"
 #include "models/tokenizer/wordpiece.h"
 
 namespace headprune::models {
@@ -26,6 +27,9 @@ struct Checkpoint {
   /// Longest input the folder is meant for: sentence-transformers' max_seq_length if set,
   /// else max_position_embeddings.
   int64_t max_seq_length = 0;
+  /// The classifier of a BertForSequenceClassification checkpoint ("classifier.weight" in
+  /// the file), else empty.
+  SequenceClassificationHead classifier{nullptr};
   /// Weights in the file that the model does not use (reported, not fatal).
   std::vector<std::string> unused_keys;
 };
@@ -43,7 +47,12 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
                                       const std::string& source);
 
-/// The module's parameters and buffers by name, on CPU, contiguous: what export writes.
+/// The module's parameters and buffers by name, on CPU, contiguous.
 TensorMap state_dict(const torch::nn::Module& module);
+
+/// What export writes for a checkpoint: state_dict(model), or with a classifier head HF's
+/// BertForSequenceClassification layout ("bert." + the encoder's names, plus "classifier.*"),
+/// which transformers requires once a head's keys are present.
+TensorMap checkpoint_state_dict(const Checkpoint& checkpoint);
 
 }  // namespace headprune::models

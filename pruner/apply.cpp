@@ -76,7 +76,7 @@ void export_and_verify(ApplyResult& r, models::Checkpoint& ckpt, const std::file
   auto& model = *ckpt.model;
   const auto& c = model.config();
   log::info("writing {}", out.string());
-  r.exported = export_checkpoint(model, ckpt.dir, out, force, r.heads_present_before,
+  r.exported = export_checkpoint(ckpt, out, force, r.heads_present_before,
                                  r.folded_gates, record, extra_files);
   r.bytes_after = r.exported.weights_bytes;
   for (const auto& w : r.exported.warnings) log::warn("{}", w);

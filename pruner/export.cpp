@@ -49,14 +49,14 @@ void check_export_target(const fs::path& source, const fs::path& out, bool force
                             out.string()));
 }
 
-ExportResult export_checkpoint(const models::AttentionModel& model, const fs::path& source,
-                               const fs::path& out, bool force,
+ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::path& out, bool force,
                                const std::vector<std::vector<int64_t>>& heads_before,
                                const std::vector<std::vector<double>>& gates,
                                const nlohmann::json& record,
                                const std::map<std::string, std::string>& extra_files) {
+  const auto& source = checkpoint.dir;
   check_export_target(source, out, force);
-  const auto& config = model.config();
+  const auto& config = checkpoint.model->config();
   ExportResult result;
   result.dir = out;
 
@@ -88,7 +88,7 @@ ExportResult export_checkpoint(const models::AttentionModel& model, const fs::pa
                                "removed head pruning and ignores it"}};
 
   build_folder_atomic(out, force, [&](const fs::path& tmp) {
-    models::save_safetensors(tmp / "model.safetensors", models::state_dict(model),
+    models::save_safetensors(tmp / "model.safetensors", models::checkpoint_state_dict(checkpoint),
                              {{"format", "pt"}});
     write_file_atomic(tmp / "config.json", cfg.dump(2) + "\n");
     for (auto it = fs::recursive_directory_iterator(source); it != fs::recursive_directory_iterator(); ++it) {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/attention_model.h"
+#include "models/checkpoint.h"
 
 namespace headprune::pruner {
 
@@ -27,8 +27,10 @@ struct ExportResult {
 void check_export_target(const std::filesystem::path& source, const std::filesystem::path& out,
                          bool force);
 
-/// Writes `model` to `out` atomically (temporary folder beside it, then rename):
+/// Writes `checkpoint.model` (and its classifier head, if any) to `out` atomically (temporary
+/// folder beside it, then rename); `source` below is `checkpoint.dir`:
 ///   model.safetensors  every parameter and buffer, keys = the model's own (HF) names
+///                      (models::checkpoint_state_dict)
 ///   config.json        the source config with `pruned_heads` updated (accumulated over
 ///                      earlier prunings) and a `headprune` key: version, per layer the heads
 ///                      present before, kept and removed (original indices) and the gate values
@@ -41,7 +43,7 @@ void check_export_target(const std::filesystem::path& source, const std::filesys
 /// content, e.g. "headprune/report.txt") are written inside the same atomic build.
 /// @throws headprune::Error if `out` equals or lies inside `source`, or is a non-empty folder
 ///         without `force`; nothing is left behind on failure.
-ExportResult export_checkpoint(const models::AttentionModel& model, const std::filesystem::path& source,
+ExportResult export_checkpoint(const models::Checkpoint& checkpoint,
                                const std::filesystem::path& out, bool force,
                                const std::vector<std::vector<int64_t>>& heads_before,
                                const std::vector<std::vector<double>>& gates,

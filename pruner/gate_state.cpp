@@ -100,6 +100,8 @@ nlohmann::json GateState::to_json() const {
           {"step", step},
           {"model_path", model_path},
           {"model", model.to_json()},
+          {"trained_model", trained_model ? trained_model->to_json() : nlohmann::json()},
+          {"weights_file", trained_model ? nlohmann::json(kWeightsFile) : nlohmann::json()},
           {"heads_total", heads_total()},
           {"heads_kept", heads_kept()},
           {"settings", settings},
@@ -119,6 +121,8 @@ GateState GateState::from_json(const nlohmann::json& j, const std::string& sourc
     GateState s;
     s.model = ModelFingerprint::from_json(j.at("model"));
     s.model_path = j.value("model_path", std::string());
+    if (j.contains("trained_model") && !j.at("trained_model").is_null())
+      s.trained_model = ModelFingerprint::from_json(j.at("trained_model"));
     s.settings = j.value("settings", nlohmann::json::object());
     s.summary = j.value("summary", nlohmann::json::object());
     s.step = j.value("step", int64_t{0});
@@ -158,6 +162,29 @@ GateState GateState::load(const std::filesystem::path& dir) {
                             "wrote",
                             dir.string()));
   return from_json(models::read_json_file(file), file.string());
+}
+
+void load_trained_weights(const GateState& gates, const std::filesystem::path& dir,
+                          models::Checkpoint& checkpoint) {
+  if (!gates.trained_model) return;
+  if (auto diff = gates.model.difference(ModelFingerprint::of(*checkpoint.model)); !diff.empty())
+    throw Error(fmt::format("{} holds weights fine-tuned from another model: {}. Give the model "
+                            "the run started from ({})",
+                            dir.string(), diff, gates.model_path));
+  const auto file = dir / GateState::kWeightsFile;
+  if (!std::filesystem::exists(file))
+    throw Error(fmt::format("{} was trained with --train-weights but {} is missing; rerun "
+                            "train-gates",
+                            dir.string(), file.string()));
+  const auto unused = models::load_weights(*checkpoint.model, models::load_safetensors(file),
+                                           file.string());
+  if (!unused.empty())
+    throw Error(fmt::format("{} holds {} tensor(s) the model has no slot for (first: {})",
+                            file.string(), unused.size(), unused.front()));
+  if (auto diff = gates.trained_model->difference(ModelFingerprint::of(*checkpoint.model));
+      !diff.empty())
+    throw Error(fmt::format("{} does not hold the weights the gates were trained with: {}",
+                            file.string(), diff));
 }
 
 }  // namespace headprune::pruner

@@ -3,12 +3,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "models/attention_model.h"
+#include "models/checkpoint.h"
 
 namespace headprune::pruner {
 
@@ -41,7 +43,12 @@ struct LayerGates {
 /// A gates folder's content.
 struct GateState {
   static constexpr int kFormatVersion = 1;
-  ModelFingerprint model;
+  /// Name, inside the gates folder, of the fine-tuned weights `--train-weights` writes.
+  static constexpr const char* kWeightsFile = "weights.safetensors";
+  ModelFingerprint model;          ///< the model the run started from
+  /// With `--train-weights`: the fine-tuned model the gates belong to (its weights are in
+  /// kWeightsFile); unset when only the gates trained.
+  std::optional<ModelFingerprint> trained_model;
   std::string model_path;          ///< where the model was loaded from (informational)
   std::vector<LayerGates> layers;
   nlohmann::json settings;         ///< the training settings used
@@ -60,6 +67,17 @@ struct GateState {
   void save(const std::filesystem::path& dir) const;
   /// Reads `<dir>/gates.json`. @throws headprune::Error if absent or malformed.
   static GateState load(const std::filesystem::path& dir);
+
+  /// The fingerprint the gates must be applied to: trained_model if set, else model.
+  const ModelFingerprint& applies_to() const { return trained_model ? *trained_model : model; }
 };
+
+/// With fine-tuned weights in the gates folder `dir` (trained_model set): checks that
+/// `checkpoint` is the model the run started from, then loads `<dir>/weights.safetensors` into
+/// it, so that it becomes the model the gates belong to. Does nothing for gates-only runs.
+/// @throws headprune::Error if the checkpoint is another model, the weights file is missing or
+///         malformed, or the loaded weights do not match the recorded fingerprint.
+void load_trained_weights(const GateState& gates, const std::filesystem::path& dir,
+                          models::Checkpoint& checkpoint);
 
 }  // namespace headprune::pruner

@@ -25,6 +25,14 @@ std::vector<double> to_vector(const torch::Tensor& t) {
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
 }
 
+/// Writes the fine-tuned weights to `<dir>/weights.safetensors` (temporary file, then rename).
+void save_weights(const models::AttentionModel& model, const std::filesystem::path& dir) {
+  const auto file = dir / GateState::kWeightsFile;
+  const auto tmp = dir / (std::string(GateState::kWeightsFile) + ".tmp");
+  models::save_safetensors(tmp, models::state_dict(model));
+  std::filesystem::rename(tmp, file);
+}
+
 /// Gate values, keep-mask and bookkeeping of the gates as they stand.
 GateState snapshot_state(const gates::HardConcreteGates& g, const models::AttentionModel& model,
                          const ModelFingerprint& fingerprint, const gates::SparsityMeasure& measure,
@@ -155,9 +163,15 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
     archive.read("lambda_optimizer", lambda_archive);
     gate_opt.load(gate_archive);
     lambda_opt.load(lambda_archive);
-    if (o.train_weights)
-      log::warn("--resume with --train-weights restarts the weights from the checkpoint; only the "
-                "gates and multipliers continue");
+    if (weights_opt) {
+      const auto weights_file = o.out_dir / GateState::kWeightsFile;
+      if (!std::filesystem::exists(weights_file))
+        throw Error(fmt::format("--resume --train-weights: {} is missing", weights_file.string()));
+      models::load_weights(model, models::load_safetensors(weights_file), weights_file.string());
+      torch::serialize::InputArchive weights_archive;
+      archive.read("weights_optimizer", weights_archive);
+      weights_opt->load(weights_archive);
+    }
     log::info("resuming at step {} of {}", start, o.steps);
   }
   auto save_snapshot = [&](int64_t step) {
@@ -171,6 +185,12 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
     lambda_opt.save(lambda_archive);
     archive.write("gate_optimizer", gate_archive);
     archive.write("lambda_optimizer", lambda_archive);
+    if (weights_opt) {
+      save_weights(model, o.out_dir);
+      torch::serialize::OutputArchive weights_archive;
+      weights_opt->save(weights_archive);
+      archive.write("weights_optimizer", weights_archive);
+    }
     const auto tmp = o.out_dir / (std::string(kSnapshot) + ".tmp");
     archive.save_to(tmp.string());
     std::filesystem::rename(tmp, snapshot_file);
@@ -286,6 +306,10 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
               "are kept at gate 1",
               reopened);
   state.summary["reopened_heads"] = reopened;
+  if (o.train_weights) {
+    save_weights(model, o.out_dir);
+    state.trained_model = ModelFingerprint::of(model);
+  }
   auto multipliers = final_multipliers(state, o.device);
   const auto fidelity = measure_fidelity(model, &multipliers, *teacher, corpus.heldout,
                                          corpus.pad_id, ckpt.pooling, o.batch_size, o.device);

@@ -9,7 +9,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
-#include "models/inputs.h"
+#include "pruner/text_batches.h"
 
 namespace headprune::pruner {
 namespace {
@@ -90,34 +90,10 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 
 torch::Tensor embed_texts(models::Checkpoint& ckpt, const std::vector<std::string>& texts,
                           std::size_t batch_size, const torch::Device& device) {
-  if (!ckpt.tokenizer) throw Error(fmt::format("{} has no vocab.txt (tokenizer)", ckpt.dir.string()));
-  std::vector<std::vector<int64_t>> ids;
-  for (const auto& t : texts) ids.push_back(ckpt.tokenizer->encode(t, static_cast<std::size_t>(ckpt.max_seq_length)));
-  std::vector<std::size_t> order(ids.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return ids[a].size() < ids[b].size(); });
-  auto out = torch::zeros({static_cast<int64_t>(texts.size()), ckpt.model->config().hidden_size});
-  torch::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < order.size(); i += batch_size) {
-    std::vector<std::size_t> chunk(order.begin() + static_cast<std::ptrdiff_t>(i),
-                                   order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), i + batch_size)));
-    const std::size_t seq = ids[chunk.back()].size();
-    models::EncodedBatch b;
-    b.batch = chunk.size();
-    b.seq = seq;
-    for (auto k : chunk) {
-      for (std::size_t t = 0; t < seq; ++t) {
-        const bool real = t < ids[k].size();
-        b.input_ids.push_back(real ? ids[k][t] : ckpt.tokenizer->pad_id());
-        b.attention_mask.push_back(real ? 1 : 0);
-        b.token_type_ids.push_back(0);
-      }
-    }
-    auto in = models::to_model_inputs(b, device);
-    auto emb = ckpt.pooling.embed(ckpt.model->forward(in, nullptr).last_hidden_state, in.attention_mask).cpu();
-    for (std::size_t r = 0; r < chunk.size(); ++r) out[static_cast<int64_t>(chunk[r])] = emb[static_cast<int64_t>(r)];
-  }
-  return out;
+  return run_texts(ckpt, texts, batch_size, device, ckpt.model->config().hidden_size,
+                   [&](const models::ModelInputs& in, const torch::Tensor& hidden) {
+                     return ckpt.pooling.embed(hidden, in.attention_mask);
+                   });
 }
 
 StsResult evaluate_sts(models::Checkpoint& ckpt, const std::vector<StsPair>& pairs,

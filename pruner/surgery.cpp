@@ -12,7 +12,7 @@ namespace headprune::pruner {
 
 PrunePlan plan_from_gates(const GateState& gates, const models::AttentionModel& model,
                           bool fold_gates) {
-  if (auto diff = gates.model.difference(ModelFingerprint::of(model)); !diff.empty())
+  if (auto diff = gates.applies_to().difference(ModelFingerprint::of(model)); !diff.empty())
     throw Error(fmt::format("these gates were trained on another model: {}. Train gates for this "
                             "model or give the model they were trained on ({})",
                             diff, gates.model_path));

@@ -51,6 +51,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   }
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, device);
+  if (gates) pruner::load_trained_weights(*gates, gates_dir, ckpt);
   const bool fold = !vm.count("no-fold");
   auto plan = gates ? pruner::plan_from_gates(*gates, *ckpt.model, fold)
                     : pruner::plan_from_remove_heads(spec, ckpt.model->config());

@@ -4,6 +4,7 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "pruner/classification.h"
 #include "pruner/cli/command.h"
 #include "pruner/corpus.h"
 #include "pruner/fidelity.h"
@@ -14,12 +15,15 @@ namespace headprune::cli {
 
 int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals) {
   po::options_description desc("eval options");
-  std::string model, sts, teacher, data;
+  std::string model, sts, teacher, data, classification;
   std::size_t batch_size = 64, max_length = 128;
   desc.add_options()
       ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
       ("sts", po::value<std::string>(&sts),
        "STS-Benchmark file (tab-separated; score, sentence1, sentence2 in fields 5-7): Spearman x100")
+      ("classification", po::value<std::string>(&classification),
+       "labelled sentences (sentence<TAB>label; label = class id or id2label name; a header line "
+       "is skipped): accuracy of the model's classifier head")
       ("teacher", po::value<std::string>(&teacher), "dense checkpoint to measure fidelity against")
       ("data", po::value<std::string>(&data), "with --teacher: held-out text, one sentence per line")
       ("max-length", po::value<std::size_t>(&max_length)->default_value(max_length),
@@ -27,10 +31,11 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
       ("batch-size", po::value<std::size_t>(&batch_size)->default_value(batch_size), "sentences per batch")
       ("json", "print JSON");
   po::variables_map vm;
-  if (!parse_args(args, "headprune eval MODEL [--sts FILE] [--teacher DENSE --data TEXT] [--json]",
+  if (!parse_args(args, "headprune eval MODEL [--sts FILE] [--classification FILE] [--teacher DENSE --data TEXT] [--json]",
                   desc, {"model"}, vm))
     return 0;
-  if (sts.empty() && teacher.empty()) throw UsageError("give --sts FILE and/or --teacher DENSE --data TEXT");
+  if (sts.empty() && teacher.empty() && classification.empty())
+    throw UsageError("give at least one of --sts FILE, --classification FILE, --teacher DENSE --data TEXT");
   if (teacher.empty() != data.empty()) throw UsageError("--teacher and --data go together");
   if (batch_size < 1) throw UsageError("--batch-size must be >= 1");
   const auto device = globals.torch_device();
@@ -42,6 +47,20 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
     auto r = pruner::evaluate_sts(ckpt, pairs, batch_size, device);
     result["sts"] = {{"file", sts}, {"pairs", r.pairs}, {"spearman", r.spearman_x100}};
     if (!vm.count("json")) std::cout << fmt::format("STS {}: spearman x100 = {:.2f} ({} pairs)\n", sts, r.spearman_x100, r.pairs);
+  }
+  if (!classification.empty()) {
+    if (!ckpt.classifier)
+      throw Error(fmt::format("{} has no classifier head (classifier.weight): --classification "
+                              "needs a BertForSequenceClassification checkpoint",
+                              model));
+    auto examples = pruner::read_labelled_texts(classification, ckpt.classifier->labels);
+    log::info("classification: {} labelled sentences", examples.size());
+    auto r = pruner::evaluate_classification(ckpt, examples, batch_size, device);
+    result["classification"] = r.to_json(ckpt.classifier->labels);
+    result["classification"]["file"] = classification;
+    if (!vm.count("json"))
+      std::cout << fmt::format("classification {}: accuracy {:.2f}% ({} of {})\n", classification,
+                               100.0 * r.accuracy, r.correct, r.examples);
   }
   if (!teacher.empty()) {
     auto dense = models::load_checkpoint(teacher, device);
