@@ -12,15 +12,16 @@
 #include "pruner/log.h"
 
 namespace headprune::pruner {
-namespace {
-
 double percentile(std::vector<double> v, double q) {
+  if (v.empty()) throw Error("percentile of an empty sample");
   std::sort(v.begin(), v.end());
   const double pos = q * static_cast<double>(v.size() - 1);
   const auto lo = static_cast<size_t>(pos);
   const auto hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
+
+namespace {
 
 double time_forward_ms(models::AttentionModel& model, const models::ModelInputs& in,
                        const torch::Device& device) {

@@ -57,6 +57,10 @@ struct BenchReport {
 BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pruned,
                       const BenchOptions& options);
 
+/// The q-quantile (q in [0, 1]) of `v`, linear interpolation between order statistics (numpy's
+/// default). @throws headprune::Error if `v` is empty.
+double percentile(std::vector<double> v, double q);
+
 /// Name of the BLAS shared library mapped into this process ("" if none is found).
 std::string loaded_blas();
 

@@ -69,6 +69,28 @@ GateState snapshot_state(const gates::HardConcreteGates& g, const models::Attent
   return s;
 }
 
+/// The state at the end of the gate phase. A head the target keeps while its deterministic
+/// gate is 0 (training ended closing more gates than the target asks) would be dead weight at
+/// 0: it is kept at gate 1 instead.
+GateState final_gate_state(const gates::HardConcreteGates& g, const models::AttentionModel& model,
+                           const ModelFingerprint& fingerprint, const gates::SparsityMeasure& measure,
+                           const GateTrainingOptions& o) {
+  auto state = snapshot_state(g, model, fingerprint, measure, o, o.steps, true);
+  int64_t reopened = 0;
+  for (auto& layer : state.layers)
+    for (size_t h = 0; h < layer.heads.size(); ++h)
+      if (layer.keep[h] && layer.gate[h] <= 0) {
+        layer.gate[h] = 1.0;
+        ++reopened;
+      }
+  if (reopened > 0)
+    log::info("{} kept head(s) had a closed gate (training ended sparser than the target); they "
+              "are kept at gate 1",
+              reopened);
+  state.summary["reopened_heads"] = reopened;
+  return state;
+}
+
 /// Multipliers that make the gated model compute what the pruned model will: kept heads get
 /// their deterministic gate value, removed heads 0.
 models::HeadMultipliers final_multipliers(const GateState& s, const torch::Device& device) {
@@ -102,6 +124,7 @@ nlohmann::json GateTrainingOptions::to_json() const {
           {"min_heads_per_layer", constraints.min_heads_per_layer},
           {"embedding_weight", embedding_weight},
           {"train_weights", train_weights},
+          {"finetune_steps", train_weights ? nlohmann::json(finetune_steps) : nlohmann::json()},
           {"weights_learning_rate", weights_learning_rate},
           {"seed", seed}};
 }
@@ -113,15 +136,21 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
   if (o.target_sparsity)
     gates::validate_target(*o.target_sparsity, config.heads_per_layer(), measure, o.constraints);
   if (o.steps < 1) throw Error("--steps must be at least 1");
+  if (o.train_weights && o.finetune_steps < 1)
+    throw Error("--train-weights needs --finetune-steps of at least 1");
+  // Phase 1 (steps [0, steps)): the gates and the multipliers train, the weights are frozen.
+  // Phase 2 (--train-weights, steps [steps, total)): the mask is fixed, the weights train.
+  const int64_t total_steps = o.steps + (o.train_weights ? o.finetune_steps : 0);
   if (corpus.train.empty()) throw Error("the corpus has no training sequences");
   const int64_t warmup = o.warmup_steps >= 0 ? o.warmup_steps : (o.steps * 2) / 5;
   const auto fingerprint = ModelFingerprint::of(model);
 
-  // Teacher: the dense model. With frozen weights the student *is* the teacher without gates.
+  // Teacher: the dense model, frozen. While the weights are frozen the student *is* the
+  // teacher without gates; a separate copy only when they will train.
   std::shared_ptr<models::AttentionModel> teacher = ckpt.model;
   if (o.train_weights) teacher = models::load_checkpoint(ckpt.dir, o.device).model;
-  for (auto& p : model.parameters()) p.set_requires_grad(o.train_weights);
-  for (auto& p : teacher->parameters()) p.set_requires_grad(o.train_weights && teacher != ckpt.model);
+  for (auto& p : model.parameters()) p.set_requires_grad(false);
+  for (auto& p : teacher->parameters()) p.set_requires_grad(false);
 
   auto g = std::make_shared<gates::HardConcreteGates>(config.heads_per_layer(), o.gate);
   auto lagrangian = std::make_shared<gates::Lagrangian>();
@@ -172,7 +201,7 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
       archive.read("weights_optimizer", weights_archive);
       weights_opt->load(weights_archive);
     }
-    log::info("resuming at step {} of {}", start, o.steps);
+    log::info("resuming at step {} of {}", start, total_steps);
   }
   auto save_snapshot = [&](int64_t step) {
     snapshot_state(*g, model, fingerprint, measure, o, step, false).save(o.out_dir);
@@ -210,11 +239,26 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
   // Teacher outputs per bucket (valid only while the teacher is frozen).
   std::unordered_map<std::size_t, torch::Tensor> teacher_cache;
   int64_t cache_bytes = 0;
-  const bool use_cache = !o.train_weights && o.teacher_cache_mib > 0;
+  const bool use_cache = o.teacher_cache_mib > 0;  // the teacher never changes
   const auto t0 = std::chrono::steady_clock::now();
   double tokens = 0;
   DistillationLoss last;
-  for (int64_t step = start; step < o.steps; ++step) {
+  // The gates' final state; in phase 2 the multipliers it fixes.
+  GateState final_state;
+  models::HeadMultipliers fixed;
+  auto end_gate_phase = [&] {
+    final_state = final_gate_state(*g, model, fingerprint, measure, o);
+    fixed = final_multipliers(final_state, o.device);
+    if (o.train_weights) {
+      for (auto& p : model.parameters()) p.set_requires_grad(true);
+      log::info("gates fixed ({} of {} heads kept); fine-tuning the weights for {} steps, lr {}",
+                final_state.heads_kept(), final_state.heads_total(), o.finetune_steps,
+                o.weights_learning_rate);
+    }
+  };
+  for (int64_t step = start; step < total_steps; ++step) {
+    const bool gate_phase = step < o.steps;
+    if (!gate_phase && fixed.empty()) end_gate_phase();
     torch::manual_seed(o.seed + static_cast<uint64_t>(step) * 7919ULL);  // noise: resumable
     auto in = stream.next(o.device);
     torch::Tensor teacher_hidden;
@@ -229,14 +273,15 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
         cache_bytes += bytes;
       }
     }
-    auto multipliers = g->split(g->sample());
+    auto multipliers = gate_phase ? g->split(g->sample()) : fixed;
     auto student = model.forward(in, &multipliers).last_hidden_state;
     last = encoder_distillation(student, teacher_hidden, in.attention_mask, ckpt.pooling,
                                 o.embedding_weight);
     const double target = o.target_sparsity ? gates::ramped_target(*o.target_sparsity, step, warmup) : 0;
     auto expected_sparsity = measure.expected(*g);
-    auto reg = o.target_sparsity ? lagrangian->penalty(expected_sparsity, target)
-                                 : gates::fixed_l0_penalty(*g, o.l0_lambda);
+    auto reg = !gate_phase         ? torch::zeros({}, expected_sparsity.options())
+               : o.target_sparsity ? lagrangian->penalty(expected_sparsity, target)
+                                   : gates::fixed_l0_penalty(*g, o.l0_lambda);
     auto total = last.total + reg;
     const double total_value = total.item<double>();
     if (!std::isfinite(total_value))
@@ -247,26 +292,36 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
     lambda_opt.zero_grad();
     if (weights_opt) weights_opt->zero_grad();
     total.backward();
-    lagrangian->flip_gradients();
-    gate_opt.step();
-    if (o.target_sparsity) lambda_opt.step();
-    if (weights_opt) weights_opt->step();
+    if (gate_phase) {
+      lagrangian->flip_gradients();
+      gate_opt.step();
+      if (o.target_sparsity) lambda_opt.step();
+    } else {
+      weights_opt->step();
+    }
     tokens += in.attention_mask.sum().item<double>();
 
     const int64_t done = step + 1;
-    if (done % o.log_every == 0 || done == o.steps) {
+    if (done % o.log_every == 0 || done == o.steps || done == total_steps) {
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double rate = tokens / std::max(seconds, 1e-9);
-      const double eta = seconds / static_cast<double>(done - start) * static_cast<double>(o.steps - done);
+      const double eta = seconds / static_cast<double>(done - start) * static_cast<double>(total_steps - done);
       const double l0 = g->expected_l0().item<double>();
+      if (!gate_phase)
+        log::info("step {:>5}/{} | fine-tuning weights, mask fixed | loss {:.5f} (hidden {:.5f}, "
+                  "emb {:.5f}) | {:.0f} tok/s | ETA {}",
+                  done, total_steps, total_value, last.hidden.item<double>(),
+                  last.embedding.item<double>(), rate, human_duration(eta));
+      else
       log::info("step {:>5}/{} | loss {:.5f} (hidden {:.5f}, emb {:.5f}, reg {:+.5f}) | E[L0] "
                 "{:.1f}/{} | target {:.3f} s^ {:.3f} | lambda {:.3f} {:.3f} | {:.0f} tok/s | ETA {}",
-                done, o.steps, total_value, last.hidden.item<double>(),
+                done, total_steps, total_value, last.hidden.item<double>(),
                 last.embedding.item<double>(), reg.item<double>(), l0, g->total_heads(), target,
                 expected_sparsity.item<double>(), lagrangian->lambda_1.item<double>(),
                 lagrangian->lambda_2.item<double>(), rate, human_duration(eta));
       train_log << nlohmann::json{{"step", done},
+                                  {"phase", gate_phase ? "gates" : "weights"},
                                   {"loss", total_value},
                                   {"hidden_loss", last.hidden.item<double>()},
                                   {"embedding_loss", last.embedding.item<double>()},
@@ -282,8 +337,8 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
                 << "\n";
       train_log.flush();
     }
-    if (o.save_every > 0 && done % o.save_every == 0 && done < o.steps) save_snapshot(done);
-    if (o.stop_after > 0 && done - start >= o.stop_after && done < o.steps) {
+    if (o.save_every > 0 && done % o.save_every == 0 && done < total_steps) save_snapshot(done);
+    if (o.stop_after > 0 && done - start >= o.stop_after && done < total_steps) {
       save_snapshot(done);
       log::info("stopped after {} steps as asked; continue with --resume", done - start);
       return GateState::load(o.out_dir);
@@ -291,27 +346,14 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  auto state = snapshot_state(*g, model, fingerprint, measure, o, o.steps, true);
-  // A head the target keeps while its deterministic gate is 0 (training ended closing more
-  // gates than the target asks) would be dead weight at 0: it is kept at gate 1 instead.
-  int64_t reopened = 0;
-  for (auto& layer : state.layers)
-    for (size_t h = 0; h < layer.heads.size(); ++h)
-      if (layer.keep[h] && layer.gate[h] <= 0) {
-        layer.gate[h] = 1.0;
-        ++reopened;
-      }
-  if (reopened > 0)
-    log::info("{} kept head(s) had a closed gate (training ended sparser than the target); they "
-              "are kept at gate 1",
-              reopened);
-  state.summary["reopened_heads"] = reopened;
+  if (fixed.empty()) end_gate_phase();
+  auto state = final_state;
+  state.step = total_steps;
   if (o.train_weights) {
     save_weights(model, o.out_dir);
     state.trained_model = ModelFingerprint::of(model);
   }
-  auto multipliers = final_multipliers(state, o.device);
-  const auto fidelity = measure_fidelity(model, &multipliers, *teacher, corpus.heldout,
+  const auto fidelity = measure_fidelity(model, &fixed, *teacher, corpus.heldout,
                                          corpus.pad_id, ckpt.pooling, o.batch_size, o.device);
   state.summary["heldout_fidelity"] = fidelity.to_json();
   state.summary["train_seconds"] = seconds;

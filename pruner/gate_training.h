@@ -32,8 +32,11 @@ struct GateTrainingOptions {
   gates::DeterministicRule rule = gates::DeterministicRule::kLouizos;
   gates::MaskConstraints constraints;
   double embedding_weight = 1.0;     ///< weight of the sentence-embedding loss term
-  bool train_weights = false;        ///< also fine-tune the model's weights
-  double weights_learning_rate = 2e-5;
+  /// After the gate phase, fix the mask and fine-tune the weights by the same distillation for
+  /// `finetune_steps` more steps (AdamW, `weights_learning_rate`, weight decay 0.01).
+  bool train_weights = false;
+  int64_t finetune_steps = 200;
+  double weights_learning_rate = 1e-4;
   int64_t log_every = 10;            ///< progress line interval (steps)
   int64_t save_every = 50;           ///< snapshot interval for --resume (steps; 0 = never)
   uint64_t seed = 42;

@@ -112,6 +112,8 @@ const std::vector<Command>& commands() {
        run_train_gates},
       {"apply", "remove heads (from gates or a list) and write a smaller checkpoint", run_apply},
       {"bench", "time a dense and a pruned checkpoint side by side", run_bench},
+      {"bench-training", "time a gate-training step against a plain dense forward+backward",
+       run_bench_training},
       {"eval", "quality: STS-B Spearman, fidelity of a pruned model to its dense original", run_eval},
       {"embed", "write sentence embeddings of a text file (sentence-transformers pipeline)", run_embed},
       {"report", "show the surviving heads of a gates folder or checkpoint (table, JSON, SVG)",

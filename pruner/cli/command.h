@@ -58,6 +58,7 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
 int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_bench_training(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals);

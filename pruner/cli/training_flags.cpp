@@ -43,9 +43,13 @@ void add_training_flags(po::options_description& desc, TrainingFlags& f) {
        "older transformers versions cannot load such a checkpoint)")
       ("embedding-weight", po::value<double>(&f.embedding_weight)->default_value(1.0),
        "weight of the sentence-embedding term of the distillation loss")
-      ("train-weights", "also fine-tune the model's weights (default: only the gates)")
-      ("weights-lr", po::value<double>(&f.weights_lr)->default_value(2e-5),
-       "learning rate of the weights with --train-weights")
+      ("train-weights", "after the gates are trained and the mask fixed, fine-tune the model's "
+                        "weights by the same distillation (default: only the gates train; the "
+                        "kept weights stay the source's)")
+      ("finetune-steps", po::value<int64_t>(&f.finetune_steps)->default_value(200),
+       "steps of weight fine-tuning with --train-weights")
+      ("weights-lr", po::value<double>(&f.weights_lr)->default_value(1e-4),
+       "AdamW learning rate of the weights with --train-weights")
       ("teacher-cache-mib", po::value<int64_t>(&f.teacher_cache_mib)->default_value(2048),
        "memory for caching the frozen teacher's outputs between epochs (0 = off)")
       ("log-every", po::value<int64_t>(&f.log_every)->default_value(10), "progress line every N steps")
@@ -91,6 +95,7 @@ pruner::GateTrainingOptions training_options(const TrainingFlags& f, const po::v
   o.embedding_weight = f.embedding_weight;
   o.train_weights = vm.count("train-weights") > 0;
   o.weights_learning_rate = f.weights_lr;
+  o.finetune_steps = f.finetune_steps;
   o.log_every = f.log_every;
   if (f.teacher_cache_mib < 0) throw UsageError("--teacher-cache-mib must be >= 0");
   o.teacher_cache_mib = f.teacher_cache_mib;

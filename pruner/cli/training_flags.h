@@ -30,7 +30,8 @@ struct TrainingFlags {
   std::string rule = "louizos";
   int64_t min_heads = 1;
   double embedding_weight = 1.0;
-  double weights_lr = 2e-5;
+  double weights_lr = 1e-4;
+  int64_t finetune_steps = 200;
   int64_t log_every = 10;
   int64_t save_every = 50;
   bool paragraphs = false;

@@ -1,0 +1,49 @@
+// `headprune bench-training`: what gating costs a training step, measured side by side.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include "models/checkpoint.h"
+
+namespace headprune::pruner {
+
+/// Shape and repetitions.
+struct TrainingBenchOptions {
+  int64_t batch = 32;
+  int64_t seq = 128;
+  int warmup = 1;        ///< untimed steps per kind
+  int reps = 5;          ///< timed steps per kind, interleaved
+  uint64_t seed = 1234;  ///< token ids
+  torch::Device device = torch::kCPU;
+};
+
+/// Median milliseconds per step of each kind, and tokens per second (batch × seq / step time).
+struct TrainingBenchReport {
+  int64_t batch = 0, seq = 0;
+  int reps = 0, threads = 0;
+  std::string blas, device;
+  /// Plain dense fine-tuning step: forward + backward to every weight (no optimizer step).
+  double dense_ms = 0;
+  /// A gate-training step as `train-gates` runs it before its teacher cache is warm: teacher
+  /// forward (no gradient) + gated student forward + backward to log_alpha (weights frozen) +
+  /// AdamW step on log_alpha.
+  double gate_ms = 0;
+  /// The same step with the teacher's outputs taken from the cache (later epochs).
+  double gate_cached_ms = 0;
+  double tokens_per_s(double ms) const;
+  nlohmann::json to_json() const;
+  std::string to_text() const;
+};
+
+/// Runs the three kinds of step on `checkpoint.model` at one shape (random token ids, no
+/// padding), interleaved, and reports their medians. The model's weights are left as they were
+/// (no optimizer touches them) and frozen again afterwards.
+/// @throws headprune::Error if seq exceeds max_position_embeddings or a size is < 1.
+TrainingBenchReport run_training_bench(models::Checkpoint& checkpoint,
+                                       const TrainingBenchOptions& options);
+
+}  // namespace headprune::pruner
