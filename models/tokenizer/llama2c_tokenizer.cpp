@@ -46,7 +46,23 @@ Llama2cTokenizer Llama2cTokenizer::from_file(const std::filesystem::path& file,
   return tok;
 }
 
-std::vector<int64_t> Llama2cTokenizer::encode(const std::string& text, bool bos, bool eos) const {
+namespace {
+
+/// SentencePiece remove_extra_whitespaces: no leading/trailing spaces, runs become one space.
+std::string collapse_spaces(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == ' ' && (out.empty() || out.back() == ' ')) continue;
+    out += ch;
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> Llama2cTokenizer::encode(const std::string& raw, bool bos, bool eos) const {
+  const std::string text = remove_extra_whitespaces_ ? collapse_spaces(raw) : raw;
   std::vector<int64_t> tokens;
   if (!text.empty()) {
     auto space = ids_.find(" ");

@@ -26,11 +26,18 @@ class Llama2cTokenizer {
   ///         has a negative length, or if its byte-fallback tokens are not at ids 3..258.
   static Llama2cTokenizer from_file(const std::filesystem::path& file, int64_t vocab_size);
 
-  /// run.c's encode: optional BOS; a dummy-prefix " " token when `text` is non-empty
+  /// run.c's encode (after SentencePiece's whitespace rule, if enabled below): optional BOS; a dummy-prefix " " token when `text` is non-empty
   /// (SentencePiece add_dummy_prefix); each UTF-8 character's piece, or its bytes as <0xXX>
   /// tokens when the vocabulary lacks it; then repeatedly merge the adjacent pair whose
   /// concatenation is a piece with the highest score (leftmost on ties); optional EOS.
   std::vector<int64_t> encode(const std::string& text, bool bos, bool eos) const;
+
+  /// SentencePiece's `remove_extra_whitespaces` normalizer rule, which the tok512.model that
+  /// stories260K was trained with applies but run.c does not: strip leading and trailing
+  /// spaces and collapse runs of spaces (U+0020 only) into one before encoding. Off by default
+  /// (run.c's behaviour, which round-trips every text); on, encode() gives SentencePiece's ids
+  /// for such texts too (tests/llama_test.cpp checks both).
+  void set_remove_extra_whitespaces(bool on) { remove_extra_whitespaces_ = on; }
 
   /// run.c's decode over a sequence: the piece of a token that follows BOS loses its leading
   /// space; <0xXX> pieces become the raw byte; BOS/EOS produce nothing.
@@ -48,6 +55,7 @@ class Llama2cTokenizer {
   std::vector<std::string> pieces_;
   std::vector<float> scores_;
   std::unordered_map<std::string, int64_t> ids_;  ///< piece -> id (first id if repeated)
+  bool remove_extra_whitespaces_ = false;
 };
 
 /// The tokenizer file headprune looks for in a LLaMA checkpoint folder.
