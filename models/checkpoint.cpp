@@ -9,6 +9,8 @@
 
 #include "models/bert.h"
 #include "models/errors.h"
+#include "models/llama.h"
+#include "models/llama2c.h"
 
 namespace headprune::models {
 namespace {
@@ -16,6 +18,28 @@ namespace {
 /// Strips a common task-model prefix ("bert.") so BertFor* checkpoints load into BertModel.
 std::string canonical_key(const std::string& key, bool strip_bert) {
   return strip_bert && key.rfind("bert.", 0) == 0 ? key.substr(5) : key;
+}
+
+/// The architecture config.json names, with random weights shaped by its kept heads.
+std::shared_ptr<AttentionModel> make_model(const ModelConfig& config, const TensorMap& weights) {
+  if (config.model_type == "llama") return std::make_shared<LlamaModel>(config);
+  const bool with_pooler =
+      weights.count("pooler.dense.weight") || weights.count("bert.pooler.dense.weight");
+  return std::make_shared<BertModel>(config, with_pooler);
+}
+
+/// A llama2.c `.bin` checkpoint, converted in memory (see models/llama2c.h).
+Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torch::Device& device) {
+  auto converted = read_llama2c(file);
+  Checkpoint ckpt;
+  ckpt.dir = file;
+  auto model = make_model(converted.config, converted.weights);
+  ckpt.unused_keys = load_weights(*model, converted.weights, file.string());
+  model->to(device);
+  model->eval();
+  ckpt.model = model;
+  ckpt.max_seq_length = converted.config.max_position_embeddings;
+  return ckpt;
 }
 
 }  // namespace
@@ -73,17 +97,17 @@ TensorMap checkpoint_state_dict(const Checkpoint& checkpoint) {
 }
 
 Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device) {
+  if (std::filesystem::is_regular_file(dir) && dir.extension() == ".bin")
+    return load_llama2c_checkpoint(dir, device);
   if (!std::filesystem::is_directory(dir))
     throw Error(fmt::format("{} is not a folder: give a checkpoint folder holding config.json "
-                            "and model.safetensors",
+                            "and model.safetensors (or a llama2.c .bin file)",
                             dir.string()));
   Checkpoint ckpt;
   ckpt.dir = dir;
   auto config = ModelConfig::from_directory(dir);
   auto weights = load_checkpoint_weights(dir);
-  const bool with_pooler =
-      weights.count("pooler.dense.weight") || weights.count("bert.pooler.dense.weight");
-  auto model = std::make_shared<BertModel>(config, with_pooler);
+  auto model = make_model(config, weights);
   ckpt.unused_keys = load_weights(*model, weights, (dir / "model.safetensors").string());
   // position_ids is a constant buffer HF writes; it carries no information.
   ckpt.unused_keys.erase(

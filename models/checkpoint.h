@@ -35,7 +35,9 @@ struct Checkpoint {
 };
 
 /// Loads a checkpoint folder onto `device`. The architecture comes from config.json's
-/// `model_type`; head counts per layer from `pruned_heads`.
+/// `model_type` (bert: BertModel, llama: LlamaModel); head counts per layer from `pruned_heads`
+/// (or, for llama, `headprune.kept_heads`). A llama2.c `.bin` file is accepted too and converted
+/// in memory (models/llama2c.h; `dir` is then that file, and no tokenizer is loaded).
 /// @throws headprune::Error naming the folder, file, or tensor: missing config/weights, a weight
 ///         the model needs that the file lacks, or a shape that differs from the config's.
 Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device);

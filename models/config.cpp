@@ -12,7 +12,7 @@
 namespace headprune::models {
 namespace {
 
-const std::set<std::string> kSupportedModelTypes = {"bert"};
+const std::set<std::string> kSupportedModelTypes = {"bert", "llama"};
 
 template <typename T>
 T required(const nlohmann::json& j, const char* key, const std::string& source) {
@@ -30,6 +30,67 @@ template <typename T>
 T optional(const nlohmann::json& j, const char* key, T fallback, const std::string& source) {
   if (!j.contains(key) || j.at(key).is_null()) return fallback;
   return required<T>(j, key, source);
+}
+
+/// LLaMA-only keys (HF LlamaConfig names and defaults).
+void parse_llama_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c) {
+  if (c.hidden_act != "silu")
+    throw Error(fmt::format("{}: hidden_act '{}' is not supported for llama (silu)", source,
+                            c.hidden_act));
+  if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0)
+    throw Error(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                            source, c.num_attention_heads, c.num_key_value_heads));
+  if (c.head_dim <= 0 || c.head_dim % 2 != 0)
+    throw Error(fmt::format("{}: head_dim {} must be positive and even (rotary embedding)", source,
+                            c.head_dim));
+  if (j.contains("rope_scaling") && !j.at("rope_scaling").is_null())
+    throw Error(fmt::format("{}: rope_scaling is not supported (only plain RoPE)", source));
+  c.rms_norm_eps = optional<double>(j, "rms_norm_eps", 1e-6, source);
+  c.rope_theta = optional<double>(j, "rope_theta", 10000.0, source);
+  c.tie_word_embeddings = optional<bool>(j, "tie_word_embeddings", false, source);
+  c.attention_bias = optional<bool>(j, "attention_bias", false, source);
+  c.mlp_bias = optional<bool>(j, "mlp_bias", false, source);
+  c.bos_token_id = optional<int64_t>(j, "bos_token_id", 1, source);
+  // Some configs list several end tokens; the first is the one generation stops at.
+  if (j.contains("eos_token_id") && j.at("eos_token_id").is_array() && !j.at("eos_token_id").empty())
+    c.eos_token_id = j.at("eos_token_id").at(0).get<int64_t>();
+  else
+    c.eos_token_id = optional<int64_t>(j, "eos_token_id", 2, source);
+}
+
+/// `headprune.kept_heads`: per layer, the original query heads present (LLaMA configs whose
+/// layers a standard HF config cannot describe).
+void parse_headprune_kept_heads(const nlohmann::json& j, const std::string& source,
+                                ModelConfig& c) {
+  if (!j.contains("headprune") || !j.at("headprune").is_object() ||
+      !j.at("headprune").contains("kept_heads"))
+    return;
+  const auto& kept = j.at("headprune").at("kept_heads");
+  if (!kept.is_array() || static_cast<int64_t>(kept.size()) != c.num_hidden_layers)
+    throw Error(fmt::format("{}: headprune.kept_heads must be a list of {} lists (one per layer)",
+                            source, c.num_hidden_layers));
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    std::vector<int64_t> heads;
+    try {
+      heads = kept.at(l).get<std::vector<int64_t>>();
+    } catch (const nlohmann::json::exception&) {
+      throw Error(fmt::format("{}: headprune.kept_heads[{}] must be a list of head indices",
+                              source, l));
+    }
+    for (size_t i = 0; i < heads.size(); ++i) {
+      if (heads[i] < 0 || heads[i] >= c.num_attention_heads)
+        throw Error(fmt::format("{}: headprune.kept_heads[{}] names head {}, but layers have {} "
+                                "query heads (num_attention_heads)",
+                                source, l, heads[i], c.num_attention_heads));
+      if (i > 0 && heads[i] <= heads[i - 1])
+        throw Error(fmt::format("{}: headprune.kept_heads[{}] must be ascending and unique",
+                                source, l));
+    }
+    std::vector<int64_t> removed;
+    for (int64_t h = 0; h < c.num_attention_heads; ++h)
+      if (!std::binary_search(heads.begin(), heads.end(), h)) removed.push_back(h);
+    c.remove_heads(l, removed);
+  }
 }
 
 }  // namespace
@@ -62,7 +123,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
   c.raw = j;
   c.model_type = required<std::string>(j, "model_type", source);
   if (!kSupportedModelTypes.count(c.model_type))
-    throw Error(fmt::format("{}: model_type '{}' is not supported (supported: bert)", source,
+    throw Error(fmt::format("{}: model_type '{}' is not supported (supported: bert, llama)", source,
                             c.model_type));
   c.vocab_size = required<int64_t>(j, "vocab_size", source);
   c.hidden_size = required<int64_t>(j, "hidden_size", source);
@@ -71,8 +132,10 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
   c.intermediate_size = required<int64_t>(j, "intermediate_size", source);
   c.num_key_value_heads =
       optional<int64_t>(j, "num_key_value_heads", c.num_attention_heads, source);
-  c.hidden_act = optional<std::string>(j, "hidden_act", "gelu", source);
-  c.max_position_embeddings = optional<int64_t>(j, "max_position_embeddings", 512, source);
+  const bool llama = c.model_type == "llama";
+  c.hidden_act = optional<std::string>(j, "hidden_act", llama ? "silu" : "gelu", source);
+  c.max_position_embeddings =
+      optional<int64_t>(j, "max_position_embeddings", llama ? 2048 : 512, source);
   c.type_vocab_size = optional<int64_t>(j, "type_vocab_size", 2, source);
   c.pad_token_id = optional<int64_t>(j, "pad_token_id", 0, source);
   c.layer_norm_eps = optional<double>(j, "layer_norm_eps", 1e-12, source);
@@ -89,14 +152,19 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
                               source, c.hidden_size, c.num_attention_heads));
     c.head_dim = c.hidden_size / c.num_attention_heads;
   }
-  const std::set<std::string> acts = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu"};
-  if (!acts.count(c.hidden_act))
-    throw Error(fmt::format("{}: hidden_act '{}' is not supported (gelu, gelu_new, relu)", source,
-                            c.hidden_act));
+  if (llama) {
+    parse_llama_fields(j, source, c);
+  } else {
+    const std::set<std::string> acts = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu"};
+    if (!acts.count(c.hidden_act))
+      throw Error(fmt::format("{}: hidden_act '{}' is not supported (gelu, gelu_new, relu)",
+                              source, c.hidden_act));
+  }
 
   c.kept_heads.assign(c.num_hidden_layers, {});
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
     for (int64_t h = 0; h < c.num_attention_heads; ++h) c.kept_heads[l].push_back(h);
+  if (llama) parse_headprune_kept_heads(j, source, c);
   if (j.contains("pruned_heads") && !j.at("pruned_heads").is_null()) {
     const auto& pruned = j.at("pruned_heads");
     if (!pruned.is_object())
@@ -151,8 +219,57 @@ void ModelConfig::remove_heads(int64_t layer, const std::vector<int64_t>& remove
   if (gone.empty()) pruned_heads.erase(layer);
 }
 
+int64_t ModelConfig::kv_group_size() const {
+  return num_key_value_heads > 0 ? num_attention_heads / num_key_value_heads : 1;
+}
+
+std::vector<std::vector<int64_t>> ModelConfig::kept_kv_heads() const {
+  const int64_t group = kv_group_size();
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& kept : kept_heads) {
+    std::vector<int64_t> kv;
+    for (auto h : kept)
+      if (kv.empty() || kv.back() != h / group) kv.push_back(h / group);
+    out.push_back(kv);
+  }
+  return out;
+}
+
+bool ModelConfig::uniform_groups() const {
+  const int64_t group = kv_group_size();
+  const auto kv = kept_kv_heads();
+  int64_t q_count = -1, kv_count = -1;
+  for (size_t l = 0; l < kept_heads.size(); ++l) {
+    const auto nq = static_cast<int64_t>(kept_heads[l].size());
+    const auto nkv = static_cast<int64_t>(kv[l].size());
+    if (l == 0) q_count = nq, kv_count = nkv;
+    if (nq != q_count || nkv != kv_count || nkv == 0 || nq % nkv != 0) return false;
+    for (auto g : kv[l]) {
+      const auto in_group = std::count_if(kept_heads[l].begin(), kept_heads[l].end(),
+                                          [&](int64_t h) { return h / group == g; });
+      if (in_group != nq / nkv) return false;
+    }
+  }
+  return true;
+}
+
 nlohmann::json ModelConfig::to_json() const {
   nlohmann::json j = raw;
+  if (model_type == "llama") {
+    j.erase("pruned_heads");  // transformers' LLaMA cannot prune heads at load time
+    if (j.contains("headprune") && j["headprune"].is_object()) j["headprune"].erase("kept_heads");
+    if (uniform_groups()) {
+      // Kept heads are renumbered 0..n-1 in the weights: a plain HF config describes them.
+      j["num_attention_heads"] = kept_heads.empty() ? num_attention_heads
+                                                    : static_cast<int64_t>(kept_heads[0].size());
+      j["num_key_value_heads"] = kept_heads.empty() ? num_key_value_heads
+                                                    : static_cast<int64_t>(kept_kv_heads()[0].size());
+      j["head_dim"] = head_dim;
+    } else {
+      j["headprune"]["kept_heads"] = kept_heads;
+    }
+    return j;
+  }
   nlohmann::json pruned = nlohmann::json::object();
   for (const auto& [layer, heads] : pruned_heads)
     if (!heads.empty()) pruned[std::to_string(layer)] = heads;

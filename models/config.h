@@ -18,8 +18,15 @@ namespace headprune::models {
 /// `pruned_heads` (layer -> removed original indices, applied before weights load, see
 /// transformers `PreTrainedModel.prune_heads`), so layer l keeps the original heads not listed
 /// there, in ascending order; `kept_heads[l]` holds them.
+///
+/// LLaMA (`model_type` "llama", HF `LlamaConfig`): `num_attention_heads` query heads share
+/// `num_key_value_heads` KV heads; original query head h uses original KV head
+/// h / (num_attention_heads / num_key_value_heads). transformers' LLaMA cannot prune heads, so
+/// per-layer head sets that a standard config cannot express are stored in headprune's
+/// namespaced key `"headprune": {"kept_heads": [[original query heads] per layer]}` (see
+/// docs/formats.md); a layer keeps exactly the KV heads that still serve a query head.
 struct ModelConfig {
-  std::string model_type;             ///< "bert" (more architectures register in checkpoint.cpp)
+  std::string model_type;             ///< "bert" or "llama" (architectures: checkpoint.cpp)
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;            ///< model width H
   int64_t num_hidden_layers = 0;
@@ -32,6 +39,14 @@ struct ModelConfig {
   int64_t type_vocab_size = 2;
   int64_t pad_token_id = 0;
   double layer_norm_eps = 1e-12;
+  // LLaMA only (HF LlamaConfig names and defaults).
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;   ///< lm_head shares model.embed_tokens.weight
+  bool attention_bias = false;        ///< q/k/v/o_proj have biases
+  bool mlp_bias = false;              ///< gate/up/down_proj have biases
+  int64_t bos_token_id = 1;
+  int64_t eos_token_id = 2;
   /// HF `pruned_heads`: layer -> removed original head indices (sorted, unique).
   std::map<int64_t, std::vector<int64_t>> pruned_heads;
   /// Derived: per layer, the original indices of the heads present, ascending.
@@ -43,6 +58,15 @@ struct ModelConfig {
   std::vector<int64_t> heads_per_layer() const;
   /// Total heads present over all layers.
   int64_t total_heads() const;
+  /// Query heads per KV head in the original layout (1 for BERT).
+  int64_t kv_group_size() const;
+  /// Per layer, the original KV-head indices still used by a kept query head, ascending
+  /// (BERT: the same as kept_heads).
+  std::vector<std::vector<int64_t>> kept_kv_heads() const;
+  /// True when every layer keeps the same number of query heads, the same number of KV heads,
+  /// and the same number of query heads in each kept KV group: what HF's LLaMA attention can
+  /// hold with plain num_attention_heads / num_key_value_heads.
+  bool uniform_groups() const;
 
   /// Parses a config object. `source` names the file in error messages.
   /// @throws headprune::Error for an unknown `model_type`, a missing required key (named),
@@ -52,8 +76,11 @@ struct ModelConfig {
   /// Reads and parses `<dir>/config.json`. @throws headprune::Error (file named).
   static ModelConfig from_directory(const std::filesystem::path& dir);
 
-  /// The config to write next to pruned weights: `raw` with `pruned_heads` replaced by the
-  /// current one (string layer keys, as HF writes them).
+  /// The config to write next to pruned weights. BERT: `raw` with `pruned_heads` replaced by
+  /// the current one (string layer keys, as HF writes them). LLaMA: if uniform_groups(), a
+  /// standard HF config with num_attention_heads, num_key_value_heads and head_dim set to the
+  /// kept counts (the weights' heads are then renumbered 0..n-1, so no headprune.kept_heads);
+  /// otherwise the original counts plus `headprune.kept_heads`. Never `pruned_heads` for LLaMA.
   nlohmann::json to_json() const;
 
   /// Records that `removed` (original indices) were removed from `layer`; updates

@@ -32,7 +32,7 @@ void print_overview(const po::options_description& globals) {
       "usage: headprune COMMAND [options]   (headprune COMMAND --help for details)\n\n"
       "Commands:\n",
       HEADPRUNE_VERSION);
-  for (const auto& c : commands()) fmt::print("  {:<12} {}\n", c.name, c.summary);
+  for (const auto& c : commands()) fmt::print("  {:<15} {}\n", c.name, c.summary);
   std::cout << "\n" << globals << "\nExit codes: 0 ok, 1 error, 2 usage.\n";
 }
 
@@ -118,6 +118,10 @@ const std::vector<Command>& commands() {
       {"embed", "write sentence embeddings of a text file (sentence-transformers pipeline)", run_embed},
       {"report", "show the surviving heads of a gates folder or checkpoint (table, JSON, SVG)",
        run_report},
+      {"generate", "sample text from a LLaMA checkpoint or llama2.c .bin (smoke check)",
+       run_generate},
+      {"convert-llama2c", "turn a llama2.c .bin (+ tokenizer) into an HF LLaMA folder",
+       run_convert_llama2c},
   };
   return table;
 }

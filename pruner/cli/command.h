@@ -63,5 +63,7 @@ int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals
 int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_report(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_generate(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOptions& globals);
 
 }  // namespace headprune::cli

@@ -1,0 +1,128 @@
+// LLaMA-architecture decoder (HF LlamaForCausalLM) with grouped-query attention and per-layer
+// sets of query heads.
+//
+// Module tree mirrors HF transformers `modeling_llama.py`, so named_parameters() are exactly the
+// checkpoint keys:
+//   model.embed_tokens                                   [vocab, H]
+//   model.layers.N.input_layernorm, post_attention_layernorm   RMSNorm weight [H]
+//   model.layers.N.self_attn.q_proj   [q_heads*head_dim, H]     (biases only if attention_bias)
+//   model.layers.N.self_attn.{k,v}_proj [kv_heads*head_dim, H]
+//   model.layers.N.self_attn.o_proj   [H, q_heads*head_dim]
+//   model.layers.N.mlp.{gate,up}_proj [I, H], mlp.down_proj [H, I]  (biases only if mlp_bias)
+//   model.norm                                            [H]
+//   lm_head                                               [vocab, H] (absent if tie_word_embeddings)
+//
+// Query head i of a layer reads KV head kv_index[i] (local indices). A dense layer has
+// kv_index[i] = i / (num_attention_heads / num_key_value_heads); after pruning, groups may be
+// uneven, and a KV head stays exactly as long as one of its query heads does.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+
+#include "models/attention_model.h"
+#include "models/linear.h"
+
+namespace headprune::models {
+
+/// HF `LlamaRMSNorm`: weight * x / sqrt(mean(x²) + eps), computed in float32. Parameter "weight" [H].
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t hidden_size, double eps);
+  /// x: [..., H] -> [..., H].
+  torch::Tensor forward(const torch::Tensor& x);
+  torch::Tensor weight;
+
+ private:
+  double eps_;
+};
+TORCH_MODULE(RMSNorm);
+
+/// Rotary position embedding in HF's rotate_half convention (the first and second halves of a
+/// head's dimensions form the rotated pairs): cos/sin tables for positions.
+/// @returns {cos, sin}, each [T, head_dim] float32, for positions 0..T-1 on `device`.
+std::pair<torch::Tensor, torch::Tensor> rotary_tables(int64_t seq_len, int64_t head_dim,
+                                                      double theta, const torch::Device& device);
+
+/// Self-attention of one layer with any set of query heads and the KV heads they use.
+class LlamaAttentionImpl : public torch::nn::Module {
+ public:
+  /// `kv_of_query[i]`: local KV index of local query head i (values in 0..num_kv_heads-1, every
+  /// KV head used at least once).
+  LlamaAttentionImpl(const ModelConfig& config, std::vector<int64_t> kv_of_query,
+                     int64_t num_kv_heads);
+  /// x: [B, T, H]; mask_bias: [B, 1, T, T] additive; cos/sin: [T, head_dim]; multiplier:
+  /// undefined or [num_heads]. @returns o_proj(concatenated per-head context × multiplier): [B, T, H].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
+                        const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& multiplier);
+  int64_t num_heads;     ///< query heads present
+  int64_t num_kv_heads;  ///< KV heads present
+  int64_t head_dim;
+  std::vector<int64_t> kv_of_query;  ///< local query head -> local KV head
+  Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+};
+TORCH_MODULE(LlamaAttention);
+
+/// HF `LlamaMLP`: down_proj(silu(gate_proj(x)) * up_proj(x)).
+class LlamaMLPImpl : public torch::nn::Module {
+ public:
+  explicit LlamaMLPImpl(const ModelConfig& config);
+  torch::Tensor forward(const torch::Tensor& x);
+  Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(LlamaMLP);
+
+/// HF `LlamaDecoderLayer`: pre-norm attention and MLP blocks with residuals.
+class LlamaDecoderLayerImpl : public torch::nn::Module {
+ public:
+  LlamaDecoderLayerImpl(const ModelConfig& config, std::vector<int64_t> kv_of_query,
+                        int64_t num_kv_heads);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
+                        const torch::Tensor& cos, const torch::Tensor& sin,
+                        const torch::Tensor& multiplier);
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  LlamaAttention self_attn{nullptr};
+  LlamaMLP mlp{nullptr};
+};
+TORCH_MODULE(LlamaDecoderLayer);
+
+/// Local KV index of each kept query head of a layer, from original indices: kept query head h
+/// uses original KV head h / group, numbered among `kept_kv` (ascending original KV indices).
+std::vector<int64_t> local_kv_of_query(const std::vector<int64_t>& kept_heads,
+                                       const std::vector<int64_t>& kept_kv, int64_t group);
+
+/// HF `LlamaForCausalLM`: decoder + LM head. forward() fills last_hidden_state (after the final
+/// norm) and logits [B, T, vocab]. Positions are 0..T-1 in every row (HF's default when no
+/// position_ids are given), so pad on the right.
+class LlamaModel : public AttentionModel {
+ public:
+  /// Builds with random weights, shaped by config.kept_heads (and the KV heads they use).
+  /// @throws headprune::Error if the config is not a LLaMA config.
+  explicit LlamaModel(ModelConfig config);
+
+  const ModelConfig& config() const override { return config_; }
+  /// Causal attention plus the padding mask (attention_mask 0 = pad; undefined = all real).
+  /// @throws headprune::Error on bad input shapes or a multiplier of the wrong shape.
+  ModelOutput forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) override;
+  /// Removes query heads (local indices): their q_proj rows and o_proj columns; KV heads left
+  /// without query heads lose their k_proj/v_proj rows. `scale` [current heads] is folded into
+  /// o_proj columns first. Updates config().kept_heads.
+  /// @throws headprune::Error on an out-of-range or duplicate index or a bad scale shape.
+  void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
+                   const torch::Tensor& scale) override;
+  int64_t attention_parameter_count() const override;
+
+  torch::nn::Embedding embed_tokens{nullptr};  ///< "model.embed_tokens"
+  std::vector<LlamaDecoderLayer> layers;        ///< "model.layers.N"
+  RMSNorm norm{nullptr};                        ///< "model.norm"
+  Linear lm_head{nullptr};                      ///< "lm_head", null when tied
+
+ private:
+  ModelConfig config_;
+};
+
+}  // namespace headprune::models

@@ -1,0 +1,51 @@
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+#include "models/llama2c.h"
+#include "models/safetensors.h"
+#include "models/tokenizer/llama2c_tokenizer.h"
+#include "pruner/atomic_write.h"
+#include "pruner/cli/command.h"
+#include "pruner/log.h"
+
+namespace headprune::cli {
+
+int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOptions&) {
+  namespace fs = std::filesystem;
+  po::options_description desc("convert-llama2c options");
+  std::string model, tokenizer, out;
+  desc.add_options()
+      ("model", po::value<std::string>(&model)->required(), "llama2.c .bin checkpoint (positional)")
+      ("tokenizer", po::value<std::string>(&tokenizer),
+       "llama2.c tokenizer file (e.g. tok512.bin), copied as tokenizer.bin; a SentencePiece "
+       ".model of the same name beside it is copied as tokenizer.model")
+      ("out", po::value<std::string>(&out)->required(), "folder to write (HF LLaMA layout)")
+      ("force", "replace a non-empty --out folder");
+  po::variables_map vm;
+  if (!parse_args(args, "headprune convert-llama2c MODEL.bin [--tokenizer TOK.bin] --out DIR",
+                  desc, {"model"}, vm))
+    return 0;
+  auto converted = models::read_llama2c(model);
+  if (!tokenizer.empty())  // validate before writing anything
+    models::Llama2cTokenizer::from_file(tokenizer, converted.config.vocab_size);
+  else
+    log::warn("no --tokenizer: {} will hold no tokenizer (generate then needs --tokenizer)", out);
+  pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {
+    models::save_safetensors(tmp / "model.safetensors", converted.weights, {{"format", "pt"}});
+    pruner::write_file_atomic(tmp / "config.json", converted.config_json.dump(2) + "\n");
+    if (!tokenizer.empty()) {
+      fs::copy_file(tokenizer, tmp / models::kLlama2cTokenizerFile);
+      const auto sp_model = fs::path(tokenizer).replace_extension(".model");
+      if (fs::exists(sp_model)) fs::copy_file(sp_model, tmp / "tokenizer.model");
+    }
+  });
+  const auto& h = converted.header;
+  log::info("{} -> {}: {} layers, dim {}, {} query heads sharing {} KV heads, vocab {}", model,
+            out, h.n_layers, h.dim, h.n_heads, h.n_kv_heads, h.vocab());
+  return 0;
+}
+
+}  // namespace headprune::cli

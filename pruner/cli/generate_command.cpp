@@ -1,0 +1,73 @@
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/checkpoint.h"
+#include "models/errors.h"
+#include "models/generation.h"
+#include "models/tokenizer/llama2c_tokenizer.h"
+#include "pruner/cli/command.h"
+#include "pruner/log.h"
+
+namespace headprune::cli {
+namespace {
+
+/// --tokenizer if given, else the folder's tokenizer.bin.
+std::filesystem::path find_tokenizer(const std::filesystem::path& model, const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (std::filesystem::is_regular_file(model))
+    throw UsageError(fmt::format("{} is a llama2.c .bin file: give its tokenizer with "
+                                 "--tokenizer (e.g. the tok512.bin beside it)",
+                                 model.string()));
+  const auto file = model / models::kLlama2cTokenizerFile;
+  if (!std::filesystem::exists(file))
+    throw Error(fmt::format("{} has no {} (llama2.c tokenizer); give one with --tokenizer",
+                            model.string(), models::kLlama2cTokenizerFile));
+  return file;
+}
+
+}  // namespace
+
+int run_generate(const std::vector<std::string>& args, const GlobalOptions& globals) {
+  po::options_description desc("generate options");
+  std::string model, tokenizer, prompt;
+  double temperature = 1.0;
+  int64_t steps = 256;
+  desc.add_options()
+      ("model", po::value<std::string>(&model)->required(),
+       "LLaMA checkpoint folder, or a llama2.c .bin file (positional)")
+      ("tokenizer", po::value<std::string>(&tokenizer),
+       "llama2.c tokenizer file (default: tokenizer.bin in the MODEL folder; required for a .bin)")
+      ("temperature", po::value<double>(&temperature)->default_value(1.0),
+       "sampling temperature; 0 = greedy (argmax)")
+      ("steps", po::value<int64_t>(&steps)->default_value(256),
+       "tokens to generate at most (stops earlier at BOS/EOS or max_position_embeddings)")
+      ("prompt", po::value<std::string>(&prompt)->default_value(""),
+       "text to continue (encoded after BOS); sampling is seeded by the global --seed");
+  po::variables_map vm;
+  if (!parse_args(args,
+                  "headprune generate MODEL [--tokenizer FILE] [--temperature T] [--steps N] "
+                  "[--prompt TEXT]",
+                  desc, {"model"}, vm))
+    return 0;
+  if (temperature < 0) throw UsageError("--temperature must be >= 0");
+  if (steps < 0) throw UsageError("--steps must be >= 0");
+  const auto device = globals.torch_device();
+  auto ckpt = models::load_checkpoint(model, device);
+  if (ckpt.model->config().model_type != "llama")
+    throw Error(fmt::format("{} is a '{}' model; generate needs a LLaMA (causal LM) checkpoint",
+                            model, ckpt.model->config().model_type));
+  auto tok = models::Llama2cTokenizer::from_file(find_tokenizer(model, tokenizer),
+                                                 ckpt.model->config().vocab_size);
+  models::GenerationOptions options;
+  options.steps = steps;
+  options.temperature = temperature;
+  options.stop_tokens = {models::Llama2cTokenizer::kBos, models::Llama2cTokenizer::kEos};
+  auto ids = models::generate_tokens(*ckpt.model, tok.encode(prompt, true, false), options);
+  fmt::print("{}\n", tok.decode(ids));
+  log::debug("token ids: {}", fmt::join(ids, " "));
+  return 0;
+}
+
+}  // namespace headprune::cli
