@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include "models/errors.h"
@@ -20,10 +23,13 @@ std::vector<int64_t> layer_of_heads(const std::vector<int64_t>& heads_per_layer)
   return layer;
 }
 
+std::vector<double> to_vector(const torch::Tensor& t) {
+  auto s = t.detach().to(torch::kCPU, torch::kDouble).contiguous();
+  return {s.data_ptr<double>(), s.data_ptr<double>() + s.numel()};
+}
+
 /// Head indices sorted by ascending score (ties: lower index first, for determinism).
-std::vector<int64_t> ascending(const torch::Tensor& score) {
-  auto s = score.detach().to(torch::kCPU, torch::kDouble).contiguous();
-  std::vector<double> v(s.data_ptr<double>(), s.data_ptr<double>() + s.numel());
+std::vector<int64_t> ascending(const std::vector<double>& v) {
   std::vector<int64_t> order(v.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return v[a] < v[b]; });
@@ -34,19 +40,169 @@ int64_t layer_minimum(int64_t heads, const MaskConstraints& c) {
   return std::min(heads, std::max<int64_t>(0, c.min_heads_per_layer));
 }
 
+/// A set of heads removed together.
+struct Unit {
+  int64_t layer = 0;
+  std::vector<int64_t> heads;
+  double score = 0;  ///< mean score of its heads
+  double cost = 0;   ///< sum of the heads' costs
+};
+
+/// Per layer, the heads of each KV group (in head order).
+std::vector<std::map<int64_t, std::vector<int64_t>>> groups_by_layer(
+    const std::vector<int64_t>& heads_per_layer, const MaskConstraints& c) {
+  const auto layer = layer_of_heads(heads_per_layer);
+  if (!c.head_group.empty() && c.head_group.size() != layer.size())
+    throw Error(fmt::format("head_group lists {} heads, the model has {}", c.head_group.size(), layer.size()));
+  std::vector<std::map<int64_t, std::vector<int64_t>>> groups(heads_per_layer.size());
+  for (size_t i = 0; i < layer.size(); ++i)
+    groups[layer[i]][c.head_group.empty() ? static_cast<int64_t>(i) : c.head_group[i]].push_back(static_cast<int64_t>(i));
+  return groups;
+}
+
+/// The removal units of the constraints' group rule, in ascending order of score.
+std::vector<Unit> removal_units(const std::vector<double>& score, const std::vector<int64_t>& heads_per_layer,
+                                const SparsityMeasure& measure, const MaskConstraints& c) {
+  std::vector<Unit> units;
+  auto add = [&](int64_t l, std::vector<int64_t> heads) {
+    Unit u;
+    u.layer = l;
+    u.heads = std::move(heads);
+    for (auto h : u.heads) {
+      u.score += score[h];
+      u.cost += measure.head_cost[h];
+    }
+    u.score /= static_cast<double>(u.heads.size());
+    units.push_back(std::move(u));
+  };
+  const auto groups = groups_by_layer(heads_per_layer, c);
+  for (size_t l = 0; l < groups.size(); ++l) {
+    const auto layer = static_cast<int64_t>(l);
+    if (c.group_rule == GroupRule::kNone) {
+      for (const auto& [g, heads] : groups[l])
+        for (auto h : heads) add(layer, {h});
+    } else if (c.group_rule == GroupRule::kWholeGroups) {
+      for (const auto& [g, heads] : groups[l]) add(layer, heads);
+    } else {  // kUniform: level k = the k-th lowest-scoring head of every group
+      std::vector<std::vector<int64_t>> sorted;
+      for (const auto& [g, heads] : groups[l]) {
+        auto h = heads;
+        std::stable_sort(h.begin(), h.end(), [&](int64_t a, int64_t b) { return score[a] < score[b]; });
+        if (!sorted.empty() && h.size() != sorted.front().size())
+          throw Error(fmt::format("layer {}: its KV groups hold different numbers of query heads "
+                                  "({} and {}); --gqa-mode uniform needs equal groups (use "
+                                  "--gqa-mode groups)",
+                                  l, sorted.front().size(), h.size()));
+        sorted.push_back(std::move(h));
+      }
+      const size_t levels = sorted.empty() ? 0 : sorted.front().size();
+      for (size_t k = 0; k < levels; ++k) {
+        std::vector<int64_t> heads;
+        for (const auto& g : sorted) heads.push_back(g[k]);
+        add(layer, heads);
+      }
+    }
+  }
+  // Ascending score; within a layer a uniform level never precedes a lower one (its mean is
+  // at least as large, and ties keep the creation order).
+  std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.score < b.score; });
+  return units;
+}
+
+/// Every number of heads that can be removed under the constraints (heads unit).
+std::set<int64_t> reachable_counts(const std::vector<int64_t>& heads_per_layer, const MaskConstraints& c) {
+  const auto groups = groups_by_layer(heads_per_layer, c);
+  std::set<int64_t> total = {0};
+  for (size_t l = 0; l < groups.size(); ++l) {
+    const int64_t removable = heads_per_layer[l] - layer_minimum(heads_per_layer[l], c);
+    std::set<int64_t> layer = {0};
+    if (c.group_rule == GroupRule::kNone) {
+      for (int64_t k = 1; k <= removable; ++k) layer.insert(k);
+    } else if (c.group_rule == GroupRule::kUniform) {
+      const auto step = static_cast<int64_t>(groups[l].size());
+      for (int64_t k = step; step > 0 && k <= removable; k += step) layer.insert(k);
+    } else {
+      for (const auto& [g, heads] : groups[l]) {
+        std::set<int64_t> next = layer;
+        for (auto k : layer)
+          if (k + static_cast<int64_t>(heads.size()) <= removable) next.insert(k + static_cast<int64_t>(heads.size()));
+        layer = std::move(next);
+      }
+    }
+    std::set<int64_t> next;
+    for (auto a : total)
+      for (auto b : layer) next.insert(a + b);
+    total = std::move(next);
+  }
+  return total;
+}
+
+/// Removes units in ascending score while that brings the removed cost closer to `goal`.
+std::vector<bool> select(const std::vector<Unit>& units, const std::vector<int64_t>& heads_per_layer,
+                         const SparsityMeasure& measure, double goal, const MaskConstraints& c) {
+  const auto layer = layer_of_heads(heads_per_layer);
+  std::vector<bool> keep(layer.size(), true);
+  std::vector<int64_t> kept(heads_per_layer);
+  double removed = 0;
+  for (const auto& u : units) {
+    const auto l = u.layer;
+    if (kept[l] - static_cast<int64_t>(u.heads.size()) < layer_minimum(heads_per_layer[l], c)) continue;
+    const double after = removed + u.cost;
+    // Remove while it brings us closer; ties (exactly halfway) round towards removing.
+    if (std::abs(after - goal) > std::abs(removed - goal) + 1e-9 * measure.total_cost) {
+      if (c.group_rule == GroupRule::kNone) break;
+      continue;  // a smaller unit later may still fit
+    }
+    for (auto h : u.heads) keep[h] = false;
+    kept[l] -= static_cast<int64_t>(u.heads.size());
+    removed = after;
+  }
+  return keep;
+}
+
 }  // namespace
+
+const char* to_string(GroupRule rule) {
+  switch (rule) {
+    case GroupRule::kNone: return "none";
+    case GroupRule::kWholeGroups: return "groups";
+    case GroupRule::kUniform: return "uniform";
+  }
+  return "?";
+}
+
+GroupRule parse_group_rule(const std::string& name) {
+  if (name == "none") return GroupRule::kNone;
+  if (name == "groups") return GroupRule::kWholeGroups;
+  if (name == "uniform") return GroupRule::kUniform;
+  throw Error(fmt::format("unknown GQA mode '{}': use none, groups or uniform", name));
+}
 
 std::vector<bool> keep_mask_from_gates(const torch::Tensor& gate, const torch::Tensor& score,
                                        const std::vector<int64_t>& heads_per_layer,
                                        const MaskConstraints& constraints) {
-  auto g = gate.detach().to(torch::kCPU, torch::kDouble).contiguous();
-  const auto n = g.numel();
-  std::vector<bool> keep(n);
-  for (int64_t i = 0; i < n; ++i) keep[i] = g.data_ptr<double>()[i] > 0;
+  const auto g = to_vector(gate);
+  const auto n = static_cast<int64_t>(g.size());
+  if (constraints.group_rule != GroupRule::kNone) {
+    // Remove as many heads as gates closed, rounded to what the rule can remove.
+    int64_t closed = 0;
+    for (auto v : g) closed += v <= 0;
+    const auto counts = reachable_counts(heads_per_layer, constraints);
+    int64_t best = 0;
+    for (auto k : counts)
+      if (std::abs(k - closed) < std::abs(best - closed)) best = k;
+    SparsityMeasure heads;
+    heads.head_cost.assign(static_cast<size_t>(n), 1.0);
+    heads.total_cost = static_cast<double>(n);
+    return select(removal_units(to_vector(score), heads_per_layer, heads, constraints),
+                  heads_per_layer, heads, static_cast<double>(best), constraints);
+  }
+  std::vector<bool> keep(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) keep[i] = g[i] > 0;
   const auto layer = layer_of_heads(heads_per_layer);
   std::vector<int64_t> kept(heads_per_layer.size(), 0);
   for (int64_t i = 0; i < n; ++i) kept[layer[i]] += keep[i];
-  auto order = ascending(score);
+  auto order = ascending(to_vector(score));
   for (auto it = order.rbegin(); it != order.rend(); ++it) {  // best heads first
     const auto l = layer[*it];
     if (!keep[*it] && kept[l] < layer_minimum(heads_per_layer[l], constraints)) {
@@ -59,12 +215,11 @@ std::vector<bool> keep_mask_from_gates(const torch::Tensor& gate, const torch::T
 
 double max_sparsity(const std::vector<int64_t>& heads_per_layer, const SparsityMeasure& measure,
                     const MaskConstraints& constraints) {
-  // Per layer, the removable heads are all but the minimum; all heads of a layer cost the same
-  // in every unit headprune has, so which ones does not matter.
-  std::vector<bool> keep;
-  for (auto h : heads_per_layer)
-    for (int64_t i = 0; i < h; ++i) keep.push_back(i < layer_minimum(h, constraints));
-  return measure.of_mask(keep);
+  // Removing every unit that the per-layer minimum allows, cheapest layers first does not
+  // matter: constraints are per layer and all heads of a layer cost the same in every unit.
+  std::vector<double> zero(measure.head_cost.size(), 0.0);
+  auto units = removal_units(zero, heads_per_layer, measure, constraints);
+  return measure.of_mask(select(units, heads_per_layer, measure, measure.total_cost * 2, constraints));
 }
 
 void validate_target(double target, const std::vector<int64_t>& heads_per_layer,
@@ -74,11 +229,32 @@ void validate_target(double target, const std::vector<int64_t>& heads_per_layer,
   const double reachable = max_sparsity(heads_per_layer, measure, constraints);
   if (target > reachable + 1e-9)
     throw Error(fmt::format(
-        "target sparsity {:.3f} ({}) cannot be reached: with --min-heads-per-layer {} at most "
+        "target sparsity {:.3f} ({}) cannot be reached: with --min-heads-per-layer {}{} at most "
         "{:.3f} can be removed{}",
-        target, to_string(measure.unit), constraints.min_heads_per_layer, reachable,
+        target, to_string(measure.unit), constraints.min_heads_per_layer,
+        constraints.group_rule == GroupRule::kNone ? "" : fmt::format(" and --gqa-mode {}", to_string(constraints.group_rule)),
+        reachable,
         constraints.min_heads_per_layer > 0 ? " (use --allow-empty-layers or lower the minimum)"
                                             : ""));
+  if (measure.unit != SparsityUnit::kHeads || constraints.group_rule == GroupRule::kNone) return;
+  const auto total = static_cast<int64_t>(measure.head_cost.size());
+  const auto want = static_cast<int64_t>(std::llround(target * static_cast<double>(total)));
+  const auto counts = reachable_counts(heads_per_layer, constraints);
+  if (counts.count(want)) return;
+  auto above = counts.lower_bound(want);
+  const int64_t below = *std::prev(above);
+  throw Error(fmt::format(
+      "target sparsity {} asks to remove {} of {} query heads, but --gqa-mode {} removes heads "
+      "only {} (per layer: {}), so {} cannot be removed exactly; nearest: {} ({:.3f}){}. Choose "
+      "one of those targets or another --gqa-mode",
+      target, want, total, to_string(constraints.group_rule),
+      constraints.group_rule == GroupRule::kUniform ? "one per KV group at a time, keeping the groups even"
+                                                    : "as whole KV groups",
+      fmt::format("{} heads", fmt::join(heads_per_layer, "/")), want, below,
+      static_cast<double>(below) / static_cast<double>(total),
+      above == counts.end() ? std::string()
+                            : fmt::format(" or {} ({:.3f})", *above,
+                                          static_cast<double>(*above) / static_cast<double>(total))));
 }
 
 std::vector<bool> keep_mask_for_target(const torch::Tensor& score,
@@ -86,22 +262,8 @@ std::vector<bool> keep_mask_for_target(const torch::Tensor& score,
                                        const SparsityMeasure& measure, double target,
                                        const MaskConstraints& constraints) {
   validate_target(target, heads_per_layer, measure, constraints);
-  const auto layer = layer_of_heads(heads_per_layer);
-  std::vector<bool> keep(layer.size(), true);
-  std::vector<int64_t> kept(heads_per_layer);
-  double removed = 0;
-  const double goal = target * measure.total_cost;
-  for (auto i : ascending(score)) {
-    const auto l = layer[i];
-    if (kept[l] <= layer_minimum(heads_per_layer[l], constraints)) continue;
-    const double after = removed + measure.head_cost[i];
-    // Remove while it brings us closer; ties (exactly halfway) round towards removing.
-    if (std::abs(after - goal) > std::abs(removed - goal) + 1e-9 * measure.total_cost) break;
-    keep[i] = false;
-    --kept[l];
-    removed = after;
-  }
-  return keep;
+  return select(removal_units(to_vector(score), heads_per_layer, measure, constraints),
+                heads_per_layer, measure, target * measure.total_cost, constraints);
 }
 
 }  // namespace headprune::gates

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/types.h>
@@ -10,25 +11,45 @@
 
 namespace headprune::gates {
 
+/// How query heads that share a key/value head (grouped-query attention) may be removed.
+enum class GroupRule {
+  kNone,         ///< any head on its own (multi-head attention, or groups ignored)
+  kWholeGroups,  ///< a KV group goes as a whole: all its query heads, and its K/V projections
+  kUniform,      ///< query heads go one per group at a time, so every KV group of a layer keeps
+                 ///< the same number of query heads (what HF's LLaMA attention can hold)
+};
+/// "none", "groups", "uniform"; parse_group_rule throws headprune::Error for anything else.
+const char* to_string(GroupRule rule);
+GroupRule parse_group_rule(const std::string& name);
+
 /// Structural rules every keep-mask obeys.
 struct MaskConstraints {
   /// Every layer keeps at least this many heads (capped at the layer's heads).
   int64_t min_heads_per_layer = 1;
+  GroupRule group_rule = GroupRule::kNone;
+  /// With a group rule: the KV group (any id, unique within its layer) of every head,
+  /// layer-major, [total heads]. Empty = every head its own group.
+  std::vector<int64_t> head_group;
 };
 
 /// Keep-mask from deterministic gate values: head i is kept iff gate[i] > 0; then layers below
-/// the minimum get back their highest-scoring heads (by `score`, usually log α).
+/// the minimum get back their highest-scoring heads (by `score`, usually log α). With a group
+/// rule, the number of closed gates is turned into the nearest count the rule can remove and
+/// the heads chosen as keep_mask_for_target does.
 /// gate, score: [total heads]. @returns one bool per head, layer-major.
 std::vector<bool> keep_mask_from_gates(const torch::Tensor& gate, const torch::Tensor& score,
                                        const std::vector<int64_t>& heads_per_layer,
                                        const MaskConstraints& constraints);
 
-/// Keep-mask that hits a sparsity target exactly (to the nearest reachable value): heads are
-/// removed in ascending order of `score` (log α), skipping any whose removal would break the
-/// constraints, while removing the next one brings the sparsity closer to `target`. With the
-/// heads unit this removes exactly round(target · N) heads.
+/// Keep-mask that hits a sparsity target exactly (to the nearest reachable value): removal
+/// units are taken in ascending order of score (log α; a unit's score is the mean of its
+/// heads'), skipping any whose removal would break the constraints, while removing the next
+/// one brings the sparsity closer to `target`. Units: single heads (kNone); whole KV groups
+/// (kWholeGroups); per layer, the lowest-scoring remaining query head of every group at once
+/// (kUniform). With the heads unit this removes exactly round(target · N) heads.
 /// @throws headprune::Error if the target cannot be reached under the constraints (the
-///         message gives the reachable maximum).
+///         message gives the reachable maximum), or, for the heads unit, if round(target · N)
+///         heads cannot be removed in the rule's units (the message gives the nearest counts).
 std::vector<bool> keep_mask_for_target(const torch::Tensor& score,
                                        const std::vector<int64_t>& heads_per_layer,
                                        const SparsityMeasure& measure, double target,

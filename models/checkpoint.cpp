@@ -11,6 +11,8 @@
 #include "models/errors.h"
 #include "models/llama.h"
 #include "models/llama2c.h"
+#include "models/tokenizer/llama2c_tokenizer.h"
+#include "models/tokenizer/wordpiece.h"
 
 namespace headprune::models {
 namespace {
@@ -114,9 +116,11 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
       std::remove(ckpt.unused_keys.begin(), ckpt.unused_keys.end(), "embeddings.position_ids"),
       ckpt.unused_keys.end());
   if (auto w = weights.find("classifier.weight"); w != weights.end()) {
-    if (!with_pooler)
-      throw Error(fmt::format("{}: the checkpoint has classifier.weight but no pooler.dense: a "
-                              "BertForSequenceClassification checkpoint needs both",
+    const auto* bert = dynamic_cast<const BertModel*>(model.get());
+    if (!bert || !bert->pooler_dense)
+      throw Error(fmt::format("{}: the checkpoint has classifier.weight but no BERT pooler "
+                              "(pooler.dense): only BertForSequenceClassification heads are "
+                              "supported",
                               dir.string()));
     const auto num_labels = w->second.dim() == 2 ? w->second.size(0) : 0;
     ckpt.classifier = SequenceClassificationHead(config.hidden_size, label_names(config, num_labels));
@@ -135,6 +139,9 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   ckpt.model = model;
   if (std::filesystem::exists(dir / "vocab.txt"))
     ckpt.tokenizer = std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir));
+  else if (std::filesystem::exists(dir / kLlama2cTokenizerFile))
+    ckpt.tokenizer = std::make_shared<Llama2cTokenizer>(
+        Llama2cTokenizer::from_file(dir / kLlama2cTokenizerFile, config.vocab_size));
   ckpt.pooling = SentencePooling::from_directory(dir);
   ckpt.max_seq_length = ckpt.pooling.max_seq_length > 0
                             ? std::min(ckpt.pooling.max_seq_length, config.max_position_embeddings)

@@ -13,7 +13,7 @@
 #include "models/safetensors.h"
 #include "models/sentence_pooling.h"
 #include "models/sequence_classification.h"
-#include "models/tokenizer/wordpiece.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace headprune::models {
 
@@ -21,8 +21,9 @@ namespace headprune::models {
 struct Checkpoint {
   std::filesystem::path dir;
   std::shared_ptr<AttentionModel> model;
-  /// WordPiece tokenizer when the folder has vocab.txt, else null.
-  std::shared_ptr<WordPieceTokenizer> tokenizer;
+  /// The folder's tokenizer: WordPiece (vocab.txt) for BERT, llama2.c (tokenizer.bin) for
+  /// LLaMA; null when the folder has none.
+  std::shared_ptr<Tokenizer> tokenizer;
   SentencePooling pooling;
   /// Longest input the folder is meant for: sentence-transformers' max_seq_length if set,
   /// else max_position_embeddings.

@@ -7,21 +7,24 @@ namespace headprune::models {
 double attention_flops_per_token(const ModelConfig& c, int64_t seq_len) {
   if (seq_len < 1) throw Error("sequence length for FLOPs must be >= 1");
   const double H = static_cast<double>(c.hidden_size), d = static_cast<double>(c.head_dim);
-  const double kv_ratio =
-      static_cast<double>(c.num_key_value_heads) / static_cast<double>(c.num_attention_heads);
+  const auto kv = c.kept_kv_heads();
+  const auto heads_per_layer = c.heads_per_layer();
   double total = 0;
-  for (auto heads : c.heads_per_layer()) {
-    const double h = static_cast<double>(heads), g = h * kv_ratio;
+  for (size_t l = 0; l < heads_per_layer.size(); ++l) {
+    const double h = static_cast<double>(heads_per_layer[l]), g = static_cast<double>(kv[l].size());
     total += 2 * H * d * (h + 2 * g) + 2 * h * d * H + 4.0 * static_cast<double>(seq_len) * h * d;
   }
   return total;
 }
 
 double forward_flops_per_token(const ModelConfig& c, int64_t seq_len) {
-  const double ffn = 4.0 * static_cast<double>(c.hidden_size) *
-                     static_cast<double>(c.intermediate_size) *
+  const double H = static_cast<double>(c.hidden_size);
+  // BERT: two FFN matrices; LLaMA: SwiGLU's three, plus the LM head over the vocabulary.
+  const bool llama = c.model_type == "llama";
+  const double ffn = (llama ? 6.0 : 4.0) * H * static_cast<double>(c.intermediate_size) *
                      static_cast<double>(c.num_hidden_layers);
-  return attention_flops_per_token(c, seq_len) + ffn;
+  const double lm_head = llama ? 2.0 * H * static_cast<double>(c.vocab_size) : 0.0;
+  return attention_flops_per_token(c, seq_len) + ffn + lm_head;
 }
 
 }  // namespace headprune::models

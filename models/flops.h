@@ -12,7 +12,9 @@ namespace headprune::models {
 /// size d, KV heads g, width H, FFN width I:
 ///   projections  2·H·d·(h + 2g) + 2·h·d·H      (Q, K, V, O)
 ///   attention    4·seq_len·h·d                  (QKᵀ and PV)
-///   feed-forward 4·H·I                          (two matrices; gated MLPs add 2·H·I)
+///   feed-forward 4·H·I (BERT) or 6·H·I (LLaMA's SwiGLU: gate, up, down)
+/// plus, for LLaMA, the LM head 2·H·V. g is the number of KV heads a layer still uses
+/// (ModelConfig::kept_kv_heads; g = h for BERT).
 /// @throws headprune::Error if seq_len < 1.
 double forward_flops_per_token(const ModelConfig& config, int64_t seq_len);
 

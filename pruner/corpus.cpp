@@ -48,7 +48,7 @@ std::string names(const std::vector<std::filesystem::path>& files) {
 }  // namespace
 
 Corpus load_corpus(const std::vector<std::filesystem::path>& files,
-                   const models::WordPieceTokenizer& tokenizer, const CorpusOptions& options) {
+                   const models::Tokenizer& tokenizer, const CorpusOptions& options) {
   if (files.empty()) throw Error("no corpus file given");
   std::vector<std::string> lines;
   for (const auto& f : files) read_documents(f, options.paragraphs, lines);

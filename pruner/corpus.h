@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "models/attention_model.h"
-#include "models/tokenizer/wordpiece.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace headprune::pruner {
 
@@ -37,7 +37,7 @@ struct Corpus {
 /// CorpusOptions::paragraphs; blank lines ignored; CRLF accepted), shuffles the documents with options.seed, splits off the held-out share and tokenizes.
 /// @throws headprune::Error if the file cannot be read or yields fewer than 2 usable lines.
 Corpus load_corpus(const std::vector<std::filesystem::path>& files,
-                   const models::WordPieceTokenizer& tokenizer, const CorpusOptions& options);
+                   const models::Tokenizer& tokenizer, const CorpusOptions& options);
 
 /// Groups sequences of similar length into batches of at most `batch_size` (sorted by length,
 /// then cut), so little compute goes to padding. @returns index lists into `sequences`.

@@ -1,17 +1,27 @@
 // Self-distillation objectives: the gated student should compute what the dense teacher does.
 #pragma once
 
+#include <string>
+
+#include <nlohmann/json.hpp>
 #include <torch/types.h>
 
+#include "models/attention_model.h"
 #include "models/sentence_pooling.h"
 
 namespace headprune::pruner {
 
-/// Loss parts of one batch (0-dim tensors; `total` is differentiable).
+/// Loss parts of one batch (0-dim tensors; `total` is differentiable). Encoders fill `hidden`
+/// and `embedding`, language models `kl`; the others stay undefined.
 struct DistillationLoss {
   torch::Tensor total;
   torch::Tensor hidden;     ///< relative squared error of the final hidden states
   torch::Tensor embedding;  ///< mean (1 − cosine) of the pooled sentence embeddings
+  torch::Tensor kl;         ///< mean KL(teacher ‖ student) of next-token distributions, nats/token
+  /// The defined parts by name ("hidden_loss", "embedding_loss", "kl"), for logs.
+  nlohmann::json parts() const;
+  /// "hidden 0.01234, emb 0.00567" or "kl 0.01234".
+  std::string describe() const;
 };
 
 /// Encoder objective (no labels):
@@ -23,5 +33,23 @@ DistillationLoss encoder_distillation(const torch::Tensor& student, const torch:
                                       const torch::Tensor& attention_mask,
                                       const models::SentencePooling& pooling,
                                       double embedding_weight);
+
+/// Language-model objective (Hinton et al. 2015 at temperature 1; the KD loss of MiniLLM /
+/// Sheared-LLaMA's continued pre-training with the dense model as teacher):
+///   kl = Σ_real Σ_v p_t(v) (log p_t(v) − log p_s(v)) / #real tokens
+/// student_logits, teacher_logits: [B, T, V]; attention_mask: [B, T]. total = kl.
+DistillationLoss causal_lm_distillation(const torch::Tensor& student_logits,
+                                        const torch::Tensor& teacher_logits,
+                                        const torch::Tensor& attention_mask);
+
+/// What the teacher contributes to the objective: its logits for a model with an LM head,
+/// else its final hidden states.
+torch::Tensor distillation_target(const models::ModelOutput& teacher);
+
+/// The model's objective: causal_lm_distillation when `student` has logits, else
+/// encoder_distillation. `teacher_target` comes from distillation_target().
+DistillationLoss distillation(const models::ModelOutput& student, const torch::Tensor& teacher_target,
+                              const torch::Tensor& attention_mask,
+                              const models::SentencePooling& pooling, double embedding_weight);
 
 }  // namespace headprune::pruner

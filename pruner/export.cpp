@@ -8,6 +8,7 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/safetensors.h"
+#include "models/tokenizer/llama2c_tokenizer.h"
 #include "pruner/atomic_write.h"
 #include "pruner/inspect.h"
 
@@ -28,6 +29,8 @@ bool is_stale_weights(const fs::path& relative) {
   static const std::set<std::string> dirs = {"onnx", "openvino"};
   if (dirs.count(relative.begin()->string())) return true;
   if (relative.filename() == "model.safetensors.index.json") return true;
+  // A llama2.c tokenizer is a .bin but holds no weights.
+  if (relative == models::kLlama2cTokenizerFile) return false;
   return exts.count(relative.extension().string()) > 0;
 }
 
@@ -79,13 +82,27 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
           "(transformers issue 17475) and transformers 5 ignores pruned_heads",
           l));
   }
+  if (config.model_type == "llama" && !config.uniform_groups())
+    result.warnings.push_back(
+        "the layers keep different query/KV head counts: the config records them in "
+        "headprune.kept_heads, which only headprune reads; for a checkpoint transformers loads, "
+        "every layer must keep the same heads per KV group (apply --remove-heads with the same "
+        "pattern in every layer)");
   auto cfg = config.to_json();
-  cfg["headprune"] = {{"version", HEADPRUNE_VERSION},
+  // Merged into what the config itself keeps there (LLaMA's per-layer kept_heads).
+  cfg["headprune"].update(nlohmann::json{{"version", HEADPRUNE_VERSION},
                       {"num_attention_heads_per_layer", config.heads_per_layer()},
                       {"layers", layers},
                       {"record", record},
-                      {"note", "pruned_heads is honoured by transformers 4.x; transformers 5 "
-                               "removed head pruning and ignores it"}};
+                      {"note", config.model_type != "llama"
+                                   ? "pruned_heads is honoured by transformers 4.x; transformers 5 "
+                                     "removed head pruning and ignores it"
+                                   : config.uniform_groups()
+                                         ? "a standard LLaMA config: every layer keeps the same "
+                                           "query/KV heads, renumbered 0..n-1"
+                                         : "layers keep different heads: only headprune reads "
+                                           "headprune.kept_heads; transformers cannot load this "
+                                           "checkpoint"}});
 
   build_folder_atomic(out, force, [&](const fs::path& tmp) {
     models::save_safetensors(tmp / "model.safetensors", models::checkpoint_state_dict(checkpoint),

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +20,14 @@ struct Fidelity {
   double p5_cosine = 0;     ///< 5th percentile (the worst 5% of sentences are below it)
   double min_cosine = 0;
   double hidden_mse = 0;    ///< mean squared error of final hidden states over real tokens
+  /// Models with an LM head only (else has_lm false and these 0):
+  bool has_lm = false;
+  double kl = 0;                   ///< mean KL(teacher ‖ student) per real token, nats
+  double teacher_perplexity = 0;   ///< exp(mean NLL of each next real token), teacher
+  double student_perplexity = 0;   ///< the same for the student
   nlohmann::json to_json() const;
+  /// One line for logs: cosines and MSE, plus KL and perplexities for LMs.
+  std::string describe() const;
 };
 
 /// Runs both models over `sequences` (token ids with special tokens) in length-bucketed batches

@@ -38,11 +38,12 @@ GateState snapshot_state(const gates::HardConcreteGates& g, const models::Attent
                          const ModelFingerprint& fingerprint, const gates::SparsityMeasure& measure,
                          const GateTrainingOptions& o, int64_t step, bool complete) {
   auto gate = g.deterministic(o.rule);
+  const auto constraints = constraints_for(model.config(), o.constraints);
   std::vector<bool> keep =
       o.target_sparsity
           ? gates::keep_mask_for_target(g.log_alpha, g.heads_per_layer(), measure,
-                                        *o.target_sparsity, o.constraints)
-          : gates::keep_mask_from_gates(gate, g.log_alpha, g.heads_per_layer(), o.constraints);
+                                        *o.target_sparsity, constraints)
+          : gates::keep_mask_from_gates(gate, g.log_alpha, g.heads_per_layer(), constraints);
   GateState s;
   s.model = fingerprint;
   s.model_path = o.model_path;
@@ -122,6 +123,7 @@ nlohmann::json GateTrainingOptions::to_json() const {
           {"log_alpha_init", gate.log_alpha_init},
           {"rule", gates::to_string(rule)},
           {"min_heads_per_layer", constraints.min_heads_per_layer},
+          {"gqa_mode", gates::to_string(constraints.group_rule)},
           {"embedding_weight", embedding_weight},
           {"train_weights", train_weights},
           {"finetune_steps", train_weights ? nlohmann::json(finetune_steps) : nlohmann::json()},
@@ -134,7 +136,8 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
   const auto& config = model.config();
   const auto measure = sparsity_measure(config, o.unit, o.flops_seq_len);
   if (o.target_sparsity)
-    gates::validate_target(*o.target_sparsity, config.heads_per_layer(), measure, o.constraints);
+    gates::validate_target(*o.target_sparsity, config.heads_per_layer(), measure,
+                           constraints_for(config, o.constraints));
   if (o.steps < 1) throw Error("--steps must be at least 1");
   if (o.train_weights && o.finetune_steps < 1)
     throw Error("--train-weights needs --finetune-steps of at least 1");
@@ -261,22 +264,21 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
     if (!gate_phase && fixed.empty()) end_gate_phase();
     torch::manual_seed(o.seed + static_cast<uint64_t>(step) * 7919ULL);  // noise: resumable
     auto in = stream.next(o.device);
-    torch::Tensor teacher_hidden;
+    torch::Tensor teacher_target;
     if (auto hit = teacher_cache.find(stream.last_bucket()); use_cache && hit != teacher_cache.end()) {
-      teacher_hidden = hit->second;
+      teacher_target = hit->second;
     } else {
       torch::NoGradGuard no_grad;
-      teacher_hidden = teacher->forward(in, nullptr).last_hidden_state;
-      const auto bytes = static_cast<int64_t>(teacher_hidden.numel() * teacher_hidden.element_size());
+      teacher_target = distillation_target(teacher->forward(in, nullptr));
+      const auto bytes = static_cast<int64_t>(teacher_target.numel() * teacher_target.element_size());
       if (use_cache && cache_bytes + bytes <= o.teacher_cache_mib * (int64_t{1} << 20)) {
-        teacher_cache.emplace(stream.last_bucket(), teacher_hidden);
+        teacher_cache.emplace(stream.last_bucket(), teacher_target);
         cache_bytes += bytes;
       }
     }
     auto multipliers = gate_phase ? g->split(g->sample()) : fixed;
-    auto student = model.forward(in, &multipliers).last_hidden_state;
-    last = encoder_distillation(student, teacher_hidden, in.attention_mask, ckpt.pooling,
-                                o.embedding_weight);
+    last = distillation(model.forward(in, &multipliers), teacher_target, in.attention_mask,
+                        ckpt.pooling, o.embedding_weight);
     const double target = o.target_sparsity ? gates::ramped_target(*o.target_sparsity, step, warmup) : 0;
     auto expected_sparsity = measure.expected(*g);
     auto reg = !gate_phase         ? torch::zeros({}, expected_sparsity.options())
@@ -309,22 +311,18 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
       const double eta = seconds / static_cast<double>(done - start) * static_cast<double>(total_steps - done);
       const double l0 = g->expected_l0().item<double>();
       if (!gate_phase)
-        log::info("step {:>5}/{} | fine-tuning weights, mask fixed | loss {:.5f} (hidden {:.5f}, "
-                  "emb {:.5f}) | {:.0f} tok/s | ETA {}",
-                  done, total_steps, total_value, last.hidden.item<double>(),
-                  last.embedding.item<double>(), rate, human_duration(eta));
+        log::info("step {:>5}/{} | fine-tuning weights, mask fixed | loss {:.5f} ({}) | {:.0f} "
+                  "tok/s | ETA {}",
+                  done, total_steps, total_value, last.describe(), rate, human_duration(eta));
       else
-      log::info("step {:>5}/{} | loss {:.5f} (hidden {:.5f}, emb {:.5f}, reg {:+.5f}) | E[L0] "
-                "{:.1f}/{} | target {:.3f} s^ {:.3f} | lambda {:.3f} {:.3f} | {:.0f} tok/s | ETA {}",
-                done, total_steps, total_value, last.hidden.item<double>(),
-                last.embedding.item<double>(), reg.item<double>(), l0, g->total_heads(), target,
+        log::info("step {:>5}/{} | loss {:.5f} ({}, reg {:+.5f}) | E[L0] {:.1f}/{} | target "
+                  "{:.3f} s^ {:.3f} | lambda {:.3f} {:.3f} | {:.0f} tok/s | ETA {}",
+                done, total_steps, total_value, last.describe(), reg.item<double>(), l0, g->total_heads(), target,
                 expected_sparsity.item<double>(), lagrangian->lambda_1.item<double>(),
                 lagrangian->lambda_2.item<double>(), rate, human_duration(eta));
-      train_log << nlohmann::json{{"step", done},
+      auto record = nlohmann::json{{"step", done},
                                   {"phase", gate_phase ? "gates" : "weights"},
                                   {"loss", total_value},
-                                  {"hidden_loss", last.hidden.item<double>()},
-                                  {"embedding_loss", last.embedding.item<double>()},
                                   {"regularizer", reg.item<double>()},
                                   {"expected_l0", l0},
                                   {"expected_sparsity", expected_sparsity.item<double>()},
@@ -332,8 +330,9 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
                                   {"lambda_1", lagrangian->lambda_1.item<double>()},
                                   {"lambda_2", lagrangian->lambda_2.item<double>()},
                                   {"tokens_per_second", rate},
-                                  {"seconds", seconds}}
-                       .dump()
+                                  {"seconds", seconds}};
+      record.update(last.parts());
+      train_log << record.dump()
                 << "\n";
       train_log.flush();
     }
@@ -358,16 +357,13 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
   state.summary["heldout_fidelity"] = fidelity.to_json();
   state.summary["train_seconds"] = seconds;
   state.summary["tokens_per_second"] = tokens / std::max(seconds, 1e-9);
-  state.summary["final_hidden_loss"] = last.hidden.item<double>();
-  state.summary["final_embedding_loss"] = last.embedding.item<double>();
+  state.summary["final_loss"] = last.parts();
   state.save(o.out_dir);
   std::error_code ec;
   std::filesystem::remove(snapshot_file, ec);
   for (auto& p : model.parameters()) p.set_requires_grad(false);
-  log::info("gates trained in {}: {} of {} heads kept; held-out embedding cosine to the dense "
-            "model: mean {:.4f}, 5th percentile {:.4f}",
-            human_duration(seconds), state.heads_kept(), state.heads_total(),
-            fidelity.mean_cosine, fidelity.p5_cosine);
+  log::info("gates trained in {}: {} of {} heads kept; fidelity to the dense model on {}",
+            human_duration(seconds), state.heads_kept(), state.heads_total(), fidelity.describe());
   return state;
 }
 

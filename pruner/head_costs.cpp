@@ -31,4 +31,17 @@ gates::SparsityMeasure sparsity_measure(const models::ModelConfig& c, gates::Spa
   return m;
 }
 
+gates::MaskConstraints constraints_for(const models::ModelConfig& config,
+                                       gates::MaskConstraints constraints) {
+  constraints.head_group.clear();
+  if (config.kv_group_size() <= 1) {
+    constraints.group_rule = gates::GroupRule::kNone;
+    return constraints;
+  }
+  if (constraints.group_rule == gates::GroupRule::kNone) return constraints;
+  for (const auto& layer : config.kept_heads)
+    for (auto h : layer) constraints.head_group.push_back(h / config.kv_group_size());
+  return constraints;
+}
+
 }  // namespace headprune::pruner

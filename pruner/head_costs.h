@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "gates/keep_mask.h"
 #include "gates/sparsity.h"
 #include "models/config.h"
 
@@ -17,5 +18,12 @@ namespace headprune::pruner {
 /// Sparsity targets are fractions of the *original* model when the model is unpruned.
 gates::SparsityMeasure sparsity_measure(const models::ModelConfig& config, gates::SparsityUnit unit,
                                         int64_t seq_len);
+
+/// `constraints` completed for a model: with a group rule and grouped-query attention
+/// (num_key_value_heads < num_attention_heads), head_group holds each present query head's
+/// original KV head (original index / (num_attention_heads / num_key_value_heads)); without
+/// GQA the rule is dropped (every head is its own group).
+gates::MaskConstraints constraints_for(const models::ModelConfig& config,
+                                       gates::MaskConstraints constraints);
 
 }  // namespace headprune::pruner

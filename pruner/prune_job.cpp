@@ -44,7 +44,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   const auto device = o.training.device;
   auto student = models::load_checkpoint(o.model, device);
   if (!student.tokenizer)
-    throw Error(fmt::format("{} has no vocab.txt: prune needs the model's tokenizer", o.model.string()));
+    throw Error(fmt::format("{} has no tokenizer (vocab.txt or tokenizer.bin; convert a llama2.c .bin with convert-llama2c --tokenizer): prune needs the model's tokenizer", o.model.string()));
   auto corpus = load_corpus(o.data, *student.tokenizer, o.corpus);
   std::vector<std::string> data_names(o.data.begin(), o.data.end());
   log::info("corpus {}: {} documents, {} for training, {} held out", fmt::join(data_names, ", "),
@@ -66,8 +66,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   auto dense = models::load_checkpoint(o.model, device);
   const auto fidelity = measure_fidelity(*student.model, nullptr, *dense.model, corpus.heldout,
                                          corpus.pad_id, dense.pooling, training.batch_size, device);
-  log::info("held-out sentences {}: embedding cosine mean {:.4f}, 5th percentile {:.4f}, hidden MSE {:.3g}",
-            fidelity.sequences, fidelity.mean_cosine, fidelity.p5_cosine, fidelity.hidden_mse);
+  log::info("{}", fidelity.describe());
 
   std::map<std::string, std::string> extra;
   nlohmann::json bench_json;

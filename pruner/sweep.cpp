@@ -39,7 +39,8 @@ nlohmann::json run_sweep(const SweepOptions& o) {
     const auto config = models::ModelConfig::from_directory(o.job.model);
     const auto measure = sparsity_measure(config, o.job.training.unit, o.job.training.flops_seq_len);
     for (double t : o.targets)
-      gates::validate_target(t, config.heads_per_layer(), measure, o.job.training.constraints);
+      gates::validate_target(t, config.heads_per_layer(), measure,
+                             constraints_for(config, o.job.training.constraints));
   }
   fs::create_directories(o.out);
   std::optional<std::vector<StsPair>> pairs;

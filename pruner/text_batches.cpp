@@ -14,7 +14,7 @@ namespace headprune::pruner {
 torch::Tensor run_texts(models::Checkpoint& ckpt, const std::vector<std::string>& texts,
                         std::size_t batch_size, const torch::Device& device, int64_t width,
                         const BatchHead& head) {
-  if (!ckpt.tokenizer) throw Error(fmt::format("{} has no vocab.txt (tokenizer)", ckpt.dir.string()));
+  if (!ckpt.tokenizer) throw Error(fmt::format("{} has no tokenizer (vocab.txt or tokenizer.bin)", ckpt.dir.string()));
   std::vector<std::vector<int64_t>> ids;
   for (const auto& t : texts) ids.push_back(ckpt.tokenizer->encode(t, static_cast<std::size_t>(ckpt.max_seq_length)));
   std::vector<std::size_t> order(ids.size());

@@ -6,6 +6,7 @@
 
 #include "models/bert.h"
 #include "models/checkpoint.h"
+#include "models/tokenizer/wordpiece.h"
 #include "models/config.h"
 #include "models/inputs.h"
 #include "models/safetensors.h"
@@ -91,7 +92,8 @@ CATCH_TEST_CASE("sentence embeddings match sentence-transformers", "[bert][minil
   std::vector<std::string> texts;
   for (const auto& c : ref.cases) texts.push_back(c["text"]);
   // All cases in one padded batch, tokenized by our tokenizer: the full pipeline.
-  auto batch = ckpt.tokenizer->encode_batch(texts, static_cast<size_t>(ckpt.max_seq_length));
+  const auto& wordpiece = dynamic_cast<const models::WordPieceTokenizer&>(*ckpt.tokenizer);
+  auto batch = wordpiece.encode_batch(texts, static_cast<size_t>(ckpt.max_seq_length));
   auto in = models::to_model_inputs(batch, torch::kCPU);
   auto emb = ckpt.pooling.embed(ckpt.model->forward(in, nullptr).last_hidden_state,
                                 in.attention_mask);

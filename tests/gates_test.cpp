@@ -131,3 +131,34 @@ CATCH_TEST_CASE("the Lagrangian penalty and its ascent", "[gates]") {
   CATCH_CHECK(gates::ramped_target(0.5, 50, 100) == Approx(0.25));
   CATCH_CHECK(gates::ramped_target(0.5, 500, 100) == 0.5);
 }
+
+CATCH_TEST_CASE("GQA keep-masks: uniform groups, whole groups, and targets no rule can meet", "[gates][gqa]") {
+  // 2 layers x 4 query heads; heads 0,1 share KV head 0 and heads 2,3 KV head 1 in each layer.
+  const std::vector<int64_t> layers = {4, 4};
+  const auto score = torch::tensor({5., 1., 4., 3., 9., 8., 7., 6.});
+  gates::MaskConstraints uniform{0, gates::GroupRule::kUniform, {0, 0, 1, 1, 0, 0, 1, 1}};
+  // Uniform: one head per group at a time; layer 0's lowest per group are heads 1 and 3.
+  auto keep = gates::keep_mask_for_target(score, layers, head_measure(8), 0.25, uniform);
+  CATCH_CHECK(keep == std::vector<bool>{true, false, true, false, true, true, true, true});
+  auto half = gates::keep_mask_for_target(score, layers, head_measure(8), 0.5, uniform);
+  CATCH_CHECK(std::count(half.begin(), half.end(), false) == 4);
+  CATCH_CHECK(half[1] == half[3]);  // the groups of a layer always keep equal counts
+  CATCH_CHECK(half[5] == half[7]);
+
+  // Whole groups: layer 0's group 0 (mean score 3) goes first.
+  auto groups = uniform;
+  groups.group_rule = gates::GroupRule::kWholeGroups;
+  keep = gates::keep_mask_for_target(score, layers, head_measure(8), 0.25, groups);
+  CATCH_CHECK(keep == std::vector<bool>{false, false, true, true, true, true, true, true});
+
+  // 1 or 3 heads of 8 cannot be removed in units of 2: a clear error, with the nearest counts.
+  CATCH_CHECK_THROWS_WITH(gates::validate_target(0.125, layers, head_measure(8), uniform),
+                          Catch::Contains("nearest: 0") && Catch::Contains("or 2"));
+  CATCH_CHECK_THROWS_WITH(gates::keep_mask_for_target(score, layers, head_measure(8), 0.375, groups),
+                          Catch::Contains("whole KV groups") && Catch::Contains("nearest: 2"));
+  // Groups of unequal size cannot be kept even.
+  gates::MaskConstraints uneven{0, gates::GroupRule::kUniform, {0, 0, 0, 1, 0, 0, 1, 1}};
+  CATCH_CHECK_THROWS_WITH(gates::keep_mask_for_target(score, layers, head_measure(8), 0.5, uneven),
+                          Catch::Contains("different numbers of query heads"));
+  CATCH_CHECK_THROWS_AS(gates::parse_group_rule("even"), Error);
+}

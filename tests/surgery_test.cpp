@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "models/checkpoint.h"
+#include "models/tokenizer/wordpiece.h"
 #include "models/inputs.h"
 #include "pruner/apply.h"
 #include "pruner/export.h"
@@ -22,7 +23,8 @@ models::ModelInputs real_batch(const models::Checkpoint& ckpt) {
   auto cases = models::read_json_file(testing::fixture_path("minilm/tokens.json"))["cases"];
   std::vector<std::string> texts;
   for (size_t i = 0; i < 24 && i < cases.size(); ++i) texts.push_back(cases[i]["text"]);
-  return models::to_model_inputs(ckpt.tokenizer->encode_batch(texts, 128), torch::kCPU);
+  const auto& wordpiece = dynamic_cast<const models::WordPieceTokenizer&>(*ckpt.tokenizer);
+  return models::to_model_inputs(wordpiece.encode_batch(texts, 128), torch::kCPU);
 }
 
 torch::Tensor masked(const torch::Tensor& hidden, const models::ModelInputs& in) {

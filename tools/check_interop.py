@@ -20,6 +20,17 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               transformers/torch fail on empty layers, transformers issue 17475; transformers 5
               ignores pruned_heads), headprune embed must work, and the pinned transformers
               4.46.3 + torch 2.5.1 must load the folder and match headprune's embeddings.
+  classifier  all-MiniLM-L6-v2 + the SST-2 probe of tests/fixtures/minilm (composed as
+              tools/make_classifier_fixture.py does), apply --remove-heads (uneven):
+              BertForSequenceClassification loads the folder cleanly, and `headprune eval
+              --classification` on the fixture's 16 texts, labelled with transformers'
+              predictions, scores 100%.
+  llama-gqa   stories260K (--stories DIR, default $HEADPRUNE_SHARED_DATA/stories260K or
+              ../shared/data/stories260K): convert-llama2c, then apply --remove-heads keeping
+              one query head of every KV group in every layer: LlamaForCausalLM loads the
+              standard config (4 query heads, 4 KV heads, head_dim 8) cleanly, and greedy
+              decoding of 40 tokens from BOS gives the same token ids in transformers and in
+              `headprune generate --temperature 0`.
 
 Every required cosine must be >= --min-cosine (default 0.99999). Exit 0 when every required
 check passes, 1 otherwise (the reason is printed), 2 for usage errors.
@@ -66,6 +77,9 @@ DEFAULT_HEADPRUNE = REPO / "build" / "headprune"
 DEFAULT_TEXTS = REPO / "tests" / "fixtures" / "minilm" / "tokens.json"
 
 UNEVEN = {"0": [0, 1, 2], "1": [5], "3": [0, 2, 4, 6, 8, 10], "5": [3, 7, 11]}
+# stories260K: 8 query heads per layer, KV head g serves query heads 2g and 2g+1.
+LLAMA_UNIFORM = {"0": [1, 3, 5, 7], "1": [0, 2, 4, 6], "2": [1, 2, 5, 6], "3": [0, 3, 4, 7],
+                 "4": [1, 3, 5, 7]}
 REPRUNE = {"0": [3], "3": [1]}
 ZERO_LAYER = 2
 
@@ -214,6 +228,74 @@ def check_loadable_and_matching(case, folder, exe, texts, text_file, work, thres
 # cases
 
 
+def case_classifier(case, exe, model_dir, work):
+    sys.path.insert(0, str(REPO / "tools"))
+    from make_classifier_fixture import compose  # noqa: E402 - the fixture's own recipe
+
+    fixtures = REPO / "tests" / "fixtures" / "minilm"
+    head = load_file(str(fixtures / "sst2_classifier.safetensors"))
+    reference = json.loads((fixtures / "sst2_reference.json").read_text(encoding="utf-8"))
+    dense = work / "classifier"
+    compose(model_dir, {k: torch.from_numpy(v) for k, v in head.items()}, dense)
+    pruned = work / "classifier-pruned"
+    headprune_apply(exe, dense, UNEVEN, pruned)
+    with captured_transformers_log() as (stream, _):
+        model, info = transformers.BertForSequenceClassification.from_pretrained(
+            str(pruned), output_loading_info=True)
+    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys",
+                                         "error_msgs") if info.get(k)}
+    if problems:
+        raise CheckFailed(f"BertForSequenceClassification loading info not clean: {problems}\n"
+                          f"{stream.getvalue()}")
+    tok = transformers.AutoTokenizer.from_pretrained(str(pruned))
+    texts = reference["texts"]
+    with torch.no_grad():
+        batch = tok(texts, padding=True, truncation=True, max_length=256, return_tensors="pt")
+        predicted = model.eval()(**batch).logits.argmax(1).tolist()
+    labelled = work / "classifier.tsv"
+    labelled.write_text("sentence\tlabel\n" + "".join(f"{t}\t{p}\n" for t, p in zip(texts, predicted)),
+                        encoding="utf-8")
+    proc = run_headprune(["eval", pruned, "--classification", labelled, "--json"], exe, "headprune eval")
+    accuracy = json.loads(proc.stdout)["classification"]["accuracy"]
+    if accuracy != 1.0:
+        raise CheckFailed(f"headprune agrees with transformers on {accuracy:.0%} of the texts")
+    case.notes.append(f"heads {hf_heads(model.bert)}; predictions agree on {len(texts)} texts")
+
+
+def case_llama(case, exe, stories, work):
+    if not (stories / "stories260K.bin").is_file():
+        raise CheckFailed(f"{stories}/stories260K.bin not found: give --stories or set "
+                          "HEADPRUNE_SHARED_DATA")
+    converted = work / "stories"
+    run_headprune(["convert-llama2c", stories / "stories260K.bin", "--tokenizer",
+                   stories / "tok512.bin", "--out", converted], exe, "headprune convert-llama2c")
+    pruned = work / "stories-uniform"
+    headprune_apply(exe, converted, LLAMA_UNIFORM, pruned)
+    config = json.loads((pruned / "config.json").read_text())
+    shape = (config["num_attention_heads"], config["num_key_value_heads"], config["head_dim"])
+    if shape != (4, 4, 8):
+        raise CheckFailed(f"config (heads, kv heads, head_dim) = {shape}, expected (4, 4, 8)")
+    with captured_transformers_log() as (stream, _):
+        model, info = transformers.LlamaForCausalLM.from_pretrained(str(pruned), output_loading_info=True)
+    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys",
+                                         "error_msgs") if info.get(k)}
+    if problems:
+        raise CheckFailed(f"LlamaForCausalLM loading info not clean: {problems}\n{stream.getvalue()}")
+    with torch.no_grad():
+        ids = model.eval().generate(torch.tensor([[1]]), max_new_tokens=40, do_sample=False,
+                                    pad_token_id=0)[0].tolist()
+    proc = run_headprune(["--log-level", "debug", "generate", pruned, "--temperature", "0",
+                          "--steps", "40"], exe, "headprune generate")
+    ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
+    if not ours:
+        raise CheckFailed(f"headprune generate printed no token ids:\n{proc.stderr}")
+    our_ids = [int(t) for t in ours[-1].split("token ids:")[1].split()]
+    if our_ids != ids[:len(our_ids)] or len(our_ids) < 2:
+        raise CheckFailed(f"greedy ids differ:\n  transformers {ids}\n  headprune    {our_ids}")
+    case.notes.append(f"{len(our_ids) - 1} greedy tokens identical; text: "
+                      f"{proc.stdout.strip()[:60]!r}")
+
+
 def case_dense(case, exe, model_dir, texts, text_file, work, threshold):
     ours = headprune_embed(exe, model_dir, text_file, work, "dense")
     _, ref = st_embed(model_dir, texts)
@@ -324,6 +406,9 @@ def main():
                                    "that is removed at the end")
     ap.add_argument("--keep", action="store_true", help="keep the default temporary folder")
     ap.add_argument("--min-cosine", type=float, default=0.99999)
+    shared = os.environ.get("HEADPRUNE_SHARED_DATA") or str(REPO.parent / "shared" / "data")
+    ap.add_argument("--stories", default=str(Path(shared) / "stories260K"),
+                    help="folder with stories260K.bin and tok512.bin")
     args = ap.parse_args()
 
     exe = Path(args.headprune).resolve()
@@ -333,7 +418,7 @@ def main():
     if not (model_dir / "config.json").is_file():
         ap.error(f"--model {model_dir} has no config.json (run scripts/fetch-model)")
     help_text = subprocess.run([str(exe), "--help"], capture_output=True, text=True).stdout
-    for cmd in ("apply", "embed", "inspect"):
+    for cmd in ("apply", "embed", "inspect", "eval", "generate", "convert-llama2c"):
         if f"  {cmd} " not in help_text:
             print(f"check_interop: {exe} has no '{cmd}' command (stale build?)", file=sys.stderr)
             return 1
@@ -343,7 +428,8 @@ def main():
     own_work = args.work is None
     work = Path(tempfile.mkdtemp(prefix="headprune-interop-")) if own_work else Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    for sub in ("uneven", "repruned", "zero-head"):  # apply refuses a non-empty --out
+    for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
+                "stories-uniform"):  # apply refuses a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
     with open(text_file, "w", encoding="utf-8", newline="\n") as f:
@@ -362,6 +448,8 @@ def main():
         (Case("re-prune of pruned"), lambda c: case_repruned(c, exe, texts, text_file, work, thr)),
         (Case(f"zero-head layer {ZERO_LAYER}"),
          lambda c: case_zero_head(c, exe, model_dir, texts, text_file, work, thr)),
+        (Case("classifier head"), lambda c: case_classifier(c, exe, model_dir, work)),
+        (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
     ]
     try:
         for case, step in steps:

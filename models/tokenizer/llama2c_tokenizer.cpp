@@ -61,6 +61,13 @@ std::string collapse_spaces(const std::string& text) {
 
 }  // namespace
 
+std::vector<int64_t> Llama2cTokenizer::encode(const std::string& text, std::size_t max_length) const {
+  if (max_length < 1) throw Error("max_length must be at least 1");
+  auto ids = encode(text, true, false);
+  if (ids.size() > max_length) ids.resize(max_length);
+  return ids;
+}
+
 std::vector<int64_t> Llama2cTokenizer::encode(const std::string& raw, bool bos, bool eos) const {
   const std::string text = remove_extra_whitespaces_ ? collapse_spaces(raw) : raw;
   std::vector<int64_t> tokens;

@@ -13,10 +13,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "models/tokenizer/tokenizer.h"
+
 namespace headprune::models {
 
 /// Encoder/decoder over a llama2.c tokenizer file.
-class Llama2cTokenizer {
+class Llama2cTokenizer : public Tokenizer {
  public:
   static constexpr int64_t kUnk = 0, kBos = 1, kEos = 2;
   static constexpr int64_t kFirstByteToken = 3;  ///< "<0x00>"; byte b is id 3 + b
@@ -31,6 +33,11 @@ class Llama2cTokenizer {
   /// tokens when the vocabulary lacks it; then repeatedly merge the adjacent pair whose
   /// concatenation is a piece with the highest score (leftmost on ties); optional EOS.
   std::vector<int64_t> encode(const std::string& text, bool bos, bool eos) const;
+
+  /// Tokenizer interface: BOS + encode(text), truncated to `max_length` ids (>= 1).
+  std::vector<int64_t> encode(const std::string& text, std::size_t max_length) const override;
+  /// Padding positions are masked; id 0 (<unk>) fills them.
+  int64_t pad_id() const override { return kUnk; }
 
   /// SentencePiece's `remove_extra_whitespaces` normalizer rule, which the tok512.model that
   /// stories260K was trained with applies but run.c does not: strip leading and trailing

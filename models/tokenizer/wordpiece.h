@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "models/tokenizer/tokenizer.h"
+
 namespace headprune::models {
 
 /// Settings read from `tokenizer_config.json` (HF defaults where keys are absent).
@@ -52,7 +54,7 @@ struct EncodedBatch {
   std::vector<int64_t> token_type_ids;
 };
 
-class WordPieceTokenizer {
+class WordPieceTokenizer : public Tokenizer {
  public:
   /// Builds from a vocabulary (one token per line, id = line number) and options.
   /// @throws headprune::Error if a special token is missing from the vocabulary.
@@ -71,7 +73,7 @@ class WordPieceTokenizer {
   /// [CLS] pieces [SEP], pieces truncated so the total is <= max_length (max_length >= 2).
   /// Like HF, max_length is not capped at options().model_max_length: callers pass the
   /// smaller of the two. @throws headprune::Error on invalid UTF-8 or max_length < 2.
-  std::vector<int64_t> encode(const std::string& text, std::size_t max_length) const;
+  std::vector<int64_t> encode(const std::string& text, std::size_t max_length) const override;
 
   /// Encodes several texts and right-pads them to the longest (HF `padding=True`).
   EncodedBatch encode_batch(const std::vector<std::string>& texts, std::size_t max_length) const;
@@ -82,7 +84,7 @@ class WordPieceTokenizer {
   int64_t token_to_id(const std::string& token) const;
 
   std::size_t vocab_size() const { return vocab_.size(); }
-  int64_t pad_id() const { return pad_id_; }
+  int64_t pad_id() const override { return pad_id_; }
   const WordPieceOptions& options() const { return options_; }
 
  private:

@@ -64,7 +64,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
   }
   if (!teacher.empty()) {
     auto dense = models::load_checkpoint(teacher, device);
-    if (!ckpt.tokenizer) throw Error(fmt::format("{} has no vocab.txt (tokenizer)", model));
+    if (!ckpt.tokenizer) throw Error(fmt::format("{} has no tokenizer (vocab.txt or tokenizer.bin)", model));
     pruner::CorpusOptions co;
     co.max_length = max_length;
     co.holdout_fraction = 0.5;
@@ -77,9 +77,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
     result["fidelity"] = f.to_json();
     result["fidelity"]["teacher"] = teacher;
     if (!vm.count("json"))
-      std::cout << fmt::format("fidelity to {} on {} sentences: embedding cosine mean {:.4f}, 5th "
-                               "percentile {:.4f}, min {:.4f}; hidden-state MSE {:.4g}\n",
-                               teacher, f.sequences, f.mean_cosine, f.p5_cosine, f.min_cosine, f.hidden_mse);
+      std::cout << fmt::format("fidelity to {} on {}\n", teacher, f.describe());
   }
   if (vm.count("json")) std::cout << result.dump(2) << "\n";
   return 0;

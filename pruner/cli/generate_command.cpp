@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -33,7 +34,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   po::options_description desc("generate options");
   std::string model, tokenizer, prompt;
   double temperature = 1.0;
-  int64_t steps = 256;
+  int64_t steps = 256, samples = 1;
   desc.add_options()
       ("model", po::value<std::string>(&model)->required(),
        "LLaMA checkpoint folder, or a llama2.c .bin file (positional)")
@@ -44,15 +45,19 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
       ("steps", po::value<int64_t>(&steps)->default_value(256),
        "tokens to generate at most (stops earlier at BOS/EOS or max_position_embeddings)")
       ("prompt", po::value<std::string>(&prompt)->default_value(""),
-       "text to continue (encoded after BOS); sampling is seeded by the global --seed");
+       "text to continue (encoded after BOS); sampling is seeded by the global --seed")
+      ("samples", po::value<int64_t>(&samples)->default_value(1),
+       "texts to generate, printed one per line (line breaks inside a text become spaces): "
+       "with --temperature 1 a label-free training corpus drawn from the model itself");
   po::variables_map vm;
   if (!parse_args(args,
                   "headprune generate MODEL [--tokenizer FILE] [--temperature T] [--steps N] "
-                  "[--prompt TEXT]",
+                  "[--prompt TEXT] [--samples N]",
                   desc, {"model"}, vm))
     return 0;
   if (temperature < 0) throw UsageError("--temperature must be >= 0");
   if (steps < 0) throw UsageError("--steps must be >= 0");
+  if (samples < 1) throw UsageError("--samples must be >= 1");
   const auto device = globals.torch_device();
   auto ckpt = models::load_checkpoint(model, device);
   if (ckpt.model->config().model_type != "llama")
@@ -64,9 +69,18 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   options.steps = steps;
   options.temperature = temperature;
   options.stop_tokens = {models::Llama2cTokenizer::kBos, models::Llama2cTokenizer::kEos};
-  auto ids = models::generate_tokens(*ckpt.model, tok.encode(prompt, true, false), options);
-  fmt::print("{}\n", tok.decode(ids));
-  log::debug("token ids: {}", fmt::join(ids, " "));
+  const auto start = tok.encode(prompt, true, false);
+  for (int64_t i = 0; i < samples; ++i) {
+    auto ids = models::generate_tokens(*ckpt.model, start, options);
+    auto text = tok.decode(ids);
+    if (samples > 1) {
+      std::replace(text.begin(), text.end(), '\n', ' ');
+      std::replace(text.begin(), text.end(), '\r', ' ');
+      if ((i + 1) % 50 == 0) log::info("generated {}/{} texts", i + 1, samples);
+    }
+    fmt::print("{}\n", text);
+    log::debug("token ids: {}", fmt::join(ids, " "));
+  }
   return 0;
 }
 

@@ -38,7 +38,7 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, options.device);
   if (!ckpt.tokenizer)
-    throw Error(fmt::format("{} has no vocab.txt: train-gates needs the model's tokenizer", model));
+    throw Error(fmt::format("{} has no tokenizer (vocab.txt or tokenizer.bin; convert a llama2.c .bin with convert-llama2c --tokenizer): train-gates needs the model's tokenizer", model));
   auto corpus = pruner::load_corpus({flags.data.begin(), flags.data.end()}, *ckpt.tokenizer, corpus_options(flags, globals));
   auto state = pruner::train_gates(ckpt, corpus, options);
   if (!state.complete) {

@@ -39,6 +39,11 @@ void add_training_flags(po::options_description& desc, TrainingFlags& f) {
        "deterministic gate: louizos (clip(sigmoid(log_alpha)(zeta-gamma)+gamma)) or cofi")
       ("min-heads-per-layer", po::value<int64_t>(&f.min_heads)->default_value(1),
        "every layer keeps at least this many heads")
+      ("gqa-mode", po::value<std::string>(&f.gqa_mode)->default_value("uniform"),
+       "grouped-query attention (LLaMA with num_key_value_heads < num_attention_heads): "
+       "'uniform' removes query heads one per KV group at a time so every group of a layer "
+       "keeps the same number (HF-compatible), 'groups' removes whole KV groups, 'none' ignores "
+       "groups (headprune-only checkpoints); no effect on models without GQA")
       ("allow-empty-layers", "let layers lose all their heads (sets --min-heads-per-layer 0; "
        "older transformers versions cannot load such a checkpoint)")
       ("embedding-weight", po::value<double>(&f.embedding_weight)->default_value(1.0),
@@ -89,6 +94,11 @@ pruner::GateTrainingOptions training_options(const TrainingFlags& f, const po::v
   o.gate.beta = f.beta;
   o.gate.log_alpha_init = f.log_alpha_init;
   o.rule = gates::parse_rule(f.rule);
+  try {
+    o.constraints.group_rule = gates::parse_group_rule(f.gqa_mode);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
   o.constraints.min_heads_per_layer = vm.count("allow-empty-layers") ? 0 : f.min_heads;
   if (vm.count("allow-empty-layers") && !vm["min-heads-per-layer"].defaulted())
     o.constraints.min_heads_per_layer = f.min_heads;

@@ -32,6 +32,7 @@ struct TrainingFlags {
   double embedding_weight = 1.0;
   double weights_lr = 1e-4;
   int64_t finetune_steps = 200;
+  std::string gqa_mode = "uniform";
   int64_t log_every = 10;
   int64_t save_every = 50;
   bool paragraphs = false;

@@ -1,0 +1,23 @@
+// What the pruner needs of a tokenizer: text -> model input ids, and the padding id.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headprune::models {
+
+/// A checkpoint's tokenizer as training and evaluation use it (WordPieceTokenizer for BERT,
+/// Llama2cTokenizer for LLaMA).
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  /// Ids of `text` with the model's special tokens (BERT: [CLS] ... [SEP]; LLaMA: BOS ...),
+  /// at most `max_length` of them. @throws headprune::Error on invalid input.
+  virtual std::vector<int64_t> encode(const std::string& text, std::size_t max_length) const = 0;
+  /// Id used for padding positions (masked out; any valid id).
+  virtual int64_t pad_id() const = 0;
+};
+
+}  // namespace headprune::models
