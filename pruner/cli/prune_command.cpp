@@ -30,6 +30,11 @@ void print_summary(const nlohmann::json& s) {
                            "5th percentile {:.4f} ({} sentences)\n",
                            fid["mean_cosine"].get<double>(), fid["p5_cosine"].get<double>(),
                            fid["sequences"].get<int64_t>());
+  if (fid.contains("kl"))
+    std::cout << fmt::format("  fidelity       KL(dense || pruned) {:.4f} nats/token; held-out "
+                             "perplexity {:.3f} (dense {:.3f})\n",
+                             fid["kl"].get<double>(), fid["student_perplexity"].get<double>(),
+                             fid["teacher_perplexity"].get<double>());
   if (s["bench"].is_object())
     for (const auto& c : s["bench"]["results"])
       std::cout << fmt::format("  speedup        {:.3f}x at batch {} x seq {} (FLOPs ratio {:.3f}x; "
