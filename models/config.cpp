@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "models/errors.h"
+#include "models/integer_key.h"
 
 namespace headprune::models {
 namespace {
@@ -170,11 +171,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
     if (!pruned.is_object())
       throw Error(fmt::format("{}: 'pruned_heads' must be an object layer -> [heads]", source));
     for (const auto& [key, heads] : pruned.items()) {
-      int64_t layer = -1;
-      try {
-        layer = std::stoll(key);
-      } catch (const std::exception&) {
-      }
+      const int64_t layer = parse_integer_key(key).value_or(-1);
       if (layer < 0 || layer >= c.num_hidden_layers)
         throw Error(fmt::format("{}: pruned_heads names layer '{}', but the model has {} layers",
                                 source, key, c.num_hidden_layers));

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/integer_key.h"
 
 namespace headprune::models {
 
@@ -28,13 +29,7 @@ std::vector<std::string> label_names(const ModelConfig& config, int64_t num_labe
   const auto it = config.raw.find("id2label");
   if (it == config.raw.end() || !it->is_object()) return names;
   for (const auto& [key, value] : it->items()) {
-    int64_t id = -1;
-    try {
-      size_t used = 0;
-      id = std::stoll(key, &used);
-      if (used != key.size()) id = -1;
-    } catch (const std::exception&) {
-    }
+    const int64_t id = parse_integer_key(key).value_or(-1);
     if (id < 0 || id >= num_labels)
       throw Error(fmt::format("config.json id2label has key '{}', but the classifier has {} "
                               "labels (ids 0..{})",

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "models/bert.h"
+#include "models/integer_key.h"
 #include "models/errors.h"
 #include "pruner/text_batches.h"
 
@@ -17,12 +18,7 @@ namespace {
 /// The class id `field` names (an id or a label name), or -1.
 int64_t parse_label(const std::string& field, const std::vector<std::string>& labels) {
   const auto n = static_cast<int64_t>(labels.size());
-  try {
-    size_t used = 0;
-    const auto id = std::stoll(field, &used);
-    if (used == field.size()) return id >= 0 && id < n ? id : -1;
-  } catch (const std::exception&) {
-  }
+  if (const auto id = models::parse_integer_key(field)) return *id >= 0 && *id < n ? *id : -1;
   const auto it = std::find(labels.begin(), labels.end(), field);
   return it == labels.end() ? -1 : static_cast<int64_t>(it - labels.begin());
 }

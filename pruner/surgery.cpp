@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/integer_key.h"
 
 namespace headprune::pruner {
 
@@ -35,13 +36,7 @@ PrunePlan plan_from_remove_heads(const nlohmann::json& spec, const models::Model
                 "'{\"0\": [1, 5], \"3\": [0]}'");
   PrunePlan plan(static_cast<size_t>(config.num_hidden_layers));
   for (const auto& [key, heads] : spec.items()) {
-    int64_t layer = -1;
-    try {
-      size_t used = 0;
-      layer = std::stoll(key, &used);
-      if (used != key.size()) layer = -1;
-    } catch (const std::exception&) {
-    }
+    const int64_t layer = models::parse_integer_key(key).value_or(-1);
     if (layer < 0 || layer >= config.num_hidden_layers)
       throw Error(fmt::format("--remove-heads: layer '{}' does not exist (layers 0..{})", key,
                               config.num_hidden_layers - 1));

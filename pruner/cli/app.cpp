@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "pruner/atomic_write.h"
 #include "pruner/cli/command.h"
 #include "pruner/log.h"
 
@@ -90,6 +91,15 @@ std::vector<double> parse_number_list(const std::string& text, const std::string
     start = end + 1;
   }
   return out;
+}
+
+void emit_result(const nlohmann::json& json, const std::string& text, const std::string& out_file,
+                 bool as_json) {
+  if (!out_file.empty()) pruner::write_file_atomic(out_file, json.dump(2) + "\n");
+  if (as_json)
+    std::cout << json.dump(2) << "\n";
+  else
+    std::cout << text;
 }
 
 std::vector<int64_t> parse_positive_list(const std::string& text, const std::string& flag) {

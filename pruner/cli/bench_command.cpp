@@ -41,11 +41,7 @@ int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals
   auto json = report.to_json();
   json["dense"] = dense_dir;
   json["pruned"] = pruned_dir;
-  if (!out.empty()) pruner::write_file_atomic(out, json.dump(2) + "\n");
-  if (vm.count("json"))
-    std::cout << json.dump(2) << "\n";
-  else
-    std::cout << report.to_text();
+  emit_result(json, report.to_text(), out, vm.count("json") > 0);
   return 0;
 }
 

@@ -33,11 +33,7 @@ int run_bench_training(const std::vector<std::string>& args, const GlobalOptions
   auto report = pruner::run_training_bench(ckpt, o);
   auto json = report.to_json();
   json["model"] = model;
-  if (!out.empty()) pruner::write_file_atomic(out, json.dump(2) + "\n");
-  if (vm.count("json"))
-    std::cout << json.dump(2) << "\n";
-  else
-    std::cout << report.to_text();
+  emit_result(json, report.to_text(), out, vm.count("json") > 0);
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
 #include <torch/types.h>
 
 namespace headprune::cli {
@@ -44,6 +45,11 @@ bool parse_args(const std::vector<std::string>& args, const std::string& usage,
 std::vector<double> parse_number_list(const std::string& text, const std::string& flag);
 /// Same, each item a positive integer.
 std::vector<int64_t> parse_positive_list(const std::string& text, const std::string& flag);
+
+/// Writes `json` to `out_file` (atomically) if it is not empty, then prints `json` (as_json)
+/// or `text` to stdout. @throws headprune::Error if the file cannot be written.
+void emit_result(const nlohmann::json& json, const std::string& text, const std::string& out_file,
+                 bool as_json);
 
 /// The subcommands, in the order `--help` lists them.
 const std::vector<Command>& commands();
