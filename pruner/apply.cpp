@@ -14,6 +14,7 @@ nlohmann::json ApplyResult::to_json() const {
   return {{"out", exported.dir.string()},   {"heads_before", heads_before},
           {"heads_after", heads_after},     {"params_before", params_before},
           {"params_after", params_after},   {"params_per_head", params_per_head},
+          {"kv_heads_removed", kv_heads_removed}, {"params_per_kv_head", params_per_kv_head},
           {"bytes_before", bytes_before},   {"bytes_after", bytes_after},
           {"reload_max_abs_diff", reload_max_abs_diff}, {"warnings", exported.warnings}};
 }
@@ -23,10 +24,16 @@ std::string ApplyResult::describe() const {
   const auto pct = [](double a, double b) { return b > 0 ? 100.0 * (b - a) / b : 0.0; };
   std::string s;
   s += fmt::format("heads       {} -> {} ({} removed)\n", heads_before, heads_after, removed);
-  s += fmt::format("parameters  {} -> {} (-{:.2f}%; {} heads x {} = {} parameters removed{})\n",
+  const auto expected = removed * params_per_head + kv_heads_removed * params_per_kv_head;
+  const auto breakdown =
+      params_per_kv_head == 0
+          ? fmt::format("{} heads x {}", removed, params_per_head)
+          : fmt::format("{} query heads x {} + {} KV heads x {}", removed, params_per_head,
+                        kv_heads_removed, params_per_kv_head);
+  s += fmt::format("parameters  {} -> {} (-{:.2f}%; {} = {} parameters removed{})\n",
                    params_before, params_after, pct(static_cast<double>(params_after), static_cast<double>(params_before)),
-                   removed, params_per_head, removed * params_per_head,
-                   params_before - params_after == removed * params_per_head ? ", exactly" : ", MISMATCH");
+                   breakdown, expected,
+                   params_before - params_after == expected ? ", exactly" : ", MISMATCH");
   s += fmt::format("file size   {} -> {} (-{:.2f}%)\n", human_bytes(bytes_before),
                    human_bytes(bytes_after), pct(static_cast<double>(bytes_after), static_cast<double>(bytes_before)));
   s += fmt::format("reload      exported folder reproduces the pruned model (max |diff| {:.2g})\n",
@@ -50,7 +57,15 @@ ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
   r.params_before = parameter_count(model);
   r.bytes_before = weights_file_bytes(ckpt.dir);
   const auto& c = model.config();
-  r.params_per_head = 4 * c.hidden_size * c.head_dim + 3 * c.head_dim;
+  const auto hd = c.hidden_size * c.head_dim;
+  int64_t kv_before = 0;
+  if (c.model_type == "llama") {
+    r.params_per_head = 2 * hd + (c.attention_bias ? c.head_dim : 0);
+    r.params_per_kv_head = 2 * hd + (c.attention_bias ? 2 * c.head_dim : 0);
+    for (const auto& kv : c.kept_kv_heads()) kv_before += static_cast<int64_t>(kv.size());
+  } else {
+    r.params_per_head = 4 * hd + 3 * c.head_dim;
+  }
 
   // Gate values folded into each kept head, for the record.
   std::vector<std::vector<double>> folded(plan.size());
@@ -65,6 +80,11 @@ ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
   apply_plan(model, plan);
   r.heads_after = model.config().total_heads();
   r.params_after = parameter_count(model);
+  if (r.params_per_kv_head > 0) {
+    int64_t kv_after = 0;
+    for (const auto& kv : model.config().kept_kv_heads()) kv_after += static_cast<int64_t>(kv.size());
+    r.kv_heads_removed = kv_before - kv_after;
+  }
   r.heads_present_before = heads_before;
   r.folded_gates = folded;
   return r;

@@ -19,7 +19,11 @@ struct ApplyResult {
   ExportResult exported;
   int64_t heads_before = 0, heads_after = 0;
   int64_t params_before = 0, params_after = 0;
-  int64_t params_per_head = 0;          ///< Q/K/V rows + biases and O columns of one head
+  /// Parameters one removed head takes with it: BERT, Q/K/V rows + biases and O columns;
+  /// LLaMA (GQA), its Q rows and O columns only, since K/V belong to its KV head.
+  int64_t params_per_head = 0;
+  int64_t kv_heads_removed = 0;        ///< LLaMA: KV heads that lost their last query head
+  int64_t params_per_kv_head = 0;      ///< LLaMA: K and V rows (+ biases) of one KV head
   std::uintmax_t bytes_before = 0, bytes_after = 0;
   double reload_max_abs_diff = 0;       ///< exported folder vs in-memory pruned model
   std::vector<std::vector<int64_t>> heads_present_before;  ///< original indices per layer

@@ -10,6 +10,7 @@
 #include "models/bert.h"
 #include "models/integer_key.h"
 #include "models/errors.h"
+#include "pruner/log.h"
 #include "pruner/text_batches.h"
 
 namespace headprune::pruner {
@@ -38,11 +39,14 @@ std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& file,
     const auto tab = line.rfind('\t');
     if (tab == std::string::npos)
       throw Error(fmt::format("{} line {}: no tab; expected sentence<TAB>label", file.string(), n));
-    const auto label = parse_label(line.substr(tab + 1), labels);
+    const auto field = line.substr(tab + 1);
+    const auto label = parse_label(field, labels);
     if (label < 0) {
-      if (first) {
+      // A header names its column; a number out of range on line 1 is a data error.
+      if (first && !models::parse_integer_key(field)) {
         first = false;
-        continue;  // a header line
+        log::info("{}: line {} ('{}') taken as a header", file.string(), n, line);
+        continue;
       }
       throw Error(fmt::format("{} line {}: label '{}' is not a class of this model (ids 0..{} "
                               "or names {})",

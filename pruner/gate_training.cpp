@@ -177,6 +177,13 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
     const auto previous = GateState::load(o.out_dir);
     if (auto diff = previous.model.difference(fingerprint); !diff.empty())
       throw Error(fmt::format("--resume: the snapshot belongs to another model: {}", diff));
+    // Continuing must reproduce the uninterrupted run: every setting must be the snapshot's.
+    const auto now = o.to_json();
+    for (const auto& [key, value] : previous.settings.items())
+      if (!now.contains(key) || now.at(key) != value)
+        throw Error(fmt::format("--resume: setting '{}' was {} when the run started, now {}; "
+                                "resume with the same settings or start a new run",
+                                key, value.dump(), now.contains(key) ? now.at(key).dump() : "unset"));
     torch::serialize::InputArchive archive;
     archive.load_from(snapshot_file.string(), o.device);
     torch::Tensor step_t;

@@ -119,6 +119,10 @@ CATCH_TEST_CASE("labelled files: header skipped, bad lines named", "[classificat
   std::ofstream(dir / "unknown.tsv") << "fine\t1\nodd\t7\n";
   CATCH_CHECK_THROWS_WITH(pruner::read_labelled_texts(dir / "unknown.tsv", labels),
                           Catch::Contains("line 2") && Catch::Contains("'7'"));
+  // A number out of range on line 1 is bad data, not a header.
+  std::ofstream(dir / "first.tsv") << "good movie\t7\nbad movie\t0\n";
+  CATCH_CHECK_THROWS_WITH(pruner::read_labelled_texts(dir / "first.tsv", labels),
+                          Catch::Contains("line 1") && Catch::Contains("'7'"));
   std::ofstream(dir / "empty.tsv") << "sentence\tlabel\n";
   CATCH_CHECK_THROWS_WITH(pruner::read_labelled_texts(dir / "empty.tsv", labels),
                           Catch::Contains("no labelled sentences"));

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -55,7 +56,8 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
                   "[--prompt TEXT] [--samples N]",
                   desc, {"model"}, vm))
     return 0;
-  if (temperature < 0) throw UsageError("--temperature must be >= 0");
+  if (!(temperature >= 0) || !std::isfinite(temperature))
+    throw UsageError("--temperature must be a finite number >= 0 (0 = greedy)");
   if (steps < 0) throw UsageError("--steps must be >= 0");
   if (samples < 1) throw UsageError("--samples must be >= 1");
   const auto device = globals.torch_device();

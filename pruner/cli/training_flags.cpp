@@ -1,8 +1,11 @@
 #include "pruner/cli/training_flags.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "models/errors.h"
+#include "pruner/log.h"
 
 namespace headprune::cli {
 
@@ -81,6 +84,11 @@ pruner::GateTrainingOptions training_options(const TrainingFlags& f, const po::v
   if (f.max_length < 3) throw UsageError("--max-length must be >= 3");
   if (!(f.holdout > 0 && f.holdout < 1)) throw UsageError("--holdout must be in (0, 1)");
   if (!(f.lr > 0) || !(f.lambda_lr > 0)) throw UsageError("--lr and --lambda-lr must be > 0");
+  if (!(f.weights_lr > 0) || !std::isfinite(f.weights_lr)) throw UsageError("--weights-lr must be > 0");
+  if (vm.count("train-weights") && f.finetune_steps < 1)
+    throw UsageError("--finetune-steps must be >= 1 with --train-weights");
+  if (!vm.count("train-weights") && !vm["finetune-steps"].defaulted())
+    log::warn("--finetune-steps has no effect without --train-weights");
   if (!(f.beta > 0)) throw UsageError("--beta must be > 0");
   if (f.log_every < 1) throw UsageError("--log-every must be >= 1");
   if (f.min_heads < 0) throw UsageError("--min-heads-per-layer must be >= 0");
