@@ -156,6 +156,10 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
     throw Error(fmt::format("head multipliers for {} layers given, the model has {}",
                             multipliers->size(), config_.num_hidden_layers));
   const int64_t B = ids.size(0), T = ids.size(1);
+  if (T > config_.max_position_embeddings)
+    throw Error(fmt::format("sequence of {} tokens is longer than max_position_embeddings {}; "
+                            "lower --max-length",
+                            T, config_.max_position_embeddings));
   auto x = embed_tokens->forward(ids);
   // Key j is visible to query i when j <= i and j is not padding; masked scores get the
   // lowest float (as HF's causal mask), so a row with nothing visible stays finite.

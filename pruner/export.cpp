@@ -75,7 +75,12 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
                       {"gate", l < static_cast<int64_t>(gates.size()) && !gates[l].empty()
                                    ? nlohmann::json(gates[l])
                                    : nlohmann::json(std::vector<double>(kept.size(), 1.0))}});
-    if (kept.empty())
+    if (kept.empty() && config.model_type == "llama")
+      result.warnings.push_back(fmt::format(
+          "layer {} has no heads left: its attention adds nothing (LLaMA has no o_proj bias); "
+          "headprune loads this checkpoint, transformers' LLaMA cannot hold an empty layer",
+          l));
+    else if (kept.empty())
       result.warnings.push_back(fmt::format(
           "layer {} has no heads left: headprune and transformers 4.46 (with torch 2.5) load "
           "this checkpoint, older transformers/torch versions fail on empty layers "

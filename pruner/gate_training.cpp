@@ -172,8 +172,13 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
   const auto snapshot_file = o.out_dir / kSnapshot;
   int64_t start = 0;
   if (o.resume) {
-    if (!std::filesystem::exists(snapshot_file))
+    if (!std::filesystem::exists(snapshot_file)) {
+      if (std::filesystem::exists(o.out_dir / "gates.json") && GateState::load(o.out_dir).complete)
+        throw Error(fmt::format("--resume: the run in {} already finished; its gates are in "
+                                "gates.json (use another --out for a new run)",
+                                o.out_dir.string()));
       throw Error(fmt::format("--resume: {} has no {} to continue from", o.out_dir.string(), kSnapshot));
+    }
     const auto previous = GateState::load(o.out_dir);
     if (auto diff = previous.model.difference(fingerprint); !diff.empty())
       throw Error(fmt::format("--resume: the snapshot belongs to another model: {}", diff));

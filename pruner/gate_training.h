@@ -21,7 +21,7 @@ struct GateTrainingOptions {
   int64_t steps = 300;
   std::size_t batch_size = 32;
   double learning_rate = 0.1;       ///< AdamW on log_alpha
-  double lambda_learning_rate = 1.0;  ///< gradient-ascent (SGD) step on λ1, λ2
+  double lambda_learning_rate = 0.1;  ///< gradient-ascent (SGD) step on λ1, λ2 (docs/results.md)
   /// Target sparsity in [0, 1) (Lagrangian); unset = fixed penalty `l0_lambda`.
   std::optional<double> target_sparsity;
   gates::SparsityUnit unit = gates::SparsityUnit::kHeads;

@@ -38,6 +38,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
     throw UsageError("give at least one of --sts FILE, --classification FILE, --teacher DENSE --data TEXT");
   if (teacher.empty() != data.empty()) throw UsageError("--teacher and --data go together");
   if (batch_size < 1) throw UsageError("--batch-size must be >= 1");
+  if (max_length < 3) throw UsageError("--max-length must be >= 3");
   const auto device = globals.torch_device();
   auto ckpt = models::load_checkpoint(model, device);
   nlohmann::json result = {{"model", model}};

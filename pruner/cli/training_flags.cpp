@@ -30,7 +30,7 @@ void add_training_flags(po::options_description& desc, TrainingFlags& f) {
       ("holdout", po::value<double>(&f.holdout)->default_value(0.1),
        "share of lines held out for measuring fidelity")
       ("lr", po::value<double>(&f.lr)->default_value(0.1), "learning rate of log_alpha (AdamW)")
-      ("lambda-lr", po::value<double>(&f.lambda_lr)->default_value(1.0),
+      ("lambda-lr", po::value<double>(&f.lambda_lr)->default_value(0.1),
        "step size of the Lagrange multipliers (plain gradient ascent)")
       ("warmup-steps", po::value<int64_t>(&f.warmup)->default_value(-1),
        "steps over which the target ramps up from 0 (-1 = 40% of --steps)")

@@ -23,7 +23,7 @@ struct TrainingFlags {
   std::size_t max_lines = 0;
   double holdout = 0.1;
   double lr = 0.1;
-  double lambda_lr = 1.0;
+  double lambda_lr = 0.1;
   int64_t warmup = -1;
   double beta = 2.0 / 3.0;
   double log_alpha_init = 3.0;
