@@ -215,8 +215,9 @@ std::vector<bool> keep_mask_from_gates(const torch::Tensor& gate, const torch::T
 
 double max_sparsity(const std::vector<int64_t>& heads_per_layer, const SparsityMeasure& measure,
                     const MaskConstraints& constraints) {
-  // Removing every unit that the per-layer minimum allows, cheapest layers first does not
-  // matter: constraints are per layer and all heads of a layer cost the same in every unit.
+  // Remove every unit the per-layer minimums allow (a goal beyond the total cost never stops
+  // the selection early); scores do not matter, since the constraints are per layer and all
+  // heads of a layer cost the same in every unit.
   std::vector<double> zero(measure.head_cost.size(), 0.0);
   auto units = removal_units(zero, heads_per_layer, measure, constraints);
   return measure.of_mask(select(units, heads_per_layer, measure, measure.total_cost * 2, constraints));

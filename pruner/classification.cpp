@@ -61,16 +61,22 @@ std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& file,
   return out;
 }
 
-torch::Tensor classify_texts(models::Checkpoint& ckpt, const std::vector<std::string>& texts,
-                             std::size_t batch_size, const torch::Device& device) {
-  auto* encoder = dynamic_cast<models::BertModel*>(ckpt.model.get());
-  if (!ckpt.classifier || !encoder)
+const std::vector<std::string>& classifier_labels(const models::Checkpoint& ckpt) {
+  if (!ckpt.classifier)
     throw Error(fmt::format("{} has no classifier head (classifier.weight): --classification "
                             "needs a BertForSequenceClassification checkpoint",
                             ckpt.dir.string()));
+  return ckpt.classifier->labels;
+}
+
+torch::Tensor classify_texts(models::Checkpoint& ckpt, const std::vector<std::string>& texts,
+                             std::size_t batch_size, const torch::Device& device) {
+  classifier_labels(ckpt);
+  // load_checkpoint attaches a classifier only to a BertModel with a pooler.
+  auto& encoder = dynamic_cast<models::BertModel&>(*ckpt.model);
   return run_texts(ckpt, texts, batch_size, device, ckpt.classifier->num_labels(),
                    [&](const models::ModelInputs&, const torch::Tensor& hidden) {
-                     return ckpt.classifier->forward(*encoder, hidden);
+                     return ckpt.classifier->forward(encoder, hidden);
                    });
 }
 

@@ -28,6 +28,10 @@ struct LabelledText {
 std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& file,
                                               const std::vector<std::string>& labels);
 
+/// The checkpoint's label names (id2label), for read_labelled_texts.
+/// @throws headprune::Error if the checkpoint has no classifier head.
+const std::vector<std::string>& classifier_labels(const models::Checkpoint& checkpoint);
+
 /// Classifier logits [texts, num_labels] (CPU) of HF BertForSequenceClassification for
 /// `texts`, in batches of similar length.
 /// @throws headprune::Error if the checkpoint has no classifier head or no tokenizer.

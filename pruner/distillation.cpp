@@ -38,14 +38,17 @@ DistillationLoss encoder_distillation(const torch::Tensor& student, const torch:
 DistillationLoss causal_lm_distillation(const torch::Tensor& student_logits,
                                         const torch::Tensor& teacher_logits,
                                         const torch::Tensor& attention_mask) {
-  auto log_t = torch::log_softmax(teacher_logits.detach().to(torch::kFloat), -1);
-  auto log_s = torch::log_softmax(student_logits.to(torch::kFloat), -1);
-  auto per_token = (log_t.exp() * (log_t - log_s)).sum(-1);  // [B, T]
+  auto per_token = token_kl(torch::log_softmax(teacher_logits.detach().to(torch::kFloat), -1),
+                            torch::log_softmax(student_logits.to(torch::kFloat), -1));
   auto m = attention_mask.to(per_token.dtype());
   DistillationLoss loss;
   loss.kl = (per_token * m).sum() / m.sum().clamp_min(1);
   loss.total = loss.kl;
   return loss;
+}
+
+torch::Tensor token_kl(const torch::Tensor& log_teacher, const torch::Tensor& log_student) {
+  return (log_teacher.exp() * (log_teacher - log_student)).sum(-1);
 }
 
 torch::Tensor distillation_target(const models::ModelOutput& teacher) {

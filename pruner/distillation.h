@@ -42,6 +42,10 @@ DistillationLoss causal_lm_distillation(const torch::Tensor& student_logits,
                                         const torch::Tensor& teacher_logits,
                                         const torch::Tensor& attention_mask);
 
+/// Per-position KL(p_t ‖ p_s) = Σ_v p_t(v) (log p_t(v) − log p_s(v)), in nats.
+/// log_teacher, log_student: log-probabilities [B, T, V] -> [B, T].
+torch::Tensor token_kl(const torch::Tensor& log_teacher, const torch::Tensor& log_student);
+
 /// What the teacher contributes to the objective: its logits for a model with an LM head,
 /// else its final hidden states.
 torch::Tensor distillation_target(const models::ModelOutput& teacher);

@@ -8,6 +8,7 @@
 
 #include "models/errors.h"
 #include "pruner/corpus.h"
+#include "pruner/distillation.h"
 
 namespace headprune::pruner {
 
@@ -57,15 +58,18 @@ Fidelity measure_fidelity(models::AttentionModel& student,
       auto mask = in.attention_mask.to(torch::kFloat);
       auto log_s = torch::log_softmax(out_s.logits.to(torch::kFloat), -1);
       auto log_t = torch::log_softmax(out_t.logits.to(torch::kFloat), -1);
-      kl_sum += (((log_t.exp() * (log_t - log_s)).sum(-1)) * mask).sum().item<double>();
+      kl_sum += (token_kl(log_t, log_s) * mask).sum().item<double>();
       kl_tokens += mask.sum().item<double>();
       // Next-token NLL: position t predicts token t+1 where both are real.
       const auto T = in.input_ids.size(1);
       if (T > 1) {
         auto next = in.input_ids.slice(1, 1, T).unsqueeze(-1);
         auto both = mask.slice(1, 0, T - 1) * mask.slice(1, 1, T);
-        nll_student -= (log_s.slice(1, 0, T - 1).gather(-1, next).squeeze(-1) * both).sum().item<double>();
-        nll_teacher -= (log_t.slice(1, 0, T - 1).gather(-1, next).squeeze(-1) * both).sum().item<double>();
+        auto nll = [&](const torch::Tensor& log_p) {
+          return -(log_p.slice(1, 0, T - 1).gather(-1, next).squeeze(-1) * both).sum().item<double>();
+        };
+        nll_student += nll(log_s);
+        nll_teacher += nll(log_t);
         next_tokens += both.sum().item<double>();
       }
     }

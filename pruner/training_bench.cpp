@@ -73,7 +73,7 @@ TrainingBenchReport run_training_bench(models::Checkpoint& ckpt, const TrainingB
   torch::Tensor cached;
   {
     torch::NoGradGuard no_grad;
-    cached = model.forward(in, nullptr).last_hidden_state;
+    cached = distillation_target(model.forward(in, nullptr));
   }
   auto sync = [&](const torch::Tensor& t) {
     if (o.device.is_cuda()) torch::cuda::synchronize();
@@ -87,8 +87,7 @@ TrainingBenchReport run_training_bench(models::Checkpoint& ckpt, const TrainingB
   };
   auto dense_step = [&] {
     set_weights_grad(true);
-    auto h = model.forward(in, nullptr).last_hidden_state;
-    auto loss = h.pow(2).mean();
+    auto loss = distillation_target(model.forward(in, nullptr)).pow(2).mean();
     loss.backward();
     sync(loss);
     set_weights_grad(false);
@@ -97,11 +96,11 @@ TrainingBenchReport run_training_bench(models::Checkpoint& ckpt, const TrainingB
     torch::Tensor teacher = cached;
     if (!teacher_cached) {
       torch::NoGradGuard no_grad;
-      teacher = model.forward(in, nullptr).last_hidden_state;
+      teacher = distillation_target(model.forward(in, nullptr));
     }
     auto multipliers = g.split(g.sample());
-    auto student = model.forward(in, &multipliers).last_hidden_state;
-    auto loss = encoder_distillation(student, teacher, in.attention_mask, ckpt.pooling, 1.0).total +
+    auto loss = distillation(model.forward(in, &multipliers), teacher, in.attention_mask,
+                             ckpt.pooling, 1.0).total +
                 lagrangian.penalty(measure.expected(g), 0.5);
     gate_opt.zero_grad();
     loss.backward();

@@ -50,14 +50,11 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
     if (!vm.count("json")) std::cout << fmt::format("STS {}: spearman x100 = {:.2f} ({} pairs)\n", sts, r.spearman_x100, r.pairs);
   }
   if (!classification.empty()) {
-    if (!ckpt.classifier)
-      throw Error(fmt::format("{} has no classifier head (classifier.weight): --classification "
-                              "needs a BertForSequenceClassification checkpoint",
-                              model));
-    auto examples = pruner::read_labelled_texts(classification, ckpt.classifier->labels);
+    const auto& labels = pruner::classifier_labels(ckpt);
+    auto examples = pruner::read_labelled_texts(classification, labels);
     log::info("classification: {} labelled sentences", examples.size());
     auto r = pruner::evaluate_classification(ckpt, examples, batch_size, device);
-    result["classification"] = r.to_json(ckpt.classifier->labels);
+    result["classification"] = r.to_json(labels);
     result["classification"]["file"] = classification;
     if (!vm.count("json"))
       std::cout << fmt::format("classification {}: accuracy {:.2f}% ({} of {})\n", classification,
