@@ -22,6 +22,46 @@ std::string canonical_key(const std::string& key, bool strip_bert) {
   return strip_bert && key.rfind("bert.", 0) == 0 ? key.substr(5) : key;
 }
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string parent_module(const std::string& key) {
+  const auto dot = key.rfind('.');
+  return dot == std::string::npos ? std::string() : key.substr(0, dot);
+}
+
+/// The dtype in the file of each floating-point weight the model loaded, by parameter name.
+std::map<std::string, torch::ScalarType> source_dtypes(const torch::nn::Module& model,
+                                                       const TensorMap& weights) {
+  const bool strip_bert = !weights.count("embeddings.word_embeddings.weight") &&
+                          weights.count("bert.embeddings.word_embeddings.weight");
+  std::map<std::string, torch::ScalarType> out;
+  std::set<std::string> params;
+  for (const auto& p : model.named_parameters(true)) params.insert(p.key());
+  for (const auto& [key, t] : weights)
+    if (params.count(canonical_key(key, strip_bert)) && t.is_floating_point())
+      out[canonical_key(key, strip_bert)] = t.scalar_type();
+  return out;
+}
+
+/// Refuses an unused tensor that sits in a module the model has (e.g. an `o_proj.bias` when
+/// the config says attention_bias false): the model would compute without it, and carrying
+/// it through surgery unchanged would write a stale tensor.
+void check_unused_outside_model(const torch::nn::Module& model, const std::vector<std::string>& unused,
+                                const std::filesystem::path& dir) {
+  std::set<std::string> modules;
+  for (const auto& p : model.named_parameters(true)) modules.insert(parent_module(p.key()));
+  for (const auto& key : unused) {
+    const auto stripped = key.rfind("bert.", 0) == 0 ? key.substr(5) : key;
+    if (modules.count(parent_module(stripped)))
+      throw Error(fmt::format("{}: tensor '{}' belongs to module '{}', which the config describes "
+                              "without it (check attention_bias / mlp_bias and similar keys in "
+                              "config.json)",
+                              (dir / "model.safetensors").string(), key, parent_module(stripped)));
+  }
+}
+
 /// The architecture config.json names, with random weights shaped by its kept heads.
 std::shared_ptr<AttentionModel> make_model(const ModelConfig& config, const TensorMap& weights) {
   if (config.model_type == "llama") return std::make_shared<LlamaModel>(config);
@@ -37,6 +77,7 @@ Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torc
   ckpt.dir = file;
   auto model = make_model(converted.config, converted.weights);
   ckpt.unused_keys = load_weights(*model, converted.weights, file.string());
+  ckpt.source_dtypes = source_dtypes(*model, converted.weights);
   model->to(device);
   model->eval();
   ckpt.model = model;
@@ -51,7 +92,11 @@ std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap
   const bool strip_bert = !weights.count("embeddings.word_embeddings.weight") &&
                           weights.count("bert.embeddings.word_embeddings.weight");
   std::map<std::string, const torch::Tensor*> by_name;
-  for (const auto& [k, v] : weights) by_name[canonical_key(k, strip_bert)] = &v;
+  std::map<std::string, std::string> file_name;
+  for (const auto& [k, v] : weights) {
+    by_name[canonical_key(k, strip_bert)] = &v;
+    file_name[canonical_key(k, strip_bert)] = k;
+  }
 
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
@@ -77,7 +122,7 @@ std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap
 
   std::vector<std::string> unused;
   for (const auto& [name, t] : by_name)
-    if (!used.count(name)) unused.push_back(name);
+    if (!used.count(name)) unused.push_back(file_name.at(name));
   return unused;
 }
 
@@ -92,10 +137,31 @@ TensorMap state_dict(const torch::nn::Module& module) {
 
 TensorMap checkpoint_state_dict(const Checkpoint& checkpoint) {
   auto encoder = state_dict(*checkpoint.model);
-  if (!checkpoint.classifier) return encoder;
-  TensorMap out = state_dict(*checkpoint.classifier);
-  for (auto& [key, tensor] : encoder) out["bert." + key] = std::move(tensor);
+  for (auto& [key, tensor] : encoder)
+    if (auto d = checkpoint.source_dtypes.find(key); d != checkpoint.source_dtypes.end())
+      tensor = tensor.to(d->second);
+  TensorMap out;
+  if (checkpoint.classifier) {
+    out = state_dict(*checkpoint.classifier);
+    for (auto& [key, tensor] : encoder) out["bert." + key] = std::move(tensor);
+  } else {
+    out = std::move(encoder);
+  }
+  for (const auto& [key, tensor] : checkpoint.passthrough)
+    if (!out.emplace(key, tensor).second)
+      throw Error(fmt::format("tensor '{}' is both a model weight and an unused tensor of the "
+                              "source file; please report this",
+                              key));
   return out;
+}
+
+void round_to_source_dtypes(Checkpoint& checkpoint) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : checkpoint.model->named_parameters(true)) {
+    auto d = checkpoint.source_dtypes.find(p.key());
+    if (d != checkpoint.source_dtypes.end() && d->second != p.value().scalar_type())
+      p.value().copy_(p.value().to(d->second).to(p.value().scalar_type()));
+  }
 }
 
 Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device) {
@@ -111,10 +177,15 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   auto weights = load_checkpoint_weights(dir);
   auto model = make_model(config, weights);
   ckpt.unused_keys = load_weights(*model, weights, (dir / "model.safetensors").string());
-  // position_ids is a constant buffer HF writes; it carries no information.
-  ckpt.unused_keys.erase(
-      std::remove(ckpt.unused_keys.begin(), ckpt.unused_keys.end(), "embeddings.position_ids"),
-      ckpt.unused_keys.end());
+  ckpt.source_dtypes = source_dtypes(*model, weights);
+  // position_ids is a constant buffer HF writes: carried through like any unused tensor (so
+  // that sizes compare like with like), but not worth a warning.
+  const auto position_ids = std::find_if(ckpt.unused_keys.begin(), ckpt.unused_keys.end(),
+      [](const std::string& k) { return ends_with(k, "embeddings.position_ids"); });
+  if (position_ids != ckpt.unused_keys.end()) {
+    ckpt.passthrough[*position_ids] = weights.at(*position_ids);
+    ckpt.unused_keys.erase(position_ids);
+  }
   if (auto w = weights.find("classifier.weight"); w != weights.end()) {
     const auto* bert = dynamic_cast<const BertModel*>(model.get());
     if (!bert || !bert->pooler_dense)
@@ -134,6 +205,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
     ckpt.classifier->to(device);
     ckpt.classifier->eval();
   }
+  check_unused_outside_model(*model, ckpt.unused_keys, dir);
+  for (const auto& key : ckpt.unused_keys) ckpt.passthrough[key] = weights.at(key);
   model->to(device);
   model->eval();
   ckpt.model = model;
@@ -142,7 +215,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   else if (std::filesystem::exists(dir / kLlama2cTokenizerFile))
     ckpt.tokenizer = std::make_shared<Llama2cTokenizer>(
         Llama2cTokenizer::from_file(dir / kLlama2cTokenizerFile, config.vocab_size));
-  ckpt.pooling = SentencePooling::from_directory(dir);
+  ckpt.pooling = SentencePooling::from_directory(dir, config.hidden_size);
   ckpt.max_seq_length = ckpt.pooling.max_seq_length > 0
                             ? std::min(ckpt.pooling.max_seq_length, config.max_position_embeddings)
                             : config.max_position_embeddings;

@@ -31,9 +31,19 @@ struct Checkpoint {
   /// The classifier of a BertForSequenceClassification checkpoint ("classifier.weight" in
   /// the file), else empty.
   SequenceClassificationHead classifier{nullptr};
-  /// Weights in the file that the model does not use (reported, not fatal).
+  /// Weights in the file that the model does not use, outside any module it models (e.g. a
+  /// BertForMaskedLM's `cls.predictions.*`): carried through export unchanged, with a warning.
   std::vector<std::string> unused_keys;
+  /// Those tensors by their names in the file.
+  TensorMap passthrough;
+  /// Each weight's dtype in the file, by the model's parameter name: export writes every
+  /// tensor back in its source dtype (F16/BF16 stay F16/BF16).
+  std::map<std::string, torch::ScalarType> source_dtypes;
 };
+
+/// Rounds every parameter whose source dtype is narrower than float32 to that dtype and back,
+/// so that the in-memory model equals what export writes (call after surgery has folded gates).
+void round_to_source_dtypes(Checkpoint& checkpoint);
 
 /// Loads a checkpoint folder onto `device`. The architecture comes from config.json's
 /// `model_type` (bert: BertModel, llama: LlamaModel); head counts per layer from `pruned_heads`
@@ -45,7 +55,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
 
 /// Copies `weights` into the module's parameters and buffers by name (a leading "bert." on
 /// every key is accepted, as in BertFor* checkpoints). Buffers absent from the file keep their
-/// values. @returns the keys of `weights` that the module has no slot for.
+/// values. @returns the keys of `weights` (as named in the file) that the module has no slot for.
 /// @throws headprune::Error naming the first missing parameter or mismatched shape.
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
                                       const std::string& source);
@@ -55,7 +65,8 @@ TensorMap state_dict(const torch::nn::Module& module);
 
 /// What export writes for a checkpoint: state_dict(model), or with a classifier head HF's
 /// BertForSequenceClassification layout ("bert." + the encoder's names, plus "classifier.*"),
-/// which transformers requires once a head's keys are present.
+/// which transformers requires once a head's keys are present; plus the passthrough tensors;
+/// each tensor in its source dtype. @throws headprune::Error if a passthrough name collides.
 TensorMap checkpoint_state_dict(const Checkpoint& checkpoint);
 
 }  // namespace headprune::models

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "models/config_keys.h"
 #include "models/errors.h"
 #include "models/integer_key.h"
 
@@ -44,10 +45,23 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
   if (c.head_dim <= 0 || c.head_dim % 2 != 0)
     throw Error(fmt::format("{}: head_dim {} must be positive and even (rotary embedding)", source,
                             c.head_dim));
-  if (j.contains("rope_scaling") && !j.at("rope_scaling").is_null())
-    throw Error(fmt::format("{}: rope_scaling is not supported (only plain RoPE)", source));
   c.rms_norm_eps = optional<double>(j, "rms_norm_eps", 1e-6, source);
   c.rope_theta = optional<double>(j, "rope_theta", 10000.0, source);
+  // transformers 5 writes RoPE as rope_parameters (older: rope_scaling); only the default
+  // rotary embedding is implemented.
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (!j.contains(key) || j.at(key).is_null()) continue;
+    const auto& rope = j.at(key);
+    if (!rope.is_object() || rope.value("rope_type", std::string()) != "default")
+      throw Error(fmt::format("{}: {} {} is not supported (only plain RoPE, rope_type "
+                              "\"default\")",
+                              source, key, rope.dump()));
+    for (const auto& [name, value] : rope.items())
+      if (name != "rope_type" && name != "rope_theta")
+        throw Error(fmt::format("{}: {}.{} is not supported (plain RoPE takes rope_theta only)",
+                                source, key, name));
+    c.rope_theta = optional<double>(rope, "rope_theta", c.rope_theta, source);
+  }
   c.tie_word_embeddings = optional<bool>(j, "tie_word_embeddings", false, source);
   c.attention_bias = optional<bool>(j, "attention_bias", false, source);
   c.mlp_bias = optional<bool>(j, "mlp_bias", false, source);
@@ -94,7 +108,46 @@ void parse_headprune_kept_heads(const nlohmann::json& j, const std::string& sour
   }
 }
 
+/// `headprune.original_head_ids` / `original_num_attention_heads`: what a uniform LLaMA export
+/// renumbered (see ModelConfig::original_head_ids). Absent: the identity.
+void parse_original_head_ids(const nlohmann::json& j, const std::string& source, ModelConfig& c) {
+  c.original_num_attention_heads = c.num_attention_heads;
+  c.original_head_ids.assign(c.num_hidden_layers, {});
+  for (auto& ids : c.original_head_ids)
+    for (int64_t h = 0; h < c.num_attention_heads; ++h) ids.push_back(h);
+  const auto note = j.value("headprune", nlohmann::json::object());
+  if (!note.is_object() || !note.contains("original_head_ids")) return;
+  const auto original = optional<int64_t>(note, "original_num_attention_heads", 0, source);
+  std::vector<std::vector<int64_t>> ids;
+  try {
+    ids = note.at("original_head_ids").get<std::vector<std::vector<int64_t>>>();
+  } catch (const nlohmann::json::exception&) {
+    throw Error(fmt::format("{}: headprune.original_head_ids must be a list of lists", source));
+  }
+  if (static_cast<int64_t>(ids.size()) != c.num_hidden_layers || original < c.num_attention_heads)
+    throw Error(fmt::format("{}: headprune.original_head_ids must list {} layers and "
+                            "headprune.original_num_attention_heads be >= {}",
+                            source, c.num_hidden_layers, c.num_attention_heads));
+  for (size_t l = 0; l < ids.size(); ++l) {
+    const auto& layer = ids[l];
+    const bool ascending = std::adjacent_find(layer.begin(), layer.end(), std::greater_equal<>()) == layer.end();
+    if (static_cast<int64_t>(layer.size()) != c.num_attention_heads || !ascending ||
+        (!layer.empty() && (layer.front() < 0 || layer.back() >= original)))
+      throw Error(fmt::format("{}: headprune.original_head_ids[{}] must hold {} ascending head "
+                              "indices below {}",
+                              source, l, c.num_attention_heads, original));
+  }
+  c.original_num_attention_heads = original;
+  c.original_head_ids = std::move(ids);
+}
+
 }  // namespace
+
+std::vector<int64_t> ModelConfig::original_ids(int64_t layer, const std::vector<int64_t>& heads) const {
+  std::vector<int64_t> out;
+  for (auto h : heads) out.push_back(original_head_ids.at(static_cast<size_t>(layer)).at(static_cast<size_t>(h)));
+  return out;
+}
 
 nlohmann::json read_json_file(const std::filesystem::path& file) {
   std::ifstream in(file);
@@ -126,6 +179,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
   if (!kSupportedModelTypes.count(c.model_type))
     throw Error(fmt::format("{}: model_type '{}' is not supported (supported: bert, llama)", source,
                             c.model_type));
+  check_config_keys(j, c.model_type, source);
   c.vocab_size = required<int64_t>(j, "vocab_size", source);
   c.hidden_size = required<int64_t>(j, "hidden_size", source);
   c.num_hidden_layers = required<int64_t>(j, "num_hidden_layers", source);
@@ -162,6 +216,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
                               source, c.hidden_act));
   }
 
+  parse_original_head_ids(j, source, c);
   c.kept_heads.assign(c.num_hidden_layers, {});
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
     for (int64_t h = 0; h < c.num_attention_heads; ++h) c.kept_heads[l].push_back(h);
@@ -262,6 +317,10 @@ nlohmann::json ModelConfig::to_json() const {
       j["num_key_value_heads"] = kept_heads.empty() ? num_key_value_heads
                                                     : static_cast<int64_t>(kept_kv_heads()[0].size());
       j["head_dim"] = head_dim;
+      std::vector<std::vector<int64_t>> ids;
+      for (int64_t l = 0; l < num_hidden_layers; ++l) ids.push_back(original_ids(l, kept_heads[l]));
+      j["headprune"]["original_head_ids"] = ids;
+      j["headprune"]["original_num_attention_heads"] = original_num_attention_heads;
     } else {
       j["headprune"]["kept_heads"] = kept_heads;
     }

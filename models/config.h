@@ -51,8 +51,19 @@ struct ModelConfig {
   std::map<int64_t, std::vector<int64_t>> pruned_heads;
   /// Derived: per layer, the original indices of the heads present, ascending.
   std::vector<std::vector<int64_t>> kept_heads;
+  /// Heads per layer of the model this one was first pruned from. Equals num_attention_heads
+  /// unless a uniform LLaMA export renumbered its kept heads 0..n-1 (then it is read from
+  /// `headprune.original_num_attention_heads`).
+  int64_t original_num_attention_heads = 0;
+  /// Per layer, for each head index of this config (0..num_attention_heads-1), its index in
+  /// the model first pruned: the identity unless a uniform LLaMA export renumbered heads
+  /// (`headprune.original_head_ids`). Used by reports, never by the computation.
+  std::vector<std::vector<int64_t>> original_head_ids;
   /// The whole file as read, so that export keeps keys headprune does not model.
   nlohmann::json raw;
+
+  /// `heads` (this config's indices in `layer`) as indices of the model first pruned.
+  std::vector<int64_t> original_ids(int64_t layer, const std::vector<int64_t>& heads) const;
 
   /// Heads present in each layer (size num_hidden_layers).
   std::vector<int64_t> heads_per_layer() const;

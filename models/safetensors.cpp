@@ -164,6 +164,30 @@ Entry parse_entry(const fs::path& file, const std::string& name, const json& v) 
   return e;
 }
 
+/// Parses the header text, refusing a key that appears twice in one object (JSON parsers
+/// differ on which copy wins; the format's reference parser rejects it).
+json parse_header_json(const fs::path& file, const std::string& text) {
+  std::vector<std::set<std::string>> keys_in_object;
+  std::string duplicate;
+  const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys_in_object.emplace_back();
+    else if (event == json::parse_event_t::object_end && !keys_in_object.empty()) keys_in_object.pop_back();
+    else if (event == json::parse_event_t::key && !keys_in_object.empty() &&
+             !keys_in_object.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  json header;
+  try {
+    header = json::parse(text, track);
+  } catch (const json::exception& e) {
+    fail(file, std::string("the header is not valid JSON (") + e.what() + "): " + kCorruptHint);
+  }
+  if (!duplicate.empty())
+    fail(file, "the header names '" + duplicate + "' twice: " + kCorruptHint);
+  return header;
+}
+
 }  // namespace
 
 TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::string>* metadata) {
@@ -202,12 +226,10 @@ TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::stri
   if (header_len > 0 && !in.read(header_text.data(), static_cast<std::streamsize>(header_len)))
     fail(file, "cannot read the " + std::to_string(header_len) + "-byte header" + io_reason());
 
-  json header;
-  try {
-    header = json::parse(header_text);
-  } catch (const json::exception& e) {
-    fail(file, std::string("the header is not valid JSON (") + e.what() + "): " + kCorruptHint);
-  }
+  // The format: the header starts with '{' and may be padded at the end with spaces only.
+  if (header_text.empty() || header_text.front() != '{')
+    fail(file, std::string("the header does not start with '{': ") + kCorruptHint);
+  const json header = parse_header_json(file, header_text);
   if (!header.is_object())
     fail(file, "the header is not a JSON object but a " + std::string(header.type_name()) +
                    ": " + kCorruptHint);
@@ -231,14 +253,26 @@ TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::stri
     entries.push_back(parse_entry(file, it.key(), it.value()));
   }
 
-  // Overlaps and bounds, in file order. Zero-size tensors occupy no bytes and overlap nothing.
+  // Bounds, holes and overlaps, in file order. Zero-size tensors occupy no bytes and overlap nothing.
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
   const std::uint64_t data_size = file_size - 8 - header_len;
+  for (const Entry& e : entries)
+    if (e.end > data_size)
+      fail(file, e.name,
+           "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
+               "] end beyond the data section, which has only " + std::to_string(data_size) +
+               " bytes (file size " + std::to_string(file_size) + "): " + kTruncatedHint);
   const Entry* prev = nullptr;
   for (const Entry& e : entries) {
     if (e.end == e.begin) continue;
+    // The format requires the byte buffer to be entirely indexed: no holes between tensors.
+    if ((prev ? prev->end : 0) < e.begin)
+      fail(file, e.name,
+           "its bytes start at " + std::to_string(e.begin) + " but the previous tensor ends at " +
+               std::to_string(prev ? prev->end : 0) +
+               ": the data section has a hole, which the format forbids: " + kCorruptHint);
     if (prev && e.begin < prev->end)
       fail(file, e.name,
            "its bytes [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
@@ -246,12 +280,12 @@ TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::stri
                ", " + std::to_string(prev->end) + "): " + kCorruptHint);
     prev = &e;
   }
-  for (const Entry& e : entries)
-    if (e.end > data_size)
-      fail(file, e.name,
-           "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-               "] end beyond the data section, which has only " + std::to_string(data_size) +
-               " bytes (file size " + std::to_string(file_size) + "): " + kTruncatedHint);
+  // No overlaps: the last non-empty tensor ends where the indexed bytes end.
+  const std::uint64_t indexed = prev ? prev->end : 0;
+  if (indexed < data_size)
+    fail(file, "the data section has " + std::to_string(data_size - indexed) +
+                   " bytes after the last tensor that no tensor indexes, which the format "
+                   "forbids: " + kCorruptHint);
 
   // Normal tensors even if the caller is in an inference-mode region.
   c10::InferenceMode not_inference(false);

@@ -1,10 +1,13 @@
 #include "pruner/apply.h"
 
+#include <set>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/head_costs.h"
 #include "pruner/format.h"
 #include "pruner/inspect.h"
 #include "pruner/log.h"
@@ -16,6 +19,7 @@ nlohmann::json ApplyResult::to_json() const {
           {"params_after", params_after},   {"params_per_head", params_per_head},
           {"kv_heads_removed", kv_heads_removed}, {"params_per_kv_head", params_per_kv_head},
           {"bytes_before", bytes_before},   {"bytes_after", bytes_after},
+          {"weights_dtypes", weights_dtypes},
           {"reload_max_abs_diff", reload_max_abs_diff}, {"warnings", exported.warnings}};
 }
 
@@ -25,17 +29,20 @@ std::string ApplyResult::describe() const {
   std::string s;
   s += fmt::format("heads       {} -> {} ({} removed)\n", heads_before, heads_after, removed);
   const auto expected = removed * params_per_head + kv_heads_removed * params_per_kv_head;
+  // Without KV sharing each removed head takes its own K/V rows: one figure per head.
   const auto breakdown =
-      params_per_kv_head == 0
-          ? fmt::format("{} heads x {}", removed, params_per_head)
+      kv_heads_removed == removed
+          ? fmt::format("{} heads x {}", removed, params_per_head + params_per_kv_head)
           : fmt::format("{} query heads x {} + {} KV heads x {}", removed, params_per_head,
                         kv_heads_removed, params_per_kv_head);
   s += fmt::format("parameters  {} -> {} (-{:.2f}%; {} = {} parameters removed{})\n",
                    params_before, params_after, pct(static_cast<double>(params_after), static_cast<double>(params_before)),
                    breakdown, expected,
                    params_before - params_after == expected ? ", exactly" : ", MISMATCH");
-  s += fmt::format("file size   {} -> {} (-{:.2f}%)\n", human_bytes(bytes_before),
-                   human_bytes(bytes_after), pct(static_cast<double>(bytes_after), static_cast<double>(bytes_before)));
+  s += fmt::format("file size   {} -> {} (-{:.2f}%; safetensors weights, {} in both)\n",
+                   human_bytes(bytes_before), human_bytes(bytes_after),
+                   pct(static_cast<double>(bytes_after), static_cast<double>(bytes_before)),
+                   weights_dtypes);
   s += fmt::format("reload      exported folder reproduces the pruned model (max |diff| {:.2g})\n",
                    reload_max_abs_diff);
   return s;
@@ -56,16 +63,15 @@ ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
   r.heads_before = model.config().total_heads();
   r.params_before = parameter_count(model);
   r.bytes_before = weights_file_bytes(ckpt.dir);
+  std::set<std::string> dtypes;
+  for (const auto& [name, type] : ckpt.source_dtypes) dtypes.insert(c10::toString(type));
+  r.weights_dtypes = fmt::format("{}", fmt::join(dtypes, "+"));
   const auto& c = model.config();
-  const auto hd = c.hidden_size * c.head_dim;
+  const auto costs = models::head_costs(c, 1);
+  r.params_per_head = costs.params_per_query_head;
+  r.params_per_kv_head = costs.params_per_kv_head;
   int64_t kv_before = 0;
-  if (c.model_type == "llama") {
-    r.params_per_head = 2 * hd + (c.attention_bias ? c.head_dim : 0);
-    r.params_per_kv_head = 2 * hd + (c.attention_bias ? 2 * c.head_dim : 0);
-    for (const auto& kv : c.kept_kv_heads()) kv_before += static_cast<int64_t>(kv.size());
-  } else {
-    r.params_per_head = 4 * hd + 3 * c.head_dim;
-  }
+  for (const auto& kv : c.kept_kv_heads()) kv_before += static_cast<int64_t>(kv.size());
 
   // Gate values folded into each kept head, for the record.
   std::vector<std::vector<double>> folded(plan.size());
@@ -78,34 +84,26 @@ ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
         folded[l].push_back(s.data_ptr<double>()[i]);
   }
   apply_plan(model, plan);
+  // An F16/BF16 source is written back in its dtype: the model in memory is what is written.
+  models::round_to_source_dtypes(ckpt);
   r.heads_after = model.config().total_heads();
   r.params_after = parameter_count(model);
-  if (r.params_per_kv_head > 0) {
-    int64_t kv_after = 0;
-    for (const auto& kv : model.config().kept_kv_heads()) kv_after += static_cast<int64_t>(kv.size());
-    r.kv_heads_removed = kv_before - kv_after;
-  }
+  int64_t kv_after = 0;
+  for (const auto& kv : model.config().kept_kv_heads()) kv_after += static_cast<int64_t>(kv.size());
+  r.kv_heads_removed = kv_before - kv_after;
   r.heads_present_before = heads_before;
   r.folded_gates = folded;
   return r;
 }
 
-void export_and_verify(ApplyResult& r, models::Checkpoint& ckpt, const std::filesystem::path& out,
-                       bool force, const nlohmann::json& record, const torch::Device& device,
-                       const std::map<std::string, std::string>& extra_files) {
-  auto& model = *ckpt.model;
-  const auto& c = model.config();
-  log::info("writing {}", out.string());
-  r.exported = export_checkpoint(ckpt, out, force, r.heads_present_before,
-                                 r.folded_gates, record, extra_files);
-  r.bytes_after = r.exported.weights_bytes;
-  for (const auto& w : r.exported.warnings) log::warn("{}", w);
-  if (!r.exported.skipped.empty())
-    log::warn("not copied (weights in other formats would still be dense): {}",
-              fmt::join(r.exported.skipped, ", "));
+namespace {
 
-  // Reload check on a fixed small batch of token ids.
-  auto reloaded = models::load_checkpoint(out, device);
+/// Loads the folder just written and returns the largest |difference| of its last hidden
+/// states from `model`'s on a fixed batch of 2 × 16 token ids.
+double reload_difference(models::AttentionModel& model, const std::filesystem::path& dir,
+                         const torch::Device& device) {
+  const auto& c = model.config();
+  auto reloaded = models::load_checkpoint(dir, device);
   torch::NoGradGuard no_grad;
   const int64_t span = std::max<int64_t>(1, std::min<int64_t>(c.vocab_size, 20000) - 1000);
   auto ids = ((torch::arange(32, torch::kLong) * 7919) % span + std::min<int64_t>(1000, c.vocab_size - 1))
@@ -113,11 +111,32 @@ void export_and_verify(ApplyResult& r, models::Checkpoint& ckpt, const std::file
   models::ModelInputs in{ids, torch::ones_like(ids), {}};
   auto a = model.forward(in, nullptr).last_hidden_state;
   auto b = reloaded.model->forward(in, nullptr).last_hidden_state;
-  r.reload_max_abs_diff = (a - b).abs().max().item<double>();
-  if (r.reload_max_abs_diff != 0)
-    throw Error(fmt::format("the exported folder {} does not reproduce the pruned model (max "
-                            "|diff| {}); please report this",
-                            out.string(), r.reload_max_abs_diff));
+  return (a - b).abs().max().item<double>();
+}
+
+}  // namespace
+
+void export_and_verify(ApplyResult& r, models::Checkpoint& ckpt, const std::filesystem::path& out,
+                       bool force, const nlohmann::json& record, const torch::Device& device,
+                       const std::map<std::string, std::string>& extra_files,
+                       const LateFiles& late_files) {
+  log::info("writing {}", out.string());
+  auto finish = [&](const std::filesystem::path& tmp, ExportResult& exported) {
+    r.exported = exported;
+    r.bytes_after = exported.weights_bytes;
+    r.reload_max_abs_diff = reload_difference(*ckpt.model, tmp, device);
+    if (r.reload_max_abs_diff != 0)
+      throw Error(fmt::format("the export to {} does not reproduce the pruned model (max |diff| "
+                              "{}); nothing was written; please report this",
+                              out.string(), r.reload_max_abs_diff));
+    return late_files ? late_files(r) : std::map<std::string, std::string>();
+  };
+  r.exported = export_checkpoint(ckpt, out, force, r.heads_present_before, r.folded_gates, record,
+                                 extra_files, finish);
+  for (const auto& w : r.exported.warnings) log::warn("{}", w);
+  if (!r.exported.skipped.empty())
+    log::warn("not copied (weights in other formats would still be dense): {}",
+              fmt::join(r.exported.skipped, ", "));
 }
 
 }  // namespace headprune::pruner

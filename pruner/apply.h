@@ -19,12 +19,13 @@ struct ApplyResult {
   ExportResult exported;
   int64_t heads_before = 0, heads_after = 0;
   int64_t params_before = 0, params_after = 0;
-  /// Parameters one removed head takes with it: BERT, Q/K/V rows + biases and O columns;
-  /// LLaMA (GQA), its Q rows and O columns only, since K/V belong to its KV head.
+  /// Query part of a head (Q rows + bias, O columns; models/head_costs.h). Its K/V rows go with
+  /// its KV head, counted in kv_heads_removed (BERT: one KV head per head).
   int64_t params_per_head = 0;
-  int64_t kv_heads_removed = 0;        ///< LLaMA: KV heads that lost their last query head
-  int64_t params_per_kv_head = 0;      ///< LLaMA: K and V rows (+ biases) of one KV head
-  std::uintmax_t bytes_before = 0, bytes_after = 0;
+  int64_t kv_heads_removed = 0;        ///< KV heads that lost their last query head (BERT: = heads removed)
+  int64_t params_per_kv_head = 0;      ///< K and V rows (+ biases) of one KV head (models/head_costs.h)
+  std::uintmax_t bytes_before = 0, bytes_after = 0;  ///< the folders' .safetensors files
+  std::string weights_dtypes;           ///< the weights' dtypes, the same before and after ("Float")
   double reload_max_abs_diff = 0;       ///< exported folder vs in-memory pruned model
   std::vector<std::vector<int64_t>> heads_present_before;  ///< original indices per layer
   std::vector<std::vector<double>> folded_gates;           ///< per layer, per kept head
@@ -43,10 +44,14 @@ ApplyResult apply_and_export(models::Checkpoint& checkpoint, const PrunePlan& pl
 /// The two halves of apply_and_export, for callers that measure between them (`prune`):
 /// surgery only (fills everything but the export fields of ApplyResult) ...
 ApplyResult apply_in_memory(models::Checkpoint& checkpoint, const PrunePlan& plan);
-/// ... then export + reload check; `extra_files` go into the same atomic folder build.
+/// ... then export + reload check, both inside one atomic folder build: the folder appears only
+/// once it reloads to exactly the in-memory model. `extra_files` go into the same build, and so
+/// do the files `late_files` returns, given the complete result (sizes, reload check).
+using LateFiles = std::function<std::map<std::string, std::string>(const ApplyResult&)>;
 void export_and_verify(ApplyResult& result, models::Checkpoint& checkpoint,
                        const std::filesystem::path& out, bool force, const nlohmann::json& record,
                        const torch::Device& device,
-                       const std::map<std::string, std::string>& extra_files = {});
+                       const std::map<std::string, std::string>& extra_files = {},
+                       const LateFiles& late_files = {});
 
 }  // namespace headprune::pruner

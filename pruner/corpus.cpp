@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <utf8proc.h>
 #include <torch/torch.h>
 
 #include "models/errors.h"
@@ -13,15 +14,37 @@ namespace headprune::pruner {
 
 namespace {
 
+/// @throws headprune::Error naming the file and line if `line` is not valid UTF-8.
+void check_utf8(const std::string& line, const std::filesystem::path& file, int64_t line_no) {
+  const auto* data = reinterpret_cast<const utf8proc_uint8_t*>(line.data());
+  const auto size = static_cast<utf8proc_ssize_t>(line.size());
+  for (utf8proc_ssize_t pos = 0; pos < size;) {
+    utf8proc_int32_t cp = 0;
+    const auto n = utf8proc_iterate(data + pos, size - pos, &cp);
+    if (n <= 0)
+      throw Error(fmt::format("corpus {} line {} is not valid UTF-8 (byte {}): convert the file, "
+                              "e.g. iconv -f LATIN1 -t UTF-8",
+                              file.string(), line_no, pos + 1));
+    pos += n;
+  }
+}
+
 /// Appends the documents of one file to `lines` (see CorpusOptions::paragraphs).
 void read_documents(const std::filesystem::path& file, bool paragraphs, std::vector<std::string>& lines) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    throw Error(fmt::format("cannot read corpus {}: give a UTF-8 text file, one document or "
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    throw Error(fmt::format("corpus {}: no such file", file.string()));
+  if (std::filesystem::is_directory(file, ec))
+    throw Error(fmt::format("corpus {} is a folder: give UTF-8 text files, one document or "
                             "sentence per line",
                             file.string()));
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw Error(fmt::format("cannot open corpus {} for reading (permissions?)", file.string()));
   std::string line, paragraph;
+  int64_t line_no = 0;
   while (std::getline(in, line)) {
+    check_utf8(line, file, ++line_no);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const bool blank = line.find_first_not_of(" \t") == std::string::npos;
     if (!paragraphs) {

@@ -3,6 +3,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include "models/checkpoint.h"
@@ -23,15 +24,26 @@ bool is_inside(const fs::path& child, const fs::path& parent) {
   return pe == p.end();
 }
 
+/// Weights of the pruned model in another format, which would still be dense: top-level weight
+/// files and exported-model folders. Weights inside sentence-transformers module folders
+/// (2_Dense/model.safetensors) belong to modules surgery does not touch and are copied.
 bool is_stale_weights(const fs::path& relative) {
   static const std::set<std::string> exts = {".bin", ".h5", ".msgpack", ".onnx", ".ot", ".safetensors",
                                              ".pt", ".pth", ".ckpt", ".gguf"};
   static const std::set<std::string> dirs = {"onnx", "openvino"};
   if (dirs.count(relative.begin()->string())) return true;
+  if (relative.has_parent_path()) return false;
   if (relative.filename() == "model.safetensors.index.json") return true;
   // A llama2.c tokenizer is a .bin but holds no weights.
   if (relative == models::kLlama2cTokenizerFile) return false;
   return exts.count(relative.extension().string()) > 0;
+}
+
+void write_extra_files(const fs::path& dir, const std::map<std::string, std::string>& files) {
+  for (const auto& [relative, content] : files) {
+    fs::create_directories((dir / relative).parent_path());
+    write_file_atomic(dir / relative, content);
+  }
 }
 
 }  // namespace
@@ -56,7 +68,8 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
                                const std::vector<std::vector<int64_t>>& heads_before,
                                const std::vector<std::vector<double>>& gates,
                                const nlohmann::json& record,
-                               const std::map<std::string, std::string>& extra_files) {
+                               const std::map<std::string, std::string>& extra_files,
+                               const ExportFinish& finish) {
   const auto& source = checkpoint.dir;
   check_export_target(source, out, force);
   const auto& config = checkpoint.model->config();
@@ -65,11 +78,13 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
 
   nlohmann::json layers = nlohmann::json::array();
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    const auto& kept = config.kept_heads[l];
+    // Recorded in the numbering of the model first pruned (ModelConfig::original_head_ids).
+    const auto kept = config.original_ids(l, config.kept_heads[l]);
+    const auto before = config.original_ids(l, heads_before[l]);
     std::vector<int64_t> removed;
-    for (auto h : heads_before[l])
+    for (auto h : before)
       if (std::find(kept.begin(), kept.end(), h) == kept.end()) removed.push_back(h);
-    layers.push_back({{"heads_before", heads_before[l]},
+    layers.push_back({{"heads_before", before},
                       {"kept", kept},
                       {"removed", removed},
                       {"gate", l < static_cast<int64_t>(gates.size()) && !gates[l].empty()
@@ -87,6 +102,15 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
           "(transformers issue 17475) and transformers 5 ignores pruned_heads",
           l));
   }
+  if (!fs::is_directory(source))
+    result.warnings.push_back(fmt::format(
+        "{} is a single llama2.c file: the export has no tokenizer (run convert-llama2c with "
+        "--tokenizer first to keep one)",
+        source.string()));
+  if (!checkpoint.passthrough.empty())
+    result.warnings.push_back(fmt::format(
+        "{} tensor(s) the architecture does not use are carried through unchanged: {}",
+        checkpoint.passthrough.size(), fmt::join(checkpoint.unused_keys, ", ")));
   if (config.model_type == "llama" && !config.uniform_groups())
     result.warnings.push_back(
         "the layers keep different query/KV head counts: the config records them in "
@@ -113,8 +137,14 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
     models::save_safetensors(tmp / "model.safetensors", models::checkpoint_state_dict(checkpoint),
                              {{"format", "pt"}});
     write_file_atomic(tmp / "config.json", cfg.dump(2) + "\n");
-    for (auto it = fs::recursive_directory_iterator(source); it != fs::recursive_directory_iterator(); ++it) {
-      const auto rel = fs::relative(it->path(), source);
+    // Files may be symlinks (a Hugging Face cache snapshot links every file into blobs/):
+    // paths are taken lexically, and copy_file copies the link target's content.
+    // A single-file source (llama2.c .bin) has no other files to copy.
+    const auto files = fs::is_directory(source)
+                           ? fs::recursive_directory_iterator(source, fs::directory_options::follow_directory_symlink)
+                           : fs::recursive_directory_iterator();
+    for (auto it = files; it != fs::recursive_directory_iterator(); ++it) {
+      const auto rel = it->path().lexically_relative(source);
       const auto name = rel.filename().string();
       // Hidden files/folders (.git, .complete) and an earlier run's headprune/ artefacts.
       if (rel.begin()->string().rfind('.', 0) == 0 || rel.begin()->string() == "headprune") {
@@ -136,12 +166,11 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
         result.copied.push_back(rel.string());
       }
     }
-    for (const auto& [relative, content] : extra_files) {
-      fs::create_directories((tmp / relative).parent_path());
-      write_file_atomic(tmp / relative, content);
-    }
+    write_extra_files(tmp, extra_files);
+    result.weights_bytes = weights_file_bytes(tmp);
+    if (finish) write_extra_files(tmp, finish(tmp, result));
   });
-  result.weights_bytes = weights_file_bytes(out);
+  result.dir = out;
   return result;
 }
 

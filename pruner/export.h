@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ struct ExportResult {
   std::vector<std::string> skipped;   ///< other-format weights not copied (would be stale)
   std::vector<std::string> warnings;  ///< e.g. zero-head layers older transformers cannot load
 };
+
+/// See export_checkpoint's `finish`.
+using ExportFinish = std::function<std::map<std::string, std::string>(const std::filesystem::path& tmp,
+                                                                      ExportResult& result)>;
 
 /// Checks, before any work, that `out` can receive an export of `source`: not the same as,
 /// inside, or containing `source`; empty or absent unless `force`.
@@ -40,7 +45,10 @@ void check_export_target(const std::filesystem::path& source, const std::filesys
 ///   which would still describe the dense model.
 /// `heads_before` are the original indices present per layer before this pruning; `gates`
 /// the folded value per kept head (empty entries = 1). `extra_files` (relative path ->
-/// content, e.g. "headprune/report.txt") are written inside the same atomic build.
+/// content, e.g. "headprune/report.txt") are written inside the same atomic build. `finish`,
+/// if given, runs last inside the build with the temporary folder (complete but for what it
+/// returns) and the result so far: it may check the folder and returns more files to write
+/// (e.g. a summary that needs the written sizes); an exception from it leaves nothing behind.
 /// @throws headprune::Error if `out` equals or lies inside `source`, or is a non-empty folder
 ///         without `force`; nothing is left behind on failure.
 ExportResult export_checkpoint(const models::Checkpoint& checkpoint,
@@ -48,6 +56,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint,
                                const std::vector<std::vector<int64_t>>& heads_before,
                                const std::vector<std::vector<double>>& gates,
                                const nlohmann::json& record,
-                               const std::map<std::string, std::string>& extra_files = {});
+                               const std::map<std::string, std::string>& extra_files = {},
+                               const ExportFinish& finish = {});
 
 }  // namespace headprune::pruner

@@ -139,6 +139,11 @@ GateState GateState::from_json(const nlohmann::json& j, const std::string& sourc
                                 "keep values",
                                 source, s.layers.size(), g.heads.size(), g.log_alpha.size(),
                                 g.gate.size(), g.keep.size()));
+      for (auto h : g.heads)
+        if (h < 0 || h >= s.model.num_attention_heads)
+          throw Error(fmt::format("{}: layer {} names head {}, but the model has {} heads per "
+                                  "layer",
+                                  source, s.layers.size(), h, s.model.num_attention_heads));
       s.layers.push_back(std::move(g));
     }
     if (static_cast<int64_t>(s.layers.size()) != s.model.num_hidden_layers)

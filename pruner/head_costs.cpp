@@ -1,14 +1,16 @@
 #include "pruner/head_costs.h"
 
 #include "models/flops.h"
+#include "models/head_costs.h"
 
 namespace headprune::pruner {
+
 
 gates::SparsityMeasure sparsity_measure(const models::ModelConfig& c, gates::SparsityUnit unit,
                                         int64_t seq_len) {
   gates::SparsityMeasure m;
   m.unit = unit;
-  const double H = static_cast<double>(c.hidden_size), d = static_cast<double>(c.head_dim);
+  const auto costs = models::head_costs(c, seq_len);
   double per_head = 1;
   switch (unit) {
     case gates::SparsityUnit::kHeads:
@@ -16,13 +18,11 @@ gates::SparsityMeasure sparsity_measure(const models::ModelConfig& c, gates::Spa
       m.total_cost = static_cast<double>(c.total_heads());
       break;
     case gates::SparsityUnit::kAttentionParams:
-      per_head = 4 * H * d + 3 * d;
-      // plus one output-projection bias of H per layer, which no head removal saves
-      m.total_cost = per_head * static_cast<double>(c.total_heads()) +
-                     H * static_cast<double>(c.num_hidden_layers);
+      per_head = static_cast<double>(costs.params_per_head(c));
+      m.total_cost = static_cast<double>(models::attention_parameters(c));
       break;
     case gates::SparsityUnit::kFlops:
-      per_head = 8 * H * d + 4 * static_cast<double>(seq_len) * d;
+      per_head = costs.flops_per_head(c);
       m.total_cost = models::forward_flops_per_token(c, seq_len);
       break;
   }

@@ -9,6 +9,7 @@
 namespace headprune::pruner {
 
 std::uintmax_t weights_file_bytes(const std::filesystem::path& dir) {
+  if (std::filesystem::is_regular_file(dir)) return std::filesystem::file_size(dir);  // llama2.c .bin
   std::uintmax_t total = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir))
     if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
@@ -31,8 +32,9 @@ ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
   s.head_dim = c.head_dim;
   s.hidden_size = c.hidden_size;
   s.heads_per_layer = c.heads_per_layer();
-  for (auto h : s.heads_per_layer)
-    s.num_key_value_heads_per_layer.push_back(h * c.num_key_value_heads / c.num_attention_heads);
+  s.original_num_attention_heads = c.original_num_attention_heads;
+  for (const auto& kv : c.kept_kv_heads())
+    s.num_key_value_heads_per_layer.push_back(static_cast<int64_t>(kv.size()));
   s.kept_heads = c.kept_heads;
   s.parameters = parameter_count(*ckpt.model);
   s.attention_parameters = ckpt.model->attention_parameter_count();
@@ -53,6 +55,7 @@ nlohmann::json to_json(const ModelSummary& s) {
           {"hidden_size", s.hidden_size},
           {"heads_per_layer", s.heads_per_layer},
           {"total_heads", sum(s.heads_per_layer)},
+          {"original_num_attention_heads", s.original_num_attention_heads},
           {"num_key_value_heads_per_layer", s.num_key_value_heads_per_layer},
           {"kept_heads", s.kept_heads},
           {"parameters", s.parameters},
@@ -72,7 +75,7 @@ std::string to_text(const ModelSummary& s) {
   out += fmt::format("hidden_size           {}\n", s.hidden_size);
   out += fmt::format("heads per layer       {}  (total {} of {}; head_dim {})\n",
                      fmt::join(s.heads_per_layer, " "), sum(s.heads_per_layer),
-                     s.num_attention_heads * s.num_hidden_layers, s.head_dim);
+                     s.original_num_attention_heads * s.num_hidden_layers, s.head_dim);
   out += fmt::format("KV heads per layer    {}\n", fmt::join(s.num_key_value_heads_per_layer, " "));
   out += fmt::format("parameters            {} ({})\n", s.parameters, human_count(s.parameters));
   out += fmt::format("  attention           {} ({:.1f}%)\n", s.attention_parameters,

@@ -16,7 +16,8 @@ namespace headprune::pruner {
 struct ModelSummary {
   std::string model_type;
   int64_t num_hidden_layers = 0;
-  int64_t num_attention_heads = 0;  ///< original heads per layer
+  int64_t num_attention_heads = 0;  ///< heads per layer this config numbers (config.json)
+  int64_t original_num_attention_heads = 0;  ///< heads per layer of the model first pruned
   int64_t head_dim = 0;
   int64_t hidden_size = 0;
   std::vector<int64_t> heads_per_layer;

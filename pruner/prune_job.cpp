@@ -101,11 +101,14 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()},
                            {"data", data_names}, {"fold_gates", o.fold_gates},
                            {"training", training.to_json()}};
-  // summary.json also needs the sizes, known only after export: write it with them below.
-  export_and_verify(applied, student, o.out, o.force, record, device, extra);
-  summary["apply"] = applied.to_json();
-  summary["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  write_file_atomic(o.out / "headprune" / "summary.json", summary.dump(2) + "\n");
+  // summary.json needs the written sizes: it joins the same atomic folder build last.
+  export_and_verify(applied, student, o.out, o.force, record, device, extra,
+                    [&](const ApplyResult& done) -> std::map<std::string, std::string> {
+                      summary["apply"] = done.to_json();
+                      summary["seconds"] = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - t0).count();
+                      return {{"headprune/summary.json", summary.dump(2) + "\n"}};
+                    });
   fs::remove_all(work);
   return summary;
 }

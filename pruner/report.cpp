@@ -47,30 +47,45 @@ HeadReport report_from_gates(const GateState& state, const std::string& source) 
   return r;
 }
 
+namespace {
+
+/// Checks a head index read from a checkpoint's record before it indexes a table.
+size_t head_slot(int64_t h, size_t n, const std::filesystem::path& dir, int64_t layer) {
+  if (h < 0 || static_cast<size_t>(h) >= n)
+    throw Error(fmt::format("{}/config.json: the headprune record of layer {} names head {}, but "
+                            "the model had {} heads per layer",
+                            dir.string(), layer, h, n));
+  return static_cast<size_t>(h);
+}
+
+}  // namespace
+
 HeadReport report_from_checkpoint(const std::filesystem::path& dir) {
   const auto config = models::ModelConfig::from_directory(dir);
   HeadReport r;
   r.source = dir.string();
-  r.num_attention_heads = config.num_attention_heads;
+  // Head numbers and count of the model first pruned (a uniform LLaMA export renumbers).
+  r.num_attention_heads = config.original_num_attention_heads;
   const auto n = static_cast<size_t>(r.num_attention_heads);
-  const auto& note = config.raw.contains("headprune") ? config.raw["headprune"] : nlohmann::json();
+  const auto note = config.raw.value("headprune", nlohmann::json::object());
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     LayerReport lr{std::vector<bool>(n, false), std::vector<bool>(n, false),
                    std::vector<std::optional<double>>(n)};
+    const auto kept_now = config.original_ids(l, config.kept_heads[l]);
     // Heads present before the last headprune pruning: its record, else the kept ones.
-    std::vector<int64_t> before = config.kept_heads[l];
+    std::vector<int64_t> before = kept_now;
     if (note.is_object() && note.contains("layers") && note["layers"].size() > static_cast<size_t>(l)) {
       const auto& rec = note["layers"][l];
       before = rec.value("heads_before", before);
       const auto kept = rec.value("kept", std::vector<int64_t>());
       const auto gates = rec.value("gate", std::vector<double>());
       for (size_t i = 0; i < kept.size() && i < gates.size(); ++i)
-        lr.gate[static_cast<size_t>(kept[i])] = gates[i];
+        lr.gate[head_slot(kept[i], n, dir, l)] = gates[i];
     }
-    for (auto h : before) lr.present[static_cast<size_t>(h)] = true;
-    for (auto h : config.kept_heads[l]) {
-      lr.present[static_cast<size_t>(h)] = true;
-      lr.kept[static_cast<size_t>(h)] = true;
+    for (auto h : before) lr.present[head_slot(h, n, dir, l)] = true;
+    for (auto h : kept_now) {
+      lr.present[head_slot(h, n, dir, l)] = true;
+      lr.kept[head_slot(h, n, dir, l)] = true;
     }
     r.layers.push_back(std::move(lr));
   }

@@ -17,6 +17,7 @@
 #include "pruner/classification.h"
 #include "pruner/surgery.h"
 #include "tests/test_support.h"
+#include "tests/tolerance.h"
 
 using namespace headprune;
 namespace fs = std::filesystem;
@@ -75,7 +76,8 @@ CATCH_TEST_CASE("classifier head: logits and accuracy match transformers", "[cla
   std::vector<float> flat;
   for (const auto& row : reference["logits"]) for (const auto& v : row) flat.push_back(v.get<float>());
   auto expected = torch::tensor(flat).view({static_cast<int64_t>(texts.size()), 2});
-  CATCH_CHECK((logits - expected).abs().max().item<double>() <= 1e-4);
+  CATCH_CHECK((logits - expected).abs().max().item<double>() <=
+              testing::float32_tolerance(ckpt.model->config(), expected));
 
   const auto examples = pruner::read_labelled_texts(eval_split(reference["eval_first_row"].get<int64_t>()),
                                                     ckpt.classifier->labels);

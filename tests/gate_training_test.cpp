@@ -1,4 +1,8 @@
 // Gate training on small random models: exact targets, planted heads, resumption.
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "pruner/gate_training.h"
@@ -35,12 +39,25 @@ std::vector<std::vector<int64_t>> removed_heads(const pruner::GateState& s) {
 
 }  // namespace
 
-CATCH_TEST_CASE("a Lagrangian run keeps exactly the requested number of heads", "[training]") {
+CATCH_TEST_CASE("a Lagrangian run drives the expected sparsity to the target", "[training]") {
   auto ckpt = testing::tiny_checkpoint(2, 4);
   auto corpus = testing::random_corpus(96, 16, 11);
   auto o = quick_options("lagrangian", 0.5, 60);
+  o.log_every = 5;
   auto state = pruner::train_gates(ckpt, corpus, o);
   CATCH_CHECK(state.complete);
+  // The gates' own expected sparsity moves from where it starts to the target: a frozen or
+  // wrong-signed multiplier leaves it far away (the final mask rule alone would still keep
+  // 4 heads, so the head count below proves nothing about training).
+  std::vector<double> expected;
+  std::ifstream log(o.out_dir / "train_log.jsonl");
+  for (std::string line; std::getline(log, line);)
+    expected.push_back(nlohmann::json::parse(line).at("expected_sparsity").get<double>());
+  CATCH_REQUIRE(expected.size() >= 10);
+  CATCH_INFO("expected sparsity: first " << expected.front() << ", last " << expected.back());
+  CATCH_CHECK(std::abs(expected.front() - 0.5) > 0.25);
+  CATCH_CHECK(std::abs(expected.back() - 0.5) <= 0.1);
+  CATCH_CHECK(std::abs(state.summary["expected_sparsity"].get<double>() - 0.5) <= 0.1);
   CATCH_CHECK(state.heads_total() == 8);
   CATCH_CHECK(state.heads_kept() == 4);
   CATCH_CHECK(std::filesystem::exists(o.out_dir / "gates.json"));

@@ -1,8 +1,9 @@
 // Pruning the real stories260K (8 query heads sharing 4 KV heads per layer) with KV groups
 // respected: gate training by KL self-distillation on text the dense model wrote, the keep-mask
 // rules, surgery and export. Tolerances: gated (fixed gates, fractional values folded) vs
-// pruned logits max |diff| <= 1e-4 (folding a fractional gate into o_proj reorders float sums;
-// 0/1 gates are checked to 1e-5 in llama_test.cpp).
+// pruned logits within the float32 rounding bound of tests/tolerance.h (folding a fractional
+// gate into o_proj reorders float sums).
+#include <cmath>
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -22,6 +23,7 @@
 #include "pruner/head_costs.h"
 #include "pruner/surgery.h"
 #include "tests/test_support.h"
+#include "tests/tolerance.h"
 
 using namespace headprune;
 namespace fs = std::filesystem;
@@ -88,6 +90,9 @@ CATCH_TEST_CASE("stories260K: KV-group-aware gate training, surgery and export",
     auto student = models::load_checkpoint(dir, torch::kCPU);
     auto state = pruner::train_gates(student, corpus, options(0.5, rule));
     CATCH_CHECK(state.heads_kept() == 20);  // 50% of 5 x 8 query heads
+    // ... which the mask rule guarantees; what training must show is the gates' own expected
+    // sparsity at the target (a frozen or wrong-signed multiplier leaves it far off).
+    CATCH_CHECK(std::abs(state.summary["expected_sparsity"].get<double>() - 0.5) <= 0.1);
     for (const auto& layer : state.layers) {
       std::map<int64_t, int64_t> per_group;
       for (auto h : layer.kept()) ++per_group[h / 2];
@@ -112,7 +117,8 @@ CATCH_TEST_CASE("stories260K: KV-group-aware gate training, surgery and export",
     auto gated = student.model->forward(in, &multipliers).logits;
     pruner::apply_plan(*student.model, plan);
     auto pruned = student.model->forward(in, nullptr).logits;
-    CATCH_CHECK((gated - pruned).abs().max().item<double>() <= 1e-4);
+    CATCH_CHECK((gated - pruned).abs().max().item<double>() <=
+                testing::float32_tolerance(student.model->config(), gated));
   }
 }
 

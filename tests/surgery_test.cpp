@@ -1,5 +1,6 @@
 // Physical head removal and export on the real all-MiniLM-L6-v2 (issue 4).
-// Tolerances: gated (0/1 or fractional gates) vs pruned max |diff| <= 1e-5; exported folder vs
+// Tolerances: gated (0/1 or fractional gates) vs pruned within the float32 rounding bound of
+// tests/tolerance.h; exported folder vs
 // in-memory pruned model: exactly equal.
 #include <fstream>
 
@@ -12,6 +13,7 @@
 #include "pruner/export.h"
 #include "pruner/surgery.h"
 #include "tests/test_support.h"
+#include "tests/tolerance.h"
 #include "tests/tiny_model.h"
 
 using namespace headprune;
@@ -47,8 +49,10 @@ CATCH_TEST_CASE("0/1 gates and physical removal agree on real sentences", "[surg
   pruner::apply_plan(*ckpt.model, plan);
   CATCH_CHECK(ckpt.model->config().heads_per_layer() == std::vector<int64_t>{9, 11, 0, 7, 12, 11});
   auto pruned = ckpt.model->forward(in, nullptr).last_hidden_state;
-  CATCH_CHECK((masked(gated, in) - masked(pruned, in)).abs().max().item<double>() <= 1e-5);
-  CATCH_CHECK((masked(dense, in) - masked(pruned, in)).abs().max().item<double>() > 1e-2);
+  const double tol = testing::float32_tolerance(ckpt.model->config(), masked(dense, in));
+  CATCH_CHECK((masked(gated, in) - masked(pruned, in)).abs().max().item<double>() <= tol);
+  // The removed heads mattered far beyond rounding: the check above can fail.
+  CATCH_CHECK((masked(dense, in) - masked(pruned, in)).abs().max().item<double>() > 10 * tol);
 }
 
 CATCH_TEST_CASE("fractional gates fold into the output projection", "[surgery][minilm]") {
@@ -64,7 +68,8 @@ CATCH_TEST_CASE("fractional gates fold into the output projection", "[surgery][m
   auto gated = ckpt.model->forward(in, &multipliers).last_hidden_state;
   pruner::apply_plan(*ckpt.model, plan);
   auto pruned = ckpt.model->forward(in, nullptr).last_hidden_state;
-  CATCH_CHECK((masked(gated, in) - masked(pruned, in)).abs().max().item<double>() <= 1e-5);
+  CATCH_CHECK((masked(gated, in) - masked(pruned, in)).abs().max().item<double>() <=
+              testing::float32_tolerance(ckpt.model->config(), masked(gated, in)));
 }
 
 CATCH_TEST_CASE("export reloads exactly, shrinks by the removed heads, and can be pruned again",
@@ -78,16 +83,9 @@ CATCH_TEST_CASE("export reloads exactly, shrinks by the removed heads, and can b
   CATCH_CHECK(result.params_before - result.params_after == 22 * (4 * 384 * 32 + 3 * 32));
   // The tensor data shrinks by exactly the removed parameters' float32 bytes; the JSON header
   // differs only by its own length.
-  const auto data_bytes = [](const std::filesystem::path& f) {
-    std::ifstream in(f, std::ios::binary);
-    uint64_t header = 0;
-    in.read(reinterpret_cast<char*>(&header), 8);
-    return static_cast<int64_t>(std::filesystem::file_size(f)) - 8 - static_cast<int64_t>(header);
-  };
-  // The source also holds `embeddings.position_ids` (512 int64), a constant buffer that
-  // headprune does not write (transformers recreates it).
-  CATCH_CHECK(data_bytes(testing::minilm_dir() / "model.safetensors") - 8 * 512 -
-                  data_bytes(out / "model.safetensors") ==
+  // (`embeddings.position_ids`, a constant buffer the model does not use, is carried through.)
+  CATCH_CHECK(testing::safetensors_data_bytes(testing::minilm_dir() / "model.safetensors") -
+                  testing::safetensors_data_bytes(out / "model.safetensors") ==
               4 * 22 * (4 * 384 * 32 + 3 * 32));
   CATCH_CHECK(result.exported.warnings.size() == 1);  // layer 2 has no heads: older transformers cannot load it
   for (const auto* f : {"config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "modules.json",

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <unistd.h>
@@ -41,6 +42,17 @@ inline std::filesystem::path shared_data_dir() {
   if (!std::filesystem::exists(dir / "README.md"))
     CATCH_FAIL("shared data not found at " << dir << ": set HEADPRUNE_SHARED_DATA");
   return dir;
+}
+
+/// Bytes of tensor data in a safetensors file: its size less the 8-byte length and the header
+/// (whose length varies with its text).
+inline int64_t safetensors_data_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  unsigned char len[8] = {};
+  in.read(reinterpret_cast<char*>(len), 8);
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = (header << 8) | len[i];
+  return static_cast<int64_t>(std::filesystem::file_size(file)) - 8 - static_cast<int64_t>(header);
 }
 
 /// A fresh empty temporary folder under the system temp dir, unique across the test processes

@@ -25,6 +25,10 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               BertForSequenceClassification loads the folder cleanly, and `headprune eval
               --classification` on the fixture's 16 texts, labelled with transformers'
               predictions, scores 100%.
+  st-dense    sentence-transformers saves all-MiniLM-L6-v2 + Pooling(mean, max) + Dense(768->4,
+              tanh) + Normalize; headprune embed on it and on an uneven prune of it matches
+              SentenceTransformer.encode (cosine), so Dense and multi-mode pooling are computed
+              and the Dense weights survive export.
   llama-gqa   stories260K (--stories DIR, default $HEADPRUNE_SHARED_DATA/stories260K or
               ../shared/data/stories260K): convert-llama2c, then apply --remove-heads keeping
               one query head of every KV group in every layer: LlamaForCausalLM loads the
@@ -308,6 +312,27 @@ def case_uneven(case, exe, model_dir, texts, text_file, work, threshold):
     check_loadable_and_matching(case, folder, exe, texts, text_file, work, threshold, "uneven")
 
 
+def case_dense_module(case, exe, model_dir, texts, text_file, work, threshold):
+    """sentence-transformers builds all-MiniLM-L6-v2 + Pooling(mean and max) + Dense(768->4,
+    tanh) + Normalize and saves it; headprune embed on that folder, and on an uneven prune of
+    it, must match SentenceTransformer.encode (the Dense weights travel through the export)."""
+    from sentence_transformers import models as st_models
+    folder, pruned = work / "st-dense", work / "st-dense-pruned"
+    base = SentenceTransformer(str(model_dir), device="cpu")
+    torch.manual_seed(3)
+    pooling = st_models.Pooling(384, pooling_mode_mean_tokens=True, pooling_mode_max_tokens=True)
+    dense = st_models.Dense(768, 4, bias=True, activation_function=torch.nn.Tanh())
+    st = SentenceTransformer(modules=[base[0], pooling, dense, st_models.Normalize()], device="cpu")
+    st.save(str(folder), safe_serialization=True)
+    for source, tag in ((folder, "st-dense"), (pruned, "st-dense-pruned")):
+        if source is pruned:
+            headprune_apply(exe, folder, UNEVEN, pruned)
+        ours = headprune_embed(exe, source, text_file, work, tag)
+        _, ref = st_embed(source, texts)
+        check_cosines(case, cosines(ours, ref), texts, threshold, ours, ref)
+    case.notes.append("mean+max pooling, Dense 768->4 tanh, Normalize")
+
+
 def case_repruned(case, exe, texts, text_file, work, threshold):
     source = work / "uneven"
     if not (source / "config.json").is_file():
@@ -429,7 +454,7 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="headprune-interop-")) if own_work else Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
-                "stories-uniform"):  # apply refuses a non-empty --out
+                "stories-uniform", "st-dense", "st-dense-pruned"):  # apply refuses a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
     with open(text_file, "w", encoding="utf-8", newline="\n") as f:
@@ -449,6 +474,8 @@ def main():
         (Case(f"zero-head layer {ZERO_LAYER}"),
          lambda c: case_zero_head(c, exe, model_dir, texts, text_file, work, thr)),
         (Case("classifier head"), lambda c: case_classifier(c, exe, model_dir, work)),
+        (Case("st Dense + mean/max pooling"),
+         lambda c: case_dense_module(c, exe, model_dir, texts, text_file, work, thr)),
         (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
     ]
     try:

@@ -11,6 +11,11 @@
 #include "pruner/log.h"
 
 namespace headprune::cli {
+
+po::typed_value<double>* real_value(double* target, double default_value) {
+  return po::value<double>(target)->default_value(default_value, fmt::format("{}", default_value));
+}
+
 namespace {
 
 po::options_description global_options(GlobalOptions& g) {

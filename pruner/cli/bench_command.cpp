@@ -22,7 +22,7 @@ int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals
       ("warmup", po::value<int>(&o.warmup)->default_value(o.warmup), "untimed runs per shape")
       ("min-reps", po::value<int>(&o.min_reps)->default_value(o.min_reps), "timed runs per shape, at least")
       ("max-reps", po::value<int>(&o.max_reps)->default_value(o.max_reps), "timed runs per shape, at most")
-      ("max-seconds", po::value<double>(&o.max_seconds_per_shape)->default_value(o.max_seconds_per_shape),
+      ("max-seconds", real_value(&o.max_seconds_per_shape, o.max_seconds_per_shape),
        "stop repeating a shape after this long")
       ("json", "print JSON instead of the table")
       ("out", po::value<std::string>(&out), "also write the JSON to this file");

@@ -14,6 +14,10 @@ namespace headprune::cli {
 
 namespace po = boost::program_options;
 
+/// A double option whose --help shows the default as written, shortest form ("0.1", not
+/// boost's "0.10000000000000001").
+po::typed_value<double>* real_value(double* target, double default_value);
+
 /// Options every subcommand accepts (before or after the subcommand name).
 struct GlobalOptions {
   int threads = 0;          ///< 0 = LibTorch's default (all cores)

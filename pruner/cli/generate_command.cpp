@@ -41,7 +41,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
        "LLaMA checkpoint folder, or a llama2.c .bin file (positional)")
       ("tokenizer", po::value<std::string>(&tokenizer),
        "llama2.c tokenizer file (default: tokenizer.bin in the MODEL folder; required for a .bin)")
-      ("temperature", po::value<double>(&temperature)->default_value(1.0),
+      ("temperature", real_value(&temperature, 1.0),
        "sampling temperature; 0 = greedy (argmax)")
       ("steps", po::value<int64_t>(&steps)->default_value(256),
        "tokens to generate at most (stops earlier at BOS/EOS or max_position_embeddings)")

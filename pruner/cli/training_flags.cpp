@@ -27,16 +27,16 @@ void add_training_flags(po::options_description& desc, TrainingFlags& f) {
        "use at most this many corpus documents (0 = all)")
       ("paragraphs", po::bool_switch(&f.paragraphs), "a document is a paragraph (lines up to a blank line or a '%' line, as in "
        "fortune files), not a single line")
-      ("holdout", po::value<double>(&f.holdout)->default_value(0.1),
+      ("holdout", real_value(&f.holdout, 0.1),
        "share of lines held out for measuring fidelity")
-      ("lr", po::value<double>(&f.lr)->default_value(0.1), "learning rate of log_alpha (AdamW)")
-      ("lambda-lr", po::value<double>(&f.lambda_lr)->default_value(0.1),
+      ("lr", real_value(&f.lr, 0.1), "learning rate of log_alpha (AdamW)")
+      ("lambda-lr", real_value(&f.lambda_lr, 0.1),
        "step size of the Lagrange multipliers (plain gradient ascent)")
       ("warmup-steps", po::value<int64_t>(&f.warmup)->default_value(-1),
        "steps over which the target ramps up from 0 (-1 = 40% of --steps)")
-      ("beta", po::value<double>(&f.beta)->default_value(2.0 / 3.0),
+      ("beta", real_value(&f.beta, 2.0 / 3.0),
        "hard-concrete temperature (Louizos 2/3; Voita et al. 0.33)")
-      ("log-alpha-init", po::value<double>(&f.log_alpha_init)->default_value(3.0),
+      ("log-alpha-init", real_value(&f.log_alpha_init, 3.0),
        "initial log_alpha of every gate (3 = almost fully open)")
       ("gate-rule", po::value<std::string>(&f.rule)->default_value("louizos"),
        "deterministic gate: louizos (clip(sigmoid(log_alpha)(zeta-gamma)+gamma)) or cofi")
@@ -49,14 +49,14 @@ void add_training_flags(po::options_description& desc, TrainingFlags& f) {
        "groups (headprune-only checkpoints); no effect on models without GQA")
       ("allow-empty-layers", "let layers lose all their heads (sets --min-heads-per-layer 0; "
        "older transformers versions cannot load such a checkpoint)")
-      ("embedding-weight", po::value<double>(&f.embedding_weight)->default_value(1.0),
+      ("embedding-weight", real_value(&f.embedding_weight, 1.0),
        "weight of the sentence-embedding term of the distillation loss")
       ("train-weights", "after the gates are trained and the mask fixed, fine-tune the model's "
                         "weights by the same distillation (default: only the gates train; the "
                         "kept weights stay the source's)")
       ("finetune-steps", po::value<int64_t>(&f.finetune_steps)->default_value(200),
        "steps of weight fine-tuning with --train-weights")
-      ("weights-lr", po::value<double>(&f.weights_lr)->default_value(1e-4),
+      ("weights-lr", real_value(&f.weights_lr, 1e-4),
        "AdamW learning rate of the weights with --train-weights")
       ("teacher-cache-mib", po::value<int64_t>(&f.teacher_cache_mib)->default_value(2048),
        "memory for caching the frozen teacher's outputs between epochs (0 = off)")

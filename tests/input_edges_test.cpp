@@ -1,0 +1,327 @@
+// Every input works exactly or is refused (issue 11): LLaMA reports and inspect, per-head
+// costs, sentence-transformers Dense and multi-mode pooling, tensors the architecture does not
+// use, Hugging Face cache folders (symlinks), F16 sources, the config allow-list, and corpus
+// files that are missing or not UTF-8. Real checkpoints: all-MiniLM-L6-v2 and stories260K.
+#include <fstream>
+
+#include <catch2/catch.hpp>
+#include <torch/torch.h>
+
+#include "models/checkpoint.h"
+#include "models/errors.h"
+#include "models/flops.h"
+#include "models/head_costs.h"
+#include "models/inputs.h"
+#include "models/llama2c.h"
+#include "models/safetensors.h"
+#include "models/tokenizer/llama2c_tokenizer.h"
+#include "pruner/apply.h"
+#include "pruner/corpus.h"
+#include "pruner/head_costs.h"
+#include "pruner/inspect.h"
+#include "pruner/report.h"
+#include "pruner/surgery.h"
+#include "tests/test_support.h"
+#include "tests/tolerance.h"
+
+using namespace headprune;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+/// A copy of all-MiniLM-L6-v2 whose files are what `edit` leaves.
+fs::path minilm_copy(const std::string& tag) {
+  const auto dir = testing::temp_dir(tag);
+  fs::copy(testing::minilm_dir(), dir, fs::copy_options::recursive);
+  return dir;
+}
+
+void write_json(const fs::path& file, const nlohmann::json& j) {
+  fs::create_directories(file.parent_path());
+  std::ofstream(file) << j.dump(2);
+}
+
+fs::path stories_dir() { return testing::shared_data_dir() / "stories260K"; }
+
+/// stories260K as an HF folder (config.json + model.safetensors + tokenizer.bin).
+fs::path stories_folder() {
+  auto converted = models::read_llama2c(stories_dir() / "stories260K.bin");
+  const auto dir = testing::temp_dir("stories-edges");
+  models::save_safetensors(dir / "model.safetensors", converted.weights);
+  write_json(dir / "config.json", converted.config_json);
+  fs::copy_file(stories_dir() / "tok512.bin", dir / models::kLlama2cTokenizerFile);
+  return dir;
+}
+
+models::ModelInputs encode(const models::Checkpoint& ckpt, const std::vector<std::string>& texts) {
+  const auto& wordpiece = dynamic_cast<const models::WordPieceTokenizer&>(*ckpt.tokenizer);
+  return models::to_model_inputs(wordpiece.encode_batch(texts, 64), torch::kCPU);
+}
+
+torch::Tensor embed(const models::Checkpoint& ckpt, const std::vector<std::string>& texts) {
+  torch::NoGradGuard no_grad;
+  auto in = encode(ckpt, texts);
+  return ckpt.pooling.embed(ckpt.model->forward(in, nullptr).last_hidden_state, in.attention_mask);
+}
+
+const std::vector<std::string> kTexts = {"A man is playing a guitar.",
+                                         "The quick brown fox jumps over the lazy dog again."};
+
+}  // namespace
+
+CATCH_TEST_CASE("report and inspect on a uniform LLaMA export use the original heads", "[llama][edges]") {
+  auto ckpt = models::load_checkpoint(stories_folder(), torch::kCPU);
+  const auto out = testing::temp_dir("stories-uniform") / "out";
+  const auto remove = nlohmann::json::parse(
+      R"({"0":[1,3,5,7],"1":[1,3,5,7],"2":[1,3,5,7],"3":[1,3,5,7],"4":[1,3,5,7]})");
+  pruner::apply_and_export(ckpt, pruner::plan_from_remove_heads(remove, ckpt.model->config()), out,
+                           false, nlohmann::json::object(), torch::kCPU);
+  // The export is a plain LLaMA config with 4 query heads renumbered 0..3 ...
+  const auto config = models::ModelConfig::from_directory(out);
+  CATCH_CHECK(config.num_attention_heads == 4);
+  CATCH_CHECK(config.original_num_attention_heads == 8);
+  // ... and the report names the original heads 0,2,4,6 of 8.
+  const auto report = pruner::load_report(out);
+  CATCH_CHECK(report.num_attention_heads == 8);
+  CATCH_CHECK(report.heads_total() == 40);
+  CATCH_CHECK(report.heads_kept() == 20);
+  for (const auto& layer : report.layers)
+    CATCH_CHECK(layer.kept_indices() == std::vector<int64_t>{0, 2, 4, 6});
+  CATCH_CHECK_THAT(pruner::to_text(report), Contains("20 of 40 heads kept"));
+
+  auto reloaded = models::load_checkpoint(out, torch::kCPU);
+  const auto summary = pruner::summarize(reloaded, 128);
+  CATCH_CHECK(summary.original_num_attention_heads == 8);
+  CATCH_CHECK(summary.num_key_value_heads_per_layer == std::vector<int64_t>(5, 4));
+  CATCH_CHECK_THAT(pruner::to_text(summary), Contains("total 20 of 40"));
+
+  // Pruned again, the record still speaks of the original numbering.
+  const auto again = out.parent_path() / "again";
+  pruner::apply_and_export(reloaded, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"0":[0]})"), config),
+                           again, false, nlohmann::json::object(), torch::kCPU);
+  const auto second = pruner::load_report(again);
+  CATCH_CHECK(second.layers[0].kept_indices() == std::vector<int64_t>{2, 4, 6});
+  CATCH_CHECK(second.num_attention_heads == 8);
+}
+
+CATCH_TEST_CASE("inspect and apply accept a llama2.c .bin", "[llama][edges]") {
+  const auto bin = stories_dir() / "stories260K.bin";
+  auto ckpt = models::load_checkpoint(bin, torch::kCPU);
+  const auto summary = pruner::summarize(ckpt, 64);
+  CATCH_CHECK(summary.weights_file_bytes == fs::file_size(bin));
+  CATCH_CHECK(summary.num_key_value_heads_per_layer == std::vector<int64_t>(5, 4));
+  const auto out = testing::temp_dir("bin-apply") / "out";
+  auto r = pruner::apply_and_export(
+      ckpt, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"2":[0,1]})"), ckpt.model->config()),
+      out, false, nlohmann::json::object(), torch::kCPU);
+  CATCH_CHECK(r.heads_after == 38);
+  CATCH_CHECK(fs::exists(out / "model.safetensors"));
+}
+
+CATCH_TEST_CASE("per-head costs, hand-computed for BERT and GQA LLaMA", "[edges]") {
+  // all-MiniLM-L6-v2: H = 384, d = 32, 12 heads, biases; seq 128.
+  const auto bert = models::ModelConfig::from_directory(testing::minilm_dir());
+  const auto b = models::head_costs(bert, 128);
+  CATCH_CHECK(b.params_per_head(bert) == 4 * 384 * 32 + 3 * 32);  // 49,248
+  CATCH_CHECK(b.flops_per_head(bert) == 8.0 * 384 * 32 + 4.0 * 128 * 32);
+  CATCH_CHECK(models::attention_parameters(bert) == 6 * (12 * (4 * 384 * 32 + 3 * 32) + 384));
+  // stories260K: H = 64, d = 8, 8 query heads sharing 4 KV heads, no biases; seq 128.
+  const auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config;
+  const auto l = models::head_costs(llama, 128);
+  CATCH_CHECK(l.params_per_query_head == 2 * 64 * 8);
+  CATCH_CHECK(l.params_per_kv_head == 2 * 64 * 8);
+  CATCH_CHECK(l.params_per_head(llama) == 2 * 64 * 8);  // K/V go only with the whole group
+  CATCH_CHECK(l.flops_per_head(llama) == 4.0 * 64 * 8 + 4.0 * 128 * 8);
+  CATCH_CHECK(models::attention_parameters(llama) == 5 * (8 + 4) * 2 * 64 * 8);
+  // The sparsity measure uses the same figures, and its total is the whole forward pass.
+  const auto m = pruner::sparsity_measure(llama, gates::SparsityUnit::kFlops, 128);
+  CATCH_CHECK(m.head_cost.size() == 40);
+  CATCH_CHECK(m.head_cost.front() == 4.0 * 64 * 8 + 4.0 * 128 * 8);
+  CATCH_CHECK(m.total_cost == models::forward_flops_per_token(llama, 128));
+  const auto p = pruner::sparsity_measure(bert, gates::SparsityUnit::kAttentionParams, 128);
+  CATCH_CHECK(p.total_cost == static_cast<double>(models::attention_parameters(bert)));
+  // FLOPs of the whole pass, by hand: per layer attention + FFN (BERT 4·H·I).
+  CATCH_CHECK(models::forward_flops_per_token(bert, 128) ==
+              6 * (12 * (8.0 * 384 * 32 + 4.0 * 128 * 32) + 4.0 * 384 * 1536));
+}
+
+CATCH_TEST_CASE("sentence-transformers Dense and several pooling modes are computed", "[edges][minilm]") {
+  const auto dir = minilm_copy("st-dense");
+  auto base = models::load_checkpoint(dir, torch::kCPU);
+  // mean + max pooling concatenated (768), then Dense 768 -> 4 with tanh, then Normalize.
+  write_json(dir / "1_Pooling/config.json", {{"word_embedding_dimension", 384},
+                                             {"pooling_mode_mean_tokens", true},
+                                             {"pooling_mode_max_tokens", true}});
+  torch::manual_seed(3);
+  auto w = torch::randn({4, 768}) * 0.05, bias = torch::randn({4}) * 0.1;
+  fs::create_directories(dir / "2_Dense");
+  models::save_safetensors(dir / "2_Dense/model.safetensors", {{"linear.weight", w}, {"linear.bias", bias}});
+  write_json(dir / "2_Dense/config.json", {{"in_features", 768}, {"out_features", 4}, {"bias", true},
+                                           {"activation_function", "torch.nn.modules.activation.Tanh"}});
+  write_json(dir / "modules.json",
+             nlohmann::json::parse(R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.models.Transformer"},
+               {"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.models.Pooling"},
+               {"idx":2,"name":"2","path":"2_Dense","type":"sentence_transformers.models.Dense"},
+               {"idx":3,"name":"3","path":"3_Normalize","type":"sentence_transformers.models.Normalize"}])"));
+  auto ckpt = models::load_checkpoint(dir, torch::kCPU);
+  CATCH_CHECK(ckpt.pooling.describe() == "max+mean+dense(768->4,tanh)+normalize");
+  auto emb = embed(ckpt, kTexts);
+  CATCH_REQUIRE(emb.sizes() == torch::IntArrayRef{2, 4});
+  // By hand: sentence-transformers concatenates max before mean.
+  torch::NoGradGuard no_grad;
+  auto in = encode(ckpt, kTexts);
+  auto hidden = base.model->forward(in, nullptr).last_hidden_state;
+  auto m = in.attention_mask.unsqueeze(-1).to(torch::kFloat);
+  auto mean = (hidden * m).sum(1) / m.sum(1);
+  auto max = hidden.masked_fill(m == 0, -1e9).amax(1);
+  auto expected = torch::tanh(torch::cat({max, mean}, 1).matmul(w.t()) + bias);
+  expected = expected / expected.norm(2, 1, true);
+  CATCH_CHECK((emb - expected).abs().max().item<double>() <= testing::float32_tolerance(expected, 1, 768));
+
+  // The export carries the Dense module's weights unchanged.
+  const auto out = testing::temp_dir("st-dense-out") / "out";
+  pruner::apply_and_export(ckpt, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"0":[0]})"),
+                                                                ckpt.model->config()),
+                           out, false, nlohmann::json::object(), torch::kCPU);
+  CATCH_CHECK(models::load_safetensors(out / "2_Dense/model.safetensors").at("linear.weight").equal(w));
+  CATCH_CHECK(models::load_checkpoint(out, torch::kCPU).pooling.describe() == ckpt.pooling.describe());
+}
+
+CATCH_TEST_CASE("sentence-transformers content headprune does not model is refused by name", "[edges][minilm]") {
+  const auto dir = minilm_copy("st-refuse");
+  const auto pooling = models::read_json_file(dir / "1_Pooling/config.json");
+  auto with_pooling = [&](const char* key, const nlohmann::json& value) {
+    auto cfg = pooling;
+    cfg[key] = value;
+    write_json(dir / "1_Pooling/config.json", cfg);
+    return error_of([&] { models::load_checkpoint(dir, torch::kCPU); });
+  };
+  CATCH_CHECK_THAT(with_pooling("pooling_mode_lasttoken", true), Contains("pooling_mode_lasttoken"));
+  CATCH_CHECK_THAT(with_pooling("pooling_mode_frobnicate", true), Contains("'pooling_mode_frobnicate'"));
+  write_json(dir / "1_Pooling/config.json", pooling);
+  auto modules = models::read_json_file(dir / "modules.json");
+  modules.push_back({{"idx", 3}, {"name", "3"}, {"path", "3_LayerNorm"},
+                     {"type", "sentence_transformers.models.LayerNorm"}});
+  write_json(dir / "modules.json", modules);
+  CATCH_CHECK_THAT(error_of([&] { models::load_checkpoint(dir, torch::kCPU); }),
+                   Contains("sentence_transformers.models.LayerNorm"));
+}
+
+CATCH_TEST_CASE("tensors the architecture does not use: carried through, or refused inside its modules", "[edges][minilm]") {
+  const auto dir = minilm_copy("unused");
+  auto weights = models::load_safetensors(dir / "model.safetensors");
+  // A BertForMaskedLM's head: outside every module BertModel has.
+  weights["cls.predictions.bias"] = torch::arange(30522, torch::kFloat);
+  models::save_safetensors(dir / "model.safetensors", weights);
+  auto ckpt = models::load_checkpoint(dir, torch::kCPU);
+  CATCH_CHECK(ckpt.unused_keys == std::vector<std::string>{"cls.predictions.bias"});
+  const auto out = testing::temp_dir("unused-out") / "out";
+  auto r = pruner::apply_and_export(ckpt, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"1":[2]})"),
+                                                                         ckpt.model->config()),
+                                    out, false, nlohmann::json::object(), torch::kCPU);
+  CATCH_CHECK(models::load_safetensors(out / "model.safetensors").at("cls.predictions.bias").equal(weights["cls.predictions.bias"]));
+  // Only the removed head's parameters leave the file.
+  CATCH_CHECK(testing::safetensors_data_bytes(dir / "model.safetensors") - testing::safetensors_data_bytes(out / "model.safetensors") ==
+              (r.params_before - r.params_after) * 4);
+  bool warned = false;
+  for (const auto& w : r.exported.warnings) warned |= w.find("cls.predictions.bias") != std::string::npos;
+  CATCH_CHECK(warned);
+  // Inside a module the model has (attention output dense), it would be silently dropped: refused.
+  weights.erase("cls.predictions.bias");
+  weights["encoder.layer.0.attention.output.dense.scale"] = torch::ones({384});
+  models::save_safetensors(dir / "model.safetensors", weights);
+  CATCH_CHECK_THAT(error_of([&] { models::load_checkpoint(dir, torch::kCPU); }),
+                   Contains("encoder.layer.0.attention.output.dense.scale"));
+}
+
+CATCH_TEST_CASE("a Hugging Face cache snapshot (symlinks into blobs/) exports completely", "[edges][minilm]") {
+  const auto root = testing::temp_dir("hf-cache") / "models--x--minilm";
+  const auto snapshot = root / "snapshots" / "0123abcd";
+  fs::create_directories(root / "blobs");
+  int n = 0;
+  for (auto it = fs::recursive_directory_iterator(testing::minilm_dir()); it != fs::recursive_directory_iterator(); ++it) {
+    const auto rel = it->path().lexically_relative(testing::minilm_dir());
+    if (it->is_directory()) { fs::create_directories(snapshot / rel); continue; }
+    const auto blob = root / "blobs" / ("blob" + std::to_string(++n));
+    fs::copy_file(it->path(), blob);
+    fs::create_directories((snapshot / rel).parent_path());
+    fs::create_symlink(fs::relative(blob, (snapshot / rel).parent_path()), snapshot / rel);
+  }
+  CATCH_REQUIRE(fs::is_symlink(snapshot / "vocab.txt"));
+  auto ckpt = models::load_checkpoint(snapshot, torch::kCPU);
+  const auto out = testing::temp_dir("hf-cache-out") / "out";
+  pruner::apply_and_export(ckpt, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"0":[1]})"),
+                                                                ckpt.model->config()),
+                           out, false, nlohmann::json::object(), torch::kCPU);
+  for (const char* file : {"vocab.txt", "tokenizer.json", "tokenizer_config.json", "modules.json",
+                           "sentence_bert_config.json", "1_Pooling/config.json"}) {
+    CATCH_INFO(file);
+    CATCH_CHECK(fs::is_regular_file(out / file));
+    CATCH_CHECK(!fs::is_symlink(out / file));
+  }
+}
+
+CATCH_TEST_CASE("an F16 source is exported in F16", "[edges][minilm]") {
+  const auto dir = minilm_copy("f16");
+  auto weights = models::load_safetensors(dir / "model.safetensors");
+  for (auto& [name, t] : weights)
+    if (t.is_floating_point()) t = t.to(torch::kHalf);
+  models::save_safetensors(dir / "model.safetensors", weights);
+  auto ckpt = models::load_checkpoint(dir, torch::kCPU);
+  const auto out = testing::temp_dir("f16-out") / "out";
+  auto r = pruner::apply_and_export(ckpt, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"2":[0, 1]})"),
+                                                                         ckpt.model->config()),
+                                    out, false, nlohmann::json::object(), torch::kCPU);
+  const auto written = models::load_safetensors(out / "model.safetensors");
+  CATCH_CHECK(written.at("encoder.layer.2.attention.self.query.weight").scalar_type() == torch::kHalf);
+  CATCH_CHECK(written.at("embeddings.word_embeddings.weight").scalar_type() == torch::kHalf);
+  CATCH_CHECK(r.weights_dtypes == "Half");
+  // Two bytes per removed parameter.
+  CATCH_CHECK(testing::safetensors_data_bytes(dir / "model.safetensors") - testing::safetensors_data_bytes(out / "model.safetensors") ==
+              (r.params_before - r.params_after) * 2);
+  CATCH_CHECK(r.reload_max_abs_diff == 0);
+}
+
+CATCH_TEST_CASE("config keys outside the allow-list are refused by name", "[edges][minilm]") {
+  const auto dir = minilm_copy("config-keys");
+  const auto config = models::read_json_file(dir / "config.json");
+  auto with = [&](const char* key, const nlohmann::json& value) {
+    auto cfg = config;
+    cfg[key] = value;
+    return error_of([&] { models::ModelConfig::from_json(cfg, "config.json"); });
+  };
+  CATCH_CHECK_THAT(with("position_embedding_type", "relative_key"), Contains("position_embedding_type"));
+  CATCH_CHECK_THAT(with("is_decoder", true), Contains("is_decoder"));
+  CATCH_CHECK_THAT(with("embedding_size", 128), Contains("'embedding_size'"));
+  CATCH_CHECK_THAT(with("problem_type", "regression"), Contains("problem_type"));
+  CATCH_CHECK(with("hidden_dropout_prob", 0.3) == "(no error)");  // training only
+  auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
+  llama["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("rope_scaling"));
+  llama["rope_scaling"] = nullptr;
+  llama["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};
+  CATCH_CHECK(models::ModelConfig::from_json(llama, "c").rope_theta == 500000.0);
+}
+
+CATCH_TEST_CASE("corpus files: missing, a folder, not UTF-8", "[edges]") {
+  auto ckpt = models::load_checkpoint(stories_folder(), torch::kCPU);
+  const auto dir = testing::temp_dir("corpus-edges");
+  pruner::CorpusOptions o;
+  auto load = [&](const fs::path& f) {
+    return error_of([&] { pruner::load_corpus({f}, *ckpt.tokenizer, o); });
+  };
+  CATCH_CHECK_THAT(load(dir / "absent.txt"), Contains("absent.txt") && Contains("no such file"));
+  CATCH_CHECK_THAT(load(dir), Contains("is a folder"));
+  std::ofstream(dir / "latin1.txt") << "fine line\ncaf\xe9 au lait\n";
+  CATCH_CHECK_THAT(load(dir / "latin1.txt"), Contains("line 2") && Contains("not valid UTF-8"));
+}
