@@ -107,7 +107,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
         "{} is a single llama2.c file: the export has no tokenizer (run convert-llama2c with "
         "--tokenizer first to keep one)",
         source.string()));
-  if (!checkpoint.passthrough.empty())
+  if (!checkpoint.unused_keys.empty())
     result.warnings.push_back(fmt::format(
         "{} tensor(s) the architecture does not use are carried through unchanged: {}",
         checkpoint.passthrough.size(), fmt::join(checkpoint.unused_keys, ", ")));

@@ -42,7 +42,7 @@ std::vector<std::vector<int64_t>> removed_heads(const pruner::GateState& s) {
 CATCH_TEST_CASE("a Lagrangian run drives the expected sparsity to the target", "[training]") {
   auto ckpt = testing::tiny_checkpoint(2, 4);
   auto corpus = testing::random_corpus(96, 16, 11);
-  auto o = quick_options("lagrangian", 0.5, 60);
+  auto o = quick_options("lagrangian", 0.5, 300);
   o.log_every = 5;
   auto state = pruner::train_gates(ckpt, corpus, o);
   CATCH_CHECK(state.complete);

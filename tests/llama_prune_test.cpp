@@ -64,9 +64,9 @@ fs::path sampled_stories(models::Checkpoint& ckpt) {
 pruner::GateTrainingOptions options(double target, gates::GroupRule rule) {
   pruner::GateTrainingOptions o;
   o.target_sparsity = target;
-  o.steps = 80;
+  o.steps = 300;
   o.batch_size = 8;
-  o.log_every = 40;
+  o.log_every = 50;
   o.save_every = 0;
   o.constraints.group_rule = rule;
   o.constraints.min_heads_per_layer = 0;
@@ -104,9 +104,15 @@ CATCH_TEST_CASE("stories260K: KV-group-aware gate training, surgery and export",
         CATCH_CHECK((per_group.empty() || per_group.size() == 4));
     }
     const auto& fid = state.summary["heldout_fidelity"];
-    CATCH_CHECK(fid["kl"].get<double>() >= 0);
-    CATCH_CHECK(fid["kl"].get<double>() < 5);
-    CATCH_CHECK(fid["student_perplexity"].get<double>() >= 1);
+    // Recorded on this run (300 steps, seed 42): KL 0.45-0.49 nats/token, perplexity 4.4 against
+    // the dense 2.685. Removing half the heads must cost something, and not more than about
+    // twice what was recorded.
+    const double kl = fid["kl"].get<double>();
+    CATCH_CHECK(kl > 0.05);
+    CATCH_CHECK(kl < 1.0);
+    const double dense_ppl = fid["teacher_perplexity"].get<double>();
+    CATCH_CHECK(fid["student_perplexity"].get<double>() > dense_ppl);
+    CATCH_CHECK(fid["student_perplexity"].get<double>() < 2 * dense_ppl);
 
     // The gated model with its final gates == the physically pruned model.
     auto plan = pruner::plan_from_gates(state, *student.model, true);
