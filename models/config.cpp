@@ -68,7 +68,12 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
   c.bos_token_id = optional<int64_t>(j, "bos_token_id", 1, source);
   // Some configs list several end tokens; the first is the one generation stops at.
   if (j.contains("eos_token_id") && j.at("eos_token_id").is_array() && !j.at("eos_token_id").empty())
-    c.eos_token_id = j.at("eos_token_id").at(0).get<int64_t>();
+  {
+    const auto& first = j.at("eos_token_id").at(0);
+    if (!first.is_number_integer())
+      throw Error(fmt::format("{}: eos_token_id must be an integer or a list of integers", source));
+    c.eos_token_id = first.get<int64_t>();
+  }
   else
     c.eos_token_id = optional<int64_t>(j, "eos_token_id", 2, source);
 }

@@ -9,24 +9,9 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/input_file.h"
 
 namespace headprune::models {
-
-int64_t Llama2cHeader::expected_file_size() const {
-  const int64_t L = n_layers, d = dim, hd = hidden_dim, V = vocab();
-  const int64_t kv = int64_t{n_kv_heads} * head_dim();
-  int64_t floats = V * d                  // token_embedding
-                   + L * d                // rms_att
-                   + L * d * d            // wq
-                   + 2 * L * kv * d       // wk, wv
-                   + L * d * d            // wo
-                   + L * d                // rms_ffn
-                   + 3 * L * hd * d       // w1, w2, w3
-                   + d                    // rms_final
-                   + int64_t{seq_len} * head_dim();  // freq_cis_real + freq_cis_imag (each /2)
-  if (!shared_classifier()) floats += V * d;        // wcls
-  return 7 * 4 + floats * 4;
-}
 
 torch::Tensor permute_rotary_rows(const torch::Tensor& w, int64_t n_heads, int64_t head_dim) {
   // [n, d/2, 2, in] -> [n, 2, d/2, in]: per head rows 0,2,4,... then 1,3,5,...
@@ -34,40 +19,12 @@ torch::Tensor permute_rotary_rows(const torch::Tensor& w, int64_t n_heads, int64
 }
 
 Llama2cCheckpoint read_llama2c(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot open {}", file.string()));
+  auto in = open_input_file(file, "llama2.c checkpoint");
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto size = static_cast<int64_t>(bytes.size());
   Llama2cCheckpoint ckpt;
-  auto& h = ckpt.header;
-  if (size < 28)
-    throw Error(fmt::format("{}: {} bytes is too short for a llama2.c checkpoint (28-byte "
-                            "header)",
-                            file.string(), size));
-  int32_t fields[7];
-  std::memcpy(fields, bytes.data(), sizeof fields);
-  h = {fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], fields[6]};
-  const auto header_text =
-      fmt::format("dim={} hidden_dim={} n_layers={} n_heads={} n_kv_heads={} vocab_size={} "
-                  "seq_len={}",
-                  h.dim, h.hidden_dim, h.n_layers, h.n_heads, h.n_kv_heads, h.vocab_size,
-                  h.seq_len);
-  if (h.dim <= 0 || h.hidden_dim <= 0 || h.n_layers <= 0 || h.n_heads <= 0 ||
-      h.n_kv_heads <= 0 || h.vocab_size == 0 || h.seq_len <= 0)
-    throw Error(fmt::format("{}: not a llama2.c checkpoint (header {})", file.string(),
-                            header_text));
-  if (h.dim % h.n_heads != 0 || h.n_heads % h.n_kv_heads != 0 || h.head_dim() % 2 != 0)
-    throw Error(fmt::format("{}: inconsistent llama2.c header ({}): dim must be a multiple of "
-                            "n_heads, n_heads of n_kv_heads, and head_dim even",
-                            file.string(), header_text));
-  const int64_t expected = h.expected_file_size();
-  if (size != expected)
-    throw Error(fmt::format("{}: {} bytes, but its header ({}) implies {} bytes ({}); the file "
-                            "is {}",
-                            file.string(), size, header_text, expected,
-                            h.shared_classifier() ? "shared classifier"
-                                                  : "separate classifier wcls",
-                            size < expected ? "truncated" : "longer than expected"));
+  ckpt.header = parse_llama2c_header(bytes.data(), bytes.size(), size, file.string());
+  const auto& h = ckpt.header;
 
   const int64_t L = h.n_layers, d = h.dim, hd = h.hidden_dim, V = h.vocab(), n = h.n_heads,
                 nkv = h.n_kv_heads, head = h.head_dim(), kv = nkv * head;

@@ -18,20 +18,10 @@
 #include <torch/types.h>
 
 #include "models/config.h"
+#include "models/llama2c_header.h"
 #include "models/safetensors.h"
 
 namespace headprune::models {
-
-/// The 7-int header of a llama2.c checkpoint.
-struct Llama2cHeader {
-  int32_t dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, vocab_size = 0,
-          seq_len = 0;
-  bool shared_classifier() const { return vocab_size > 0; }
-  int64_t vocab() const { return vocab_size < 0 ? -int64_t{vocab_size} : vocab_size; }
-  int64_t head_dim() const { return dim / n_heads; }
-  /// Exact file size in bytes these dimensions imply (header, every tensor, freq_cis, wcls).
-  int64_t expected_file_size() const;
-};
 
 /// A llama2.c checkpoint as an HF LLaMA model.
 struct Llama2cCheckpoint {

@@ -176,7 +176,7 @@ SafetensorsHeader parse_safetensors_header(const fs::path& file, const std::stri
       fail(file, e.name,
            "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
                "] end beyond the data section, which has only " + std::to_string(data_size) +
-               " bytes (file size " + std::to_string(file_size) + "): " + kTruncatedHint);
+               " bytes: " + kTruncatedHint);
   const Entry* prev = nullptr;
   for (const Entry& e : entries) {
     if (e.end == e.begin) continue;

@@ -10,6 +10,7 @@
 #include "models/bert.h"
 #include "models/integer_key.h"
 #include "models/errors.h"
+#include "models/input_file.h"
 #include "pruner/log.h"
 #include "pruner/text_batches.h"
 
@@ -28,8 +29,7 @@ int64_t parse_label(const std::string& field, const std::vector<std::string>& la
 
 std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& file,
                                               const std::vector<std::string>& labels) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read {}", file.string()));
+  auto in = models::open_input_file(file, "labelled text file");
   std::vector<LabelledText> out;
   std::string line;
   bool first = true;

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/input_file.h"
 
 namespace headprune::pruner {
 
@@ -31,16 +32,7 @@ void check_utf8(const std::string& line, const std::filesystem::path& file, int6
 
 /// Appends the documents of one file to `lines` (see CorpusOptions::paragraphs).
 void read_documents(const std::filesystem::path& file, bool paragraphs, std::vector<std::string>& lines) {
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec))
-    throw Error(fmt::format("corpus {}: no such file", file.string()));
-  if (std::filesystem::is_directory(file, ec))
-    throw Error(fmt::format("corpus {} is a folder: give UTF-8 text files, one document or "
-                            "sentence per line",
-                            file.string()));
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    throw Error(fmt::format("cannot open corpus {} for reading (permissions?)", file.string()));
+  auto in = models::open_input_file(file, "corpus");
   std::string line, paragraph;
   int64_t line_no = 0;
   while (std::getline(in, line)) {

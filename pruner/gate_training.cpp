@@ -146,7 +146,7 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
   const int64_t total_steps = o.steps + (o.train_weights ? o.finetune_steps : 0);
   if (corpus.train.empty()) throw Error("the corpus has no training sequences");
   const int64_t warmup = o.warmup_steps >= 0 ? o.warmup_steps : (o.steps * 2) / 5;
-  const auto fingerprint = ModelFingerprint::of(model);
+  const auto fingerprint = fingerprint_of(model);
 
   // Teacher: the dense model, frozen. While the weights are frozen the student *is* the
   // teacher without gates; a separate copy only when they will train.
@@ -362,7 +362,7 @@ GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const Gate
   state.step = total_steps;
   if (o.train_weights) {
     save_weights(model, o.out_dir);
-    state.trained_model = ModelFingerprint::of(model);
+    state.trained_model = fingerprint_of(model);
   }
   const auto fidelity = measure_fidelity(model, &fixed, *teacher, corpus.heldout,
                                          corpus.pad_id, ckpt.pooling, o.batch_size, o.device);

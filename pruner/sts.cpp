@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/input_file.h"
 #include "pruner/text_batches.h"
 
 namespace headprune::pruner {
@@ -44,8 +45,7 @@ std::vector<double> ranks(const std::vector<double>& v) {
 }  // namespace
 
 std::vector<StsPair> read_sts(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read STS file {}", file.string()));
+  auto in = models::open_input_file(file, "STS file");
   std::vector<StsPair> pairs;
   std::string line;
   for (std::size_t n = 1; std::getline(in, line); ++n) {
@@ -90,7 +90,8 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 
 torch::Tensor embed_texts(models::Checkpoint& ckpt, const std::vector<std::string>& texts,
                           std::size_t batch_size, const torch::Device& device) {
-  return run_texts(ckpt, texts, batch_size, device, ckpt.model->config().hidden_size,
+  return run_texts(ckpt, texts, batch_size, device,
+                   ckpt.pooling.embedding_size(ckpt.model->config().hidden_size),
                    [&](const models::ModelInputs& in, const torch::Tensor& hidden) {
                      return ckpt.pooling.embed(hidden, in.attention_mask);
                    });

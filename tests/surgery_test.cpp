@@ -145,7 +145,7 @@ CATCH_TEST_CASE("gates trained on another model are refused", "[surgery][errors]
   auto a = testing::tiny_checkpoint(2, 4, 1);
   auto b = testing::tiny_checkpoint(2, 4, 2);
   pruner::GateState state;
-  state.model = pruner::ModelFingerprint::of(*a.model);
+  state.model = pruner::fingerprint_of(*a.model);
   state.layers.resize(2);
   for (auto& l : state.layers) {
     l.heads = {0, 1, 2, 3};

@@ -7,18 +7,28 @@
 #include <fmt/format.h>
 
 #include "models/errors.h"
+#include "models/input_file.h"
 
 namespace headprune::models {
 
 Llama2cTokenizer Llama2cTokenizer::from_file(const std::filesystem::path& file,
                                              int64_t vocab_size) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot open tokenizer {}", file.string()));
+  auto in = open_input_file(file, "tokenizer");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return from_bytes(bytes, vocab_size, file.string());
+}
+
+Llama2cTokenizer Llama2cTokenizer::from_bytes(const std::string& bytes, int64_t vocab_size,
+                                              const std::string& source) {
+  std::size_t pos = 0;
+  // Every length is checked against the bytes left before anything is allocated.
   auto read = [&](void* dst, std::size_t n, const std::string& what) {
-    if (!in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n)))
+    if (n > bytes.size() - pos)
       throw Error(fmt::format("{}: truncated while reading {} (a llama2.c tokenizer with {} "
                               "tokens was expected)",
-                              file.string(), what, vocab_size));
+                              source, what, vocab_size));
+    std::memcpy(dst, bytes.data() + pos, n);
+    pos += n;
   };
   Llama2cTokenizer tok;
   int32_t max_len = 0;
@@ -29,19 +39,19 @@ Llama2cTokenizer Llama2cTokenizer::from_file(const std::filesystem::path& file,
     read(&score, 4, fmt::format("the score of token {}", id));
     read(&len, 4, fmt::format("the length of token {}", id));
     if (len < 0 || len > max_len)
-      throw Error(fmt::format("{}: token {} has length {} (max_token_length {})", file.string(),
-                              id, len, max_len));
-    std::string piece(static_cast<std::size_t>(len), '\0');
-    read(piece.data(), piece.size(), fmt::format("the bytes of token {}", id));
+      throw Error(fmt::format("{}: token {} has length {} (max_token_length {})", source, id, len,
+                              max_len));
+    std::string piece(std::min(static_cast<std::size_t>(len), bytes.size() - pos), '\0');
+    read(piece.data(), static_cast<std::size_t>(len), fmt::format("the bytes of token {}", id));
     tok.pieces_.push_back(piece);
     tok.scores_.push_back(score);
     tok.ids_.emplace(piece, id);
   }
   for (int b = 0; b < 256; ++b) {
     const auto id = kFirstByteToken + b;
-    if (id >= vocab_size || tok.pieces_[id] != fmt::format("<0x{:02X}>", b))
-      throw Error(fmt::format("{}: token {} should be the byte-fallback piece <0x{:02X}>",
-                              file.string(), id, b));
+    if (id >= vocab_size || tok.pieces_[static_cast<std::size_t>(id)] != fmt::format("<0x{:02X}>", b))
+      throw Error(fmt::format("{}: token {} should be the byte-fallback piece <0x{:02X}>", source,
+                              id, b));
   }
   return tok;
 }

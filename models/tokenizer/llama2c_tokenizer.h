@@ -27,6 +27,10 @@ class Llama2cTokenizer : public Tokenizer {
   /// @throws headprune::Error naming the file if it is missing, truncated (which token), or
   ///         has a negative length, or if its byte-fallback tokens are not at ids 3..258.
   static Llama2cTokenizer from_file(const std::filesystem::path& file, int64_t vocab_size);
+  /// The same from the file's bytes; `source` names it in messages. Every length is checked
+  /// against the bytes left before anything is allocated.
+  static Llama2cTokenizer from_bytes(const std::string& bytes, int64_t vocab_size,
+                                     const std::string& source);
 
   /// run.c's encode (after SentencePiece's whitespace rule, if enabled below): optional BOS; a dummy-prefix " " token when `text` is non-empty
   /// (SentencePiece add_dummy_prefix); each UTF-8 character's piece, or its bytes as <0xXX>

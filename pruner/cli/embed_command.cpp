@@ -6,6 +6,7 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "models/input_file.h"
 #include "models/safetensors.h"
 #include "pruner/cli/command.h"
 #include "pruner/log.h"
@@ -22,15 +23,14 @@ int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals
       ("input", po::value<std::string>(&input)->required(),
        "UTF-8 text file, one sentence per line (every line is embedded, blank ones too)")
       ("out", po::value<std::string>(&out)->required(),
-       "safetensors file to write: 'embeddings' [lines, hidden] float32")
+       "safetensors file to write: 'embeddings' [lines, embedding size] float32")
       ("batch-size", po::value<std::size_t>(&batch_size)->default_value(32), "sentences per batch");
   po::variables_map vm;
   if (!parse_args(args, "headprune embed MODEL --input TEXT --out EMBEDDINGS.safetensors", desc,
                   {"model"}, vm))
     return 0;
   if (batch_size < 1) throw UsageError("--batch-size must be >= 1");
-  std::ifstream in(input, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read {}", input));
+  auto in = models::open_input_file(input, "--input");
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();

@@ -1,0 +1,31 @@
+// Fuzzes the --remove-heads JSON against a fixed BERT config (6 layers x 12 heads, layer 1's
+// head 0 already removed).
+#include <nlohmann/json.hpp>
+
+#include "models/config.h"
+#include "models/errors.h"
+#include "pruner/remove_heads_spec.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace {
+
+const headprune::models::ModelConfig& config() {
+  static const auto c = headprune::models::ModelConfig::from_json(
+      nlohmann::json::parse(R"({"model_type": "bert", "vocab_size": 100, "hidden_size": 48,
+        "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 96,
+        "pruned_heads": {"1": [0]}})"),
+      "config.json");
+  return c;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
+  const auto j = nlohmann::json::parse(headprune::fuzz::as_string(data, size), nullptr, false);
+  if (j.is_discarded()) return 0;
+  try {
+    (void)headprune::pruner::parse_remove_heads(j, config());
+  } catch (const headprune::Error&) {
+  }
+  return 0;
+}
