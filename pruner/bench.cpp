@@ -1,5 +1,7 @@
 #include "pruner/bench.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
@@ -52,6 +54,19 @@ std::string loaded_blas() {
   return "";
 }
 
+int blas_threads() {
+  using Getter = int (*)();
+  for (const char* name : {"openblas_get_num_threads", "MKL_Get_Max_Threads"})
+    if (auto getter = reinterpret_cast<Getter>(dlsym(RTLD_DEFAULT, name))) return getter();
+  return 0;
+}
+
+std::string BenchReport::describe_threads() const {
+  return fmt::format("{} LibTorch thread{}, {}", threads, threads == 1 ? "" : "s",
+                     blas_threads > 0 ? fmt::format("{} BLAS thread{}", blas_threads, blas_threads == 1 ? "" : "s")
+                                      : std::string("BLAS threads unknown"));
+}
+
 nlohmann::json BenchCell::to_json() const {
   return {{"batch", batch},
           {"seq", seq},
@@ -70,13 +85,14 @@ nlohmann::json BenchReport::to_json() const {
   for (const auto& c : results) cells.push_back(c.to_json());
   return {{"results", cells},
           {"threads", threads},
+          {"blas_threads", blas_threads},
           {"torch_version", torch_version},
           {"blas", blas},
           {"device", device}};
 }
 
 std::string BenchReport::to_text() const {
-  std::string s = fmt::format("device {}, {} threads, LibTorch {}, BLAS {}\n", device, threads,
+  std::string s = fmt::format("device {}, {}, LibTorch {}, BLAS {}\n", device, describe_threads(),
                               torch_version, blas.empty() ? "(not found)" : blas);
   s += "batch   seq |  dense ms (p25-p75)     |  pruned ms (p25-p75)    | speedup | FLOPs ratio | efficiency | tokens/s dense -> pruned\n";
   for (const auto& c : results)
@@ -99,6 +115,7 @@ BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pru
     if (b < 1) throw Error(fmt::format("batch size {} must be >= 1", b));
   BenchReport report;
   report.threads = torch::get_num_threads();
+  report.blas_threads = blas_threads();
   report.torch_version = TORCH_VERSION;
   report.blas = loaded_blas();
   report.device = o.device.str();

@@ -2,6 +2,7 @@
 // costs, sentence-transformers Dense and multi-mode pooling, tensors the architecture does not
 // use, Hugging Face cache folders (symlinks), F16 sources, the config allow-list, and corpus
 // files that are missing or not UTF-8. Real checkpoints: all-MiniLM-L6-v2 and stories260K.
+#include <cstring>
 #include <fstream>
 
 #include <catch2/catch.hpp>
@@ -74,6 +75,12 @@ torch::Tensor embed(const models::Checkpoint& ckpt, const std::vector<std::strin
   return ckpt.pooling.embed(ckpt.model->forward(in, nullptr).last_hidden_state, in.attention_mask);
 }
 
+/// apply --remove-heads SPEC on `ckpt`, exported to `out`.
+pruner::ApplyResult prune_to(models::Checkpoint& ckpt, const char* spec, const fs::path& out) {
+  const auto plan = pruner::plan_from_remove_heads(nlohmann::json::parse(spec), ckpt.model->config());
+  return pruner::apply_and_export(ckpt, plan, out, false, nlohmann::json::object(), torch::kCPU);
+}
+
 const std::vector<std::string> kTexts = {"A man is playing a guitar.",
                                          "The quick brown fox jumps over the lazy dog again."};
 
@@ -82,10 +89,7 @@ const std::vector<std::string> kTexts = {"A man is playing a guitar.",
 CATCH_TEST_CASE("report and inspect on a uniform LLaMA export use the original heads", "[llama][edges]") {
   auto ckpt = models::load_checkpoint(stories_folder(), torch::kCPU);
   const auto out = testing::temp_dir("stories-uniform") / "out";
-  const auto remove = nlohmann::json::parse(
-      R"({"0":[1,3,5,7],"1":[1,3,5,7],"2":[1,3,5,7],"3":[1,3,5,7],"4":[1,3,5,7]})");
-  pruner::apply_and_export(ckpt, pruner::plan_from_remove_heads(remove, ckpt.model->config()), out,
-                           false, nlohmann::json::object(), torch::kCPU);
+  prune_to(ckpt, R"({"0":[1,3,5,7],"1":[1,3,5,7],"2":[1,3,5,7],"3":[1,3,5,7],"4":[1,3,5,7]})", out);
   // The export is a plain LLaMA config with 4 query heads renumbered 0..3 ...
   const auto config = models::ModelConfig::from_directory(out);
   CATCH_CHECK(config.num_attention_heads == 4);
@@ -107,8 +111,7 @@ CATCH_TEST_CASE("report and inspect on a uniform LLaMA export use the original h
 
   // Pruned again, the record still speaks of the original numbering.
   const auto again = out.parent_path() / "again";
-  pruner::apply_and_export(reloaded, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"0":[0]})"), config),
-                           again, false, nlohmann::json::object(), torch::kCPU);
+  prune_to(reloaded, R"({"0":[0]})", again);
   const auto second = pruner::load_report(again);
   CATCH_CHECK(second.layers[0].kept_indices() == std::vector<int64_t>{2, 4, 6});
   CATCH_CHECK(second.num_attention_heads == 8);
@@ -121,9 +124,7 @@ CATCH_TEST_CASE("inspect and apply accept a llama2.c .bin", "[llama][edges]") {
   CATCH_CHECK(summary.weights_file_bytes == fs::file_size(bin));
   CATCH_CHECK(summary.num_key_value_heads_per_layer == std::vector<int64_t>(5, 4));
   const auto out = testing::temp_dir("bin-apply") / "out";
-  auto r = pruner::apply_and_export(
-      ckpt, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"2":[0,1]})"), ckpt.model->config()),
-      out, false, nlohmann::json::object(), torch::kCPU);
+  auto r = prune_to(ckpt, R"({"2":[0,1]})", out);
   CATCH_CHECK(r.heads_after == 38);
   CATCH_CHECK(fs::exists(out / "model.safetensors"));
 }
@@ -190,9 +191,7 @@ CATCH_TEST_CASE("sentence-transformers Dense and several pooling modes are compu
 
   // The export carries the Dense module's weights unchanged.
   const auto out = testing::temp_dir("st-dense-out") / "out";
-  pruner::apply_and_export(ckpt, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"0":[0]})"),
-                                                                ckpt.model->config()),
-                           out, false, nlohmann::json::object(), torch::kCPU);
+  prune_to(ckpt, R"({"0":[0]})", out);
   CATCH_CHECK(models::load_safetensors(out / "2_Dense/model.safetensors").at("linear.weight").equal(w));
   CATCH_CHECK(models::load_checkpoint(out, torch::kCPU).pooling.describe() == ckpt.pooling.describe());
 }
@@ -226,9 +225,7 @@ CATCH_TEST_CASE("tensors the architecture does not use: carried through, or refu
   auto ckpt = models::load_checkpoint(dir, torch::kCPU);
   CATCH_CHECK(ckpt.unused_keys == std::vector<std::string>{"cls.predictions.bias"});
   const auto out = testing::temp_dir("unused-out") / "out";
-  auto r = pruner::apply_and_export(ckpt, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"1":[2]})"),
-                                                                         ckpt.model->config()),
-                                    out, false, nlohmann::json::object(), torch::kCPU);
+  auto r = prune_to(ckpt, R"({"1":[2]})", out);
   CATCH_CHECK(models::load_safetensors(out / "model.safetensors").at("cls.predictions.bias").equal(weights["cls.predictions.bias"]));
   // Only the removed head's parameters leave the file.
   CATCH_CHECK(testing::safetensors_data_bytes(dir / "model.safetensors") - testing::safetensors_data_bytes(out / "model.safetensors") ==
@@ -260,9 +257,7 @@ CATCH_TEST_CASE("a Hugging Face cache snapshot (symlinks into blobs/) exports co
   CATCH_REQUIRE(fs::is_symlink(snapshot / "vocab.txt"));
   auto ckpt = models::load_checkpoint(snapshot, torch::kCPU);
   const auto out = testing::temp_dir("hf-cache-out") / "out";
-  pruner::apply_and_export(ckpt, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"0":[1]})"),
-                                                                ckpt.model->config()),
-                           out, false, nlohmann::json::object(), torch::kCPU);
+  prune_to(ckpt, R"({"0":[1]})", out);
   for (const char* file : {"vocab.txt", "tokenizer.json", "tokenizer_config.json", "modules.json",
                            "sentence_bert_config.json", "1_Pooling/config.json"}) {
     CATCH_INFO(file);
@@ -279,9 +274,7 @@ CATCH_TEST_CASE("an F16 source is exported in F16", "[edges][minilm]") {
   models::save_safetensors(dir / "model.safetensors", weights);
   auto ckpt = models::load_checkpoint(dir, torch::kCPU);
   const auto out = testing::temp_dir("f16-out") / "out";
-  auto r = pruner::apply_and_export(ckpt, pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"2":[0, 1]})"),
-                                                                         ckpt.model->config()),
-                                    out, false, nlohmann::json::object(), torch::kCPU);
+  auto r = prune_to(ckpt, R"({"2":[0, 1]})", out);
   const auto written = models::load_safetensors(out / "model.safetensors");
   CATCH_CHECK(written.at("encoder.layer.2.attention.self.query.weight").scalar_type() == torch::kHalf);
   CATCH_CHECK(written.at("embeddings.word_embeddings.weight").scalar_type() == torch::kHalf);
@@ -324,4 +317,25 @@ CATCH_TEST_CASE("corpus files: missing, a folder, not UTF-8", "[edges]") {
   CATCH_CHECK_THAT(load(dir), Contains("is a folder"));
   std::ofstream(dir / "latin1.txt") << "fine line\ncaf\xe9 au lait\n";
   CATCH_CHECK_THAT(load(dir / "latin1.txt"), Contains("line 2") && Contains("not valid UTF-8"));
+}
+
+CATCH_TEST_CASE("parsers: hostile sizes and types are errors, not overflow or huge allocations", "[edges]") {
+  // A llama2.c header whose sizes multiply past int64 (was signed overflow).
+  const int32_t huge[7] = {2147483646, 2147483646, 2147483647, 1, 1, 2147483647, 2147483647};
+  CATCH_CHECK_THAT(error_of([&] {
+                     models::parse_llama2c_header(reinterpret_cast<const char*>(huge), sizeof huge, 28, "h.bin");
+                   }),
+                   Contains("more than 2^63 bytes"));
+  // A tokenizer token claiming 2 GB: reported as truncated before anything is allocated.
+  std::string tok(4, '\0');
+  const int32_t max_len = 2147483647, len = 2147483647;
+  const float score = 0;
+  std::memcpy(tok.data(), &max_len, 4);
+  tok.append(reinterpret_cast<const char*>(&score), 4).append(reinterpret_cast<const char*>(&len), 4);
+  CATCH_CHECK_THAT(error_of([&] { models::Llama2cTokenizer::from_bytes(tok, 512, "t.bin"); }),
+                   Contains("truncated while reading the bytes of token 0"));
+  // A list of end tokens that are not integers (was an uncaught JSON type error).
+  auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
+  llama["eos_token_id"] = {"</s>"};
+  CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("eos_token_id"));
 }

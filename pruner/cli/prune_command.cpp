@@ -38,10 +38,11 @@ void print_summary(const nlohmann::json& s) {
   if (s["bench"].is_object())
     for (const auto& c : s["bench"]["results"])
       std::cout << fmt::format("  speedup        {:.3f}x at batch {} x seq {} (FLOPs ratio {:.3f}x; "
-                               "{:.2f} ms -> {:.2f} ms, {} threads)\n",
+                               "{:.2f} ms -> {:.2f} ms; {} LibTorch + {} BLAS threads)\n",
                                c["speedup"].get<double>(), c["batch"].get<int64_t>(), c["seq"].get<int64_t>(),
                                c["flops_ratio"].get<double>(), c["dense_ms"]["median"].get<double>(),
-                               c["pruned_ms"]["median"].get<double>(), s["bench"]["threads"].get<int>());
+                               c["pruned_ms"]["median"].get<double>(), s["bench"]["threads"].get<int>(),
+                               s["bench"].value("blas_threads", 0));
   for (const auto& w : apply["warnings"]) std::cout << "  warning        " << w.get<std::string>() << "\n";
   std::cout << fmt::format("  report         {0}/headprune/report.txt, {0}/headprune/heads.svg\n",
                            s["out"].get<std::string>());
