@@ -363,6 +363,19 @@ CATCH_TEST_CASE("from_directory errors name the file and the fix", "[tokenizer]"
   auto bad_length = tiny_dir("length", R"({"model_max_length": -3})");
   CATCH_CHECK_THROWS_WITH(WordPieceTokenizer::from_directory(bad_length),
                           Contains("model_max_length"));
+
+  // Keys that would change encoding and are not implemented are refused by name.
+  for (const auto* config : {R"({"wordpieces_prefix": "@@"})", R"({"never_split": ["[FOO]"]})",
+                             R"({"tokenizer_class": "RobertaTokenizer"})",
+                             R"({"do_basic_tokenize": false})", R"({"truncation_side": "left"})",
+                             R"({"added_tokens_decoder": {"30522": {"content": "<new>"}}})"}) {
+    CATCH_INFO(config);
+    const auto key = nlohmann::json::parse(config).begin().key();
+    CATCH_CHECK_THROWS_WITH(WordPieceTokenizer::from_directory(tiny_dir("refused", config)),
+                            Contains("tokenizer_config.json") && Contains(key));
+  }
+  auto specials_only = tiny_dir("specials", R"({"added_tokens_decoder": {"0": {"content": "[UNK]"}}})");
+  CATCH_CHECK_NOTHROW(WordPieceTokenizer::from_directory(specials_only));
 }
 
 CATCH_TEST_CASE("a megabyte of text gives exactly its pieces, an over-long word one [UNK]", "[tokenizer]") {

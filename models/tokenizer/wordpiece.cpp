@@ -33,6 +33,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "models/errors.h"
@@ -363,6 +364,54 @@ void apply_special_tokens(const nlohmann::json& json, const std::filesystem::pat
   json_token(json, "mask_token", file, options.mask_token);
 }
 
+/// The allow-list of tokenizer_config.json / special_tokens_map.json keys (HF BertTokenizer):
+/// modelled keys, keys that must hold the value implemented, and keys that do not change
+/// encoding (provenance, decoding, padding/truncation settings the caller sets itself).
+/// Added tokens other than the five special tokens would be split out of the text by HF:
+/// refused. @throws headprune::Error naming the file and key.
+void check_tokenizer_keys(const nlohmann::json& json, const std::filesystem::path& file,
+                          const WordPieceOptions& options) {
+  static const std::set<std::string> kModelled = {
+      "do_lower_case", "tokenize_chinese_chars", "strip_accents", "model_max_length",
+      "unk_token", "cls_token", "sep_token", "pad_token", "mask_token"};
+  static const std::set<std::string> kInert = {
+      "name_or_path", "clean_up_tokenization_spaces", "special_tokens_map_file",
+      "model_input_names", "max_length", "stride", "truncation_strategy", "pad_to_multiple_of",
+      "pad_token_type_id", "bos_token", "eos_token", "added_tokens_decoder",
+      "additional_special_tokens", "extra_special_tokens", "do_basic_tokenize", "never_split",
+      "tokenizer_class", "padding_side", "truncation_side", "split_special_tokens"};
+  const auto fail = [&](const std::string& key, const std::string& why) {
+    throw Error(file.string() + ": \"" + key + "\" " + why);
+  };
+  for (const auto& [key, value] : json.items())
+    if (!kModelled.count(key) && !kInert.count(key))
+      fail(key, "is not modelled by headprune's WordPiece tokenizer; if it does not change "
+                "encoding, remove it");
+  const auto value_or = [&](const char* key, const nlohmann::json& fallback) {
+    return json.contains(key) && !json.at(key).is_null() ? json.at(key) : fallback;
+  };
+  if (value_or("do_basic_tokenize", true) != true) fail("do_basic_tokenize", "must be true");
+  const auto never_split = value_or("never_split", nlohmann::json::array());
+  if (!never_split.is_array() || !never_split.empty()) fail("never_split", "must be null or empty");
+  const auto cls = value_or("tokenizer_class", "BertTokenizer");
+  if (cls != "BertTokenizer" && cls != "BertTokenizerFast")
+    fail("tokenizer_class", "is " + cls.dump() + "; only BertTokenizer(Fast) is implemented");
+  for (const char* key : {"padding_side", "truncation_side"})
+    if (value_or(key, "right") != "right") fail(key, "must be \"right\"");
+  if (value_or("split_special_tokens", false) != false) fail("split_special_tokens", "must be false");
+  const auto extra = value_or("additional_special_tokens", nlohmann::json::array());
+  if (!extra.is_array() || !extra.empty())
+    fail("additional_special_tokens", "must be empty (added tokens are not implemented)");
+  const std::set<std::string> specials = {options.unk_token, options.cls_token, options.sep_token,
+                                          options.pad_token, options.mask_token};
+  const auto added = value_or("added_tokens_decoder", nlohmann::json::object());
+  for (const auto& [id, token] : added.items())
+    if (!token.is_object() || !specials.count(token.value("content", std::string())))
+      fail("added_tokens_decoder", "adds token " + id + " " + token.dump() +
+                                       ", which is not one of the special tokens: added tokens "
+                                       "are not implemented");
+}
+
 }  // namespace
 
 // ---- construction -------------------------------------------------------------------------
@@ -446,7 +495,10 @@ WordPieceTokenizer WordPieceTokenizer::from_directory(const std::filesystem::pat
     apply_special_tokens(config, config_path, options);
   }
   const auto map_path = dir / "special_tokens_map.json";
-  if (std::filesystem::exists(map_path)) apply_special_tokens(read_json(map_path), map_path, options);
+  const auto map = std::filesystem::exists(map_path) ? read_json(map_path) : nlohmann::json::object();
+  apply_special_tokens(map, map_path, options);
+  if (std::filesystem::exists(config_path)) check_tokenizer_keys(read_json(config_path), config_path, options);
+  check_tokenizer_keys(map, map_path, options);
 
   try {
     return WordPieceTokenizer(std::move(vocab), std::move(options));
