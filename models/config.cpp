@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "models/config_keys.h"
 #include "models/errors.h"
+#include "models/json_get.h"
 #include "models/integer_key.h"
 
 namespace headprune::models {
@@ -20,6 +22,8 @@ template <typename T>
 T required(const nlohmann::json& j, const char* key, const std::string& source) {
   if (!j.contains(key))
     throw Error(fmt::format("{}: required key '{}' is missing", source, key));
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    return static_cast<T>(json_integer(j.at(key), fmt::format("{}: key '{}'", source, key)));
   try {
     return j.at(key).get<T>();
   } catch (const nlohmann::json::exception&) {
@@ -72,7 +76,7 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
     const auto& first = j.at("eos_token_id").at(0);
     if (!first.is_number_integer())
       throw Error(fmt::format("{}: eos_token_id must be an integer or a list of integers", source));
-    c.eos_token_id = first.get<int64_t>();
+    c.eos_token_id = json_integer(first, source + ": eos_token_id");
   }
   else
     c.eos_token_id = optional<int64_t>(j, "eos_token_id", 2, source);
@@ -92,7 +96,7 @@ void parse_headprune_kept_heads(const nlohmann::json& j, const std::string& sour
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     std::vector<int64_t> heads;
     try {
-      heads = kept.at(l).get<std::vector<int64_t>>();
+      heads = json_integer_list(kept.at(l), "headprune.kept_heads");
     } catch (const nlohmann::json::exception&) {
       throw Error(fmt::format("{}: headprune.kept_heads[{}] must be a list of head indices",
                               source, l));
@@ -125,7 +129,7 @@ void parse_original_head_ids(const nlohmann::json& j, const std::string& source,
   const auto original = optional<int64_t>(note, "original_num_attention_heads", 0, source);
   std::vector<std::vector<int64_t>> ids;
   try {
-    ids = note.at("original_head_ids").get<std::vector<std::vector<int64_t>>>();
+    ids = json_integer_lists(note.at("original_head_ids"), "headprune.original_head_ids");
   } catch (const nlohmann::json::exception&) {
     throw Error(fmt::format("{}: headprune.original_head_ids must be a list of lists", source));
   }

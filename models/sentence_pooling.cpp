@@ -9,6 +9,7 @@
 
 #include "models/config.h"
 #include "models/errors.h"
+#include "models/json_get.h"
 #include "models/safetensors.h"
 
 namespace headprune::models {
@@ -92,7 +93,8 @@ SentenceDense read_dense(const fs::path& dir, const std::string& path, int64_t i
                             "Sigmoid, GELU)",
                             file.string(), act));
   d.activation = kActivations.at(act);
-  const auto in = cfg.value("in_features", int64_t{-1}), out = cfg.value("out_features", int64_t{-1});
+  const auto in = json_integer(cfg.value("in_features", nlohmann::json(-1)), file.string() + ": in_features");
+  const auto out = json_integer(cfg.value("out_features", nlohmann::json(-1)), file.string() + ": out_features");
   if (in != in_features || out <= 0)
     throw Error(fmt::format("{}: in_features {} / out_features {}: the module before it gives {} "
                             "features",
@@ -130,9 +132,10 @@ int64_t read_transformer_config(const fs::path& dir) {
     throw Error(fmt::format("{}: do_lower_case true is not supported (headprune passes text to "
                             "the tokenizer unchanged)",
                             file.string()));
-  return cfg.contains("max_seq_length") && cfg["max_seq_length"].is_number_integer()
-             ? cfg["max_seq_length"].get<int64_t>()
-             : 0;
+  if (!cfg.contains("max_seq_length") || cfg["max_seq_length"].is_null()) return 0;
+  const auto length = json_integer(cfg["max_seq_length"], file.string() + ": max_seq_length");
+  if (length < 1) throw Error(fmt::format("{}: max_seq_length must be positive", file.string()));
+  return length;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "models/config.h"
 #include "models/errors.h"
+#include "models/json_get.h"
 #include "pruner/atomic_write.h"
 
 namespace headprune::pruner {
@@ -19,10 +20,10 @@ nlohmann::json ModelFingerprint::to_json() const {
 ModelFingerprint ModelFingerprint::from_json(const nlohmann::json& j) {
   ModelFingerprint f;
   f.model_type = j.at("model_type").get<std::string>();
-  f.num_hidden_layers = j.at("num_hidden_layers").get<int64_t>();
-  f.num_attention_heads = j.at("num_attention_heads").get<int64_t>();
-  f.hidden_size = j.at("hidden_size").get<int64_t>();
-  f.kept_heads = j.at("kept_heads").get<std::vector<std::vector<int64_t>>>();
+  f.num_hidden_layers = models::json_integer(j.at("num_hidden_layers"), "num_hidden_layers");
+  f.num_attention_heads = models::json_integer(j.at("num_attention_heads"), "num_attention_heads");
+  f.hidden_size = models::json_integer(j.at("hidden_size"), "hidden_size");
+  f.kept_heads = models::json_integer_lists(j.at("kept_heads"), "kept_heads");
   f.weights_checksum = j.at("weights_checksum").get<double>();
   return f;
 }
@@ -100,9 +101,10 @@ GateState GateState::from_json(const nlohmann::json& j, const std::string& sourc
       throw Error(fmt::format("{} is not a headprune gates file (no \"format\": "
                               "\"headprune-gates\")",
                               source));
-    if (j.at("format_version").get<int>() > kFormatVersion)
+    const auto version = models::json_integer(j.at("format_version"), source + ": format_version");
+    if (version > kFormatVersion)
       throw Error(fmt::format("{} was written by a newer headprune (format {}); upgrade", source,
-                              j.at("format_version").get<int>()));
+                              version));
     GateState s;
     s.model = ModelFingerprint::from_json(j.at("model"));
     s.model_path = j.value("model_path", std::string());
@@ -110,11 +112,11 @@ GateState GateState::from_json(const nlohmann::json& j, const std::string& sourc
       s.trained_model = ModelFingerprint::from_json(j.at("trained_model"));
     s.settings = j.value("settings", nlohmann::json::object());
     s.summary = j.value("summary", nlohmann::json::object());
-    s.step = j.value("step", int64_t{0});
+    s.step = j.contains("step") ? models::json_integer(j.at("step"), source + ": step") : 0;
     s.complete = j.value("complete", false);
     for (const auto& l : j.at("layers")) {
       LayerGates g;
-      g.heads = l.at("heads").get<std::vector<int64_t>>();
+      g.heads = models::json_integer_list(l.at("heads"), fmt::format("{}: layer {} heads", source, s.layers.size()));
       g.log_alpha = l.at("log_alpha").get<std::vector<double>>();
       g.gate = l.at("gate").get<std::vector<double>>();
       g.keep = l.at("keep").get<std::vector<bool>>();

@@ -8,6 +8,7 @@
 
 #include "models/config.h"
 #include "models/errors.h"
+#include "models/json_get.h"
 
 namespace headprune::pruner {
 
@@ -76,8 +77,9 @@ HeadReport report_from_checkpoint(const std::filesystem::path& dir) {
     std::vector<int64_t> before = kept_now;
     if (note.is_object() && note.contains("layers") && note["layers"].size() > static_cast<size_t>(l)) {
       const auto& rec = note["layers"][l];
-      before = rec.value("heads_before", before);
-      const auto kept = rec.value("kept", std::vector<int64_t>());
+      if (rec.contains("heads_before")) before = models::json_integer_list(rec.at("heads_before"), "headprune record heads_before");
+      const auto kept = rec.contains("kept") ? models::json_integer_list(rec.at("kept"), "headprune record kept")
+                                             : std::vector<int64_t>();
       const auto gates = rec.value("gate", std::vector<double>());
       for (size_t i = 0; i < kept.size() && i < gates.size(); ++i)
         lr.gate[head_slot(kept[i], n, dir, l)] = gates[i];

@@ -18,6 +18,7 @@
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "pruner/apply.h"
 #include "pruner/corpus.h"
+#include "pruner/gate_record.h"
 #include "pruner/head_costs.h"
 #include "pruner/inspect.h"
 #include "pruner/report.h"
@@ -338,4 +339,15 @@ CATCH_TEST_CASE("parsers: hostile sizes and types are errors, not overflow or hu
   auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
   llama["eos_token_id"] = {"</s>"};
   CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("eos_token_id"));
+  // An integer too large for int64 parses as a float; casting it was undefined behaviour
+  // (fuzz finding in gates.json, the same pattern in config.json).
+  auto gates = nlohmann::json::parse(
+      std::ifstream(testing::source_dir() / "tests/fuzz/corpus/gates_json/small.json"));
+  gates["model"]["kept_heads"][1][3] = nlohmann::json::parse("355555555555555555555555555555555555555555555");
+  CATCH_CHECK_THAT(error_of([&] { pruner::GateState::from_json(gates, "gates.json"); }),
+                   Contains("kept_heads[1][3] must be an integer"));
+  llama["eos_token_id"] = 2;
+  llama["num_hidden_layers"] = 5.0e30;
+  CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(llama, "c"); }),
+                   Contains("num_hidden_layers") && Contains("must be an integer"));
 }

@@ -22,10 +22,11 @@ void print_summary(const nlohmann::json& s) {
   std::cout << fmt::format("  parameters     {} -> {} ({:+.2f}%)\n", apply["params_before"].get<int64_t>(),
                            apply["params_after"].get<int64_t>(),
                            100.0 * (apply["params_after"].get<double>() / apply["params_before"].get<double>() - 1));
-  std::cout << fmt::format("  file size      {} -> {} ({:+.2f}%)\n",
+  std::cout << fmt::format("  file size      {} -> {} ({:+.2f}%; safetensors weights, {} in both)\n",
                            pruner::human_bytes(apply["bytes_before"].get<std::uintmax_t>()),
                            pruner::human_bytes(apply["bytes_after"].get<std::uintmax_t>()),
-                           100.0 * (apply["bytes_after"].get<double>() / apply["bytes_before"].get<double>() - 1));
+                           100.0 * (apply["bytes_after"].get<double>() / apply["bytes_before"].get<double>() - 1),
+                           apply.value("weights_dtypes", std::string("?")));
   std::cout << fmt::format("  fidelity       held-out embedding cosine to the dense model: mean {:.4f}, "
                            "5th percentile {:.4f} ({} sentences)\n",
                            fid["mean_cosine"].get<double>(), fid["p5_cosine"].get<double>(),
