@@ -22,6 +22,12 @@ std::string canonical_key(const std::string& key, bool strip_bert) {
   return strip_bert && key.rfind("bert.", 0) == 0 ? key.substr(5) : key;
 }
 
+/// True for a BertFor* file, whose encoder keys all carry the "bert." prefix.
+bool has_bert_prefix(const TensorMap& weights) {
+  return !weights.count("embeddings.word_embeddings.weight") &&
+         weights.count("bert.embeddings.word_embeddings.weight");
+}
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -34,8 +40,7 @@ std::string parent_module(const std::string& key) {
 /// The dtype in the file of each floating-point weight the model loaded, by parameter name.
 std::map<std::string, torch::ScalarType> source_dtypes(const torch::nn::Module& model,
                                                        const TensorMap& weights) {
-  const bool strip_bert = !weights.count("embeddings.word_embeddings.weight") &&
-                          weights.count("bert.embeddings.word_embeddings.weight");
+  const bool strip_bert = has_bert_prefix(weights);
   std::map<std::string, torch::ScalarType> out;
   std::set<std::string> params;
   for (const auto& p : model.named_parameters(true)) params.insert(p.key());
@@ -53,7 +58,7 @@ void check_unused_outside_model(const torch::nn::Module& model, const std::vecto
   std::set<std::string> modules;
   for (const auto& p : model.named_parameters(true)) modules.insert(parent_module(p.key()));
   for (const auto& key : unused) {
-    const auto stripped = key.rfind("bert.", 0) == 0 ? key.substr(5) : key;
+    const auto stripped = canonical_key(key, true);
     if (modules.count(parent_module(stripped)))
       throw Error(fmt::format("{}: tensor '{}' belongs to module '{}', which the config describes "
                               "without it (check attention_bias / mlp_bias and similar keys in "
@@ -89,8 +94,7 @@ Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torc
 
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
                                       const std::string& source) {
-  const bool strip_bert = !weights.count("embeddings.word_embeddings.weight") &&
-                          weights.count("bert.embeddings.word_embeddings.weight");
+  const bool strip_bert = has_bert_prefix(weights);
   std::map<std::string, const torch::Tensor*> by_name;
   std::map<std::string, std::string> file_name;
   for (const auto& [k, v] : weights) {

@@ -72,12 +72,7 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
   c.bos_token_id = optional<int64_t>(j, "bos_token_id", 1, source);
   // Some configs list several end tokens; the first is the one generation stops at.
   if (j.contains("eos_token_id") && j.at("eos_token_id").is_array() && !j.at("eos_token_id").empty())
-  {
-    const auto& first = j.at("eos_token_id").at(0);
-    if (!first.is_number_integer())
-      throw Error(fmt::format("{}: eos_token_id must be an integer or a list of integers", source));
-    c.eos_token_id = json_integer(first, source + ": eos_token_id");
-  }
+    c.eos_token_id = json_integer(j.at("eos_token_id").at(0), source + ": eos_token_id[0]");
   else
     c.eos_token_id = optional<int64_t>(j, "eos_token_id", 2, source);
 }
@@ -94,13 +89,7 @@ void parse_headprune_kept_heads(const nlohmann::json& j, const std::string& sour
     throw Error(fmt::format("{}: headprune.kept_heads must be a list of {} lists (one per layer)",
                             source, c.num_hidden_layers));
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
-    std::vector<int64_t> heads;
-    try {
-      heads = json_integer_list(kept.at(l), "headprune.kept_heads");
-    } catch (const nlohmann::json::exception&) {
-      throw Error(fmt::format("{}: headprune.kept_heads[{}] must be a list of head indices",
-                              source, l));
-    }
+    const auto heads = json_integer_list(kept.at(l), fmt::format("{}: headprune.kept_heads[{}]", source, l));
     for (size_t i = 0; i < heads.size(); ++i) {
       if (heads[i] < 0 || heads[i] >= c.num_attention_heads)
         throw Error(fmt::format("{}: headprune.kept_heads[{}] names head {}, but layers have {} "
@@ -127,12 +116,7 @@ void parse_original_head_ids(const nlohmann::json& j, const std::string& source,
   const auto note = j.value("headprune", nlohmann::json::object());
   if (!note.is_object() || !note.contains("original_head_ids")) return;
   const auto original = optional<int64_t>(note, "original_num_attention_heads", 0, source);
-  std::vector<std::vector<int64_t>> ids;
-  try {
-    ids = json_integer_lists(note.at("original_head_ids"), "headprune.original_head_ids");
-  } catch (const nlohmann::json::exception&) {
-    throw Error(fmt::format("{}: headprune.original_head_ids must be a list of lists", source));
-  }
+  auto ids = json_integer_lists(note.at("original_head_ids"), source + ": headprune.original_head_ids");
   if (static_cast<int64_t>(ids.size()) != c.num_hidden_layers || original < c.num_attention_heads)
     throw Error(fmt::format("{}: headprune.original_head_ids must list {} layers and "
                             "headprune.original_num_attention_heads be >= {}",
@@ -239,15 +223,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
       if (layer < 0 || layer >= c.num_hidden_layers)
         throw Error(fmt::format("{}: pruned_heads names layer '{}', but the model has {} layers",
                                 source, key, c.num_hidden_layers));
-      if (!heads.is_array())
-        throw Error(fmt::format("{}: pruned_heads['{}'] must be a list of head indices", source, key));
-      std::vector<int64_t> removed;
-      for (const auto& h : heads) {
-        if (!h.is_number_integer())
-          throw Error(fmt::format("{}: pruned_heads['{}'] holds a non-integer", source, key));
-        removed.push_back(h.get<int64_t>());
-      }
-      c.remove_heads(layer, removed);
+      c.remove_heads(layer, json_integer_list(heads, fmt::format("{}: pruned_heads['{}']", source, key)));
     }
   }
   return c;

@@ -43,20 +43,20 @@ using nlohmann::json;
 
 /// Largest header accepted, as in the reference implementation.
 constexpr std::uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;
-constexpr const char* kMetadataKey = "__metadata__";
+constexpr const char* kMetadataKey = kSafetensorsMetadataKey;
 constexpr const char* kSupportedDtypes = kSafetensorsDtypes;
 
+/// The torch type of each format dtype name (sizes: models/safetensors_header.cpp).
 struct DtypeInfo {
   const char* name;
   torch::ScalarType type;
-  std::size_t itemsize;
 };
 
 constexpr DtypeInfo kDtypes[] = {
-    {"F64", torch::kFloat64, 8}, {"F32", torch::kFloat32, 4}, {"F16", torch::kFloat16, 2},
-    {"BF16", torch::kBFloat16, 2}, {"I64", torch::kInt64, 8}, {"I32", torch::kInt32, 4},
-    {"I16", torch::kInt16, 2},    {"I8", torch::kInt8, 1},     {"U8", torch::kUInt8, 1},
-    {"BOOL", torch::kBool, 1},
+    {"F64", torch::kFloat64}, {"F32", torch::kFloat32}, {"F16", torch::kFloat16},
+    {"BF16", torch::kBFloat16}, {"I64", torch::kInt64}, {"I32", torch::kInt32},
+    {"I16", torch::kInt16},    {"I8", torch::kInt8},     {"U8", torch::kUInt8},
+    {"BOOL", torch::kBool},
 };
 
 const DtypeInfo* dtype_by_name(const std::string& name) {
@@ -275,7 +275,7 @@ void save_safetensors(const fs::path& file, const TensorMap& tensors,
                 ", which safetensors files here cannot hold; supported dtypes are " +
                 kSupportedDtypes + ": convert it with .to(...)");
     torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
-    const std::uint64_t nbytes = static_cast<std::uint64_t>(t.numel()) * d->itemsize;
+    const std::uint64_t nbytes = static_cast<std::uint64_t>(t.numel() * t.element_size());
     std::string entry;
     try {
       entry = json(name).dump();

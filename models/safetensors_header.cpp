@@ -14,7 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* kMetadataKey = "__metadata__";
+constexpr const char* kMetadataKey = kSafetensorsMetadataKey;
 constexpr const char* kTruncatedHint = kSafetensorsTruncatedHint;
 constexpr const char* kCorruptHint = kSafetensorsCorruptHint;
 

@@ -18,6 +18,9 @@ struct SafetensorsDtype {
   std::size_t itemsize;
 };
 
+/// The header key of the string -> string metadata object.
+inline constexpr const char* kSafetensorsMetadataKey = "__metadata__";
+
 /// The supported dtype names, for messages.
 inline constexpr const char* kSafetensorsDtypes = "F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL";
 

@@ -13,6 +13,16 @@
 #include "pruner/log.h"
 
 namespace headprune::pruner {
+namespace {
+
+/// KV heads still used, over all layers.
+int64_t kv_heads_present(const models::ModelConfig& c) {
+  int64_t n = 0;
+  for (const auto& kv : c.kept_kv_heads()) n += static_cast<int64_t>(kv.size());
+  return n;
+}
+
+}  // namespace
 nlohmann::json ApplyResult::to_json() const {
   return {{"out", exported.dir.string()},   {"heads_before", heads_before},
           {"heads_after", heads_after},     {"params_before", params_before},
@@ -70,8 +80,7 @@ ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
   const auto costs = models::head_costs(c, 1);
   r.params_per_head = costs.params_per_query_head;
   r.params_per_kv_head = costs.params_per_kv_head;
-  int64_t kv_before = 0;
-  for (const auto& kv : c.kept_kv_heads()) kv_before += static_cast<int64_t>(kv.size());
+  const int64_t kv_before = kv_heads_present(c);
 
   // Gate values folded into each kept head, for the record.
   std::vector<std::vector<double>> folded(plan.size());
@@ -88,9 +97,7 @@ ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
   models::round_to_source_dtypes(ckpt);
   r.heads_after = model.config().total_heads();
   r.params_after = parameter_count(model);
-  int64_t kv_after = 0;
-  for (const auto& kv : model.config().kept_kv_heads()) kv_after += static_cast<int64_t>(kv.size());
-  r.kv_heads_removed = kv_before - kv_after;
+  r.kv_heads_removed = kv_before - kv_heads_present(model.config());
   r.heads_present_before = heads_before;
   r.folded_gates = folded;
   return r;

@@ -110,7 +110,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
   if (!checkpoint.unused_keys.empty())
     result.warnings.push_back(fmt::format(
         "{} tensor(s) the architecture does not use are carried through unchanged: {}",
-        checkpoint.passthrough.size(), fmt::join(checkpoint.unused_keys, ", ")));
+        checkpoint.unused_keys.size(), fmt::join(checkpoint.unused_keys, ", ")));
   if (config.model_type == "llama" && !config.uniform_groups())
     result.warnings.push_back(
         "the layers keep different query/KV head counts: the config records them in "

@@ -23,6 +23,7 @@
 #include "pruner/inspect.h"
 #include "pruner/report.h"
 #include "pruner/surgery.h"
+#include "tests/stories_support.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 
@@ -53,17 +54,8 @@ void write_json(const fs::path& file, const nlohmann::json& j) {
   std::ofstream(file) << j.dump(2);
 }
 
-fs::path stories_dir() { return testing::shared_data_dir() / "stories260K"; }
-
-/// stories260K as an HF folder (config.json + model.safetensors + tokenizer.bin).
-fs::path stories_folder() {
-  auto converted = models::read_llama2c(stories_dir() / "stories260K.bin");
-  const auto dir = testing::temp_dir("stories-edges");
-  models::save_safetensors(dir / "model.safetensors", converted.weights);
-  write_json(dir / "config.json", converted.config_json);
-  fs::copy_file(stories_dir() / "tok512.bin", dir / models::kLlama2cTokenizerFile);
-  return dir;
-}
+using testing::converted_stories;
+using testing::stories_dir;
 
 models::ModelInputs encode(const models::Checkpoint& ckpt, const std::vector<std::string>& texts) {
   const auto& wordpiece = dynamic_cast<const models::WordPieceTokenizer&>(*ckpt.tokenizer);
@@ -88,7 +80,7 @@ const std::vector<std::string> kTexts = {"A man is playing a guitar.",
 }  // namespace
 
 CATCH_TEST_CASE("report and inspect on a uniform LLaMA export use the original heads", "[llama][edges]") {
-  auto ckpt = models::load_checkpoint(stories_folder(), torch::kCPU);
+  auto ckpt = models::load_checkpoint(converted_stories(), torch::kCPU);
   const auto out = testing::temp_dir("stories-uniform") / "out";
   prune_to(ckpt, R"({"0":[1,3,5,7],"1":[1,3,5,7],"2":[1,3,5,7],"3":[1,3,5,7],"4":[1,3,5,7]})", out);
   // The export is a plain LLaMA config with 4 query heads renumbered 0..3 ...
@@ -308,7 +300,7 @@ CATCH_TEST_CASE("config keys outside the allow-list are refused by name", "[edge
 }
 
 CATCH_TEST_CASE("corpus files: missing, a folder, not UTF-8", "[edges]") {
-  auto ckpt = models::load_checkpoint(stories_folder(), torch::kCPU);
+  auto ckpt = models::load_checkpoint(converted_stories(), torch::kCPU);
   const auto dir = testing::temp_dir("corpus-edges");
   pruner::CorpusOptions o;
   auto load = [&](const fs::path& f) {

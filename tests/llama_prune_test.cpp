@@ -22,6 +22,7 @@
 #include "pruner/gate_training.h"
 #include "pruner/head_costs.h"
 #include "pruner/surgery.h"
+#include "tests/stories_support.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 
@@ -30,17 +31,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path stories_dir() { return testing::shared_data_dir() / "stories260K"; }
-
-/// stories260K converted to an HF-style folder (what `convert-llama2c` writes).
-fs::path converted_stories() {
-  auto converted = models::read_llama2c(stories_dir() / "stories260K.bin");
-  const auto dir = testing::temp_dir("stories-hf");
-  models::save_safetensors(dir / "model.safetensors", converted.weights);
-  std::ofstream(dir / "config.json") << converted.config_json.dump(2);
-  fs::copy_file(stories_dir() / "tok512.bin", dir / models::kLlama2cTokenizerFile);
-  return dir;
-}
+using testing::converted_stories;
+using testing::stories_dir;
 
 /// 48 stories of up to 64 tokens sampled (temperature 1) from the dense model: the label-free
 /// training text the docs recommend for a story model.

@@ -20,6 +20,7 @@
 #include "models/safetensors.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "pruner/cli/command.h"
+#include "tests/stories_support.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 
@@ -32,8 +33,8 @@ const std::string kGreedyText =
     "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
     "park. One day, she saw a big, r";
 
-fs::path stories_bin() { return testing::shared_data_dir() / "stories260K" / "stories260K.bin"; }
-fs::path stories_tok() { return testing::shared_data_dir() / "stories260K" / "tok512.bin"; }
+fs::path stories_bin() { return testing::stories_dir() / "stories260K.bin"; }
+fs::path stories_tok() { return testing::stories_dir() / "tok512.bin"; }
 
 const models::Llama2cTokenizer& tokenizer() {
   static const auto tok = models::Llama2cTokenizer::from_file(stories_tok(), 512);

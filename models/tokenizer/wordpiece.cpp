@@ -472,32 +472,34 @@ WordPieceTokenizer WordPieceTokenizer::from_directory(const std::filesystem::pat
     throw Error(vocab_path.string() + ": empty vocabulary; expected one token per line");
 
   WordPieceOptions options;
+  // An absent file reads as an empty object: HF's defaults.
+  const auto read_if_present = [](const std::filesystem::path& file) {
+    return std::filesystem::exists(file) ? read_json(file) : nlohmann::json::object();
+  };
   const auto config_path = dir / "tokenizer_config.json";
-  if (std::filesystem::exists(config_path)) {
-    auto config = read_json(config_path);
-    if (auto v = json_bool(config, "do_lower_case", config_path)) options.do_lower_case = *v;
-    if (auto v = json_bool(config, "tokenize_chinese_chars", config_path))
-      options.tokenize_chinese_chars = *v;
-    if (config.contains("strip_accents")) {
-      auto v = json_bool(config, "strip_accents", config_path);
-      options.strip_accents = v ? (*v ? 1 : 0) : -1;
-    }
-    auto it = config.find("model_max_length");
-    if (it != config.end() && !it->is_null()) {
-      if (it->is_number_unsigned() && it->get<uint64_t>() >= 2)
-        options.model_max_length = static_cast<std::size_t>(it->get<uint64_t>());
-      else if (it->is_number_float() && it->get<double>() >= 1e18)  // HF "no limit" (1e30)
-        options.model_max_length = std::numeric_limits<std::size_t>::max();
-      else
-        throw Error(config_path.string() + ": \"model_max_length\" must be an integer >= 2, not " +
-                    it->dump());
-    }
-    apply_special_tokens(config, config_path, options);
+  const auto config = read_if_present(config_path);
+  if (auto v = json_bool(config, "do_lower_case", config_path)) options.do_lower_case = *v;
+  if (auto v = json_bool(config, "tokenize_chinese_chars", config_path))
+    options.tokenize_chinese_chars = *v;
+  if (config.contains("strip_accents")) {
+    auto v = json_bool(config, "strip_accents", config_path);
+    options.strip_accents = v ? (*v ? 1 : 0) : -1;
   }
+  auto it = config.find("model_max_length");
+  if (it != config.end() && !it->is_null()) {
+    if (it->is_number_unsigned() && it->get<uint64_t>() >= 2)
+      options.model_max_length = static_cast<std::size_t>(it->get<uint64_t>());
+    else if (it->is_number_float() && it->get<double>() >= 1e18)  // HF "no limit" (1e30)
+      options.model_max_length = std::numeric_limits<std::size_t>::max();
+    else
+      throw Error(config_path.string() + ": \"model_max_length\" must be an integer >= 2, not " +
+                  it->dump());
+  }
+  apply_special_tokens(config, config_path, options);
   const auto map_path = dir / "special_tokens_map.json";
-  const auto map = std::filesystem::exists(map_path) ? read_json(map_path) : nlohmann::json::object();
+  const auto map = read_if_present(map_path);
   apply_special_tokens(map, map_path, options);
-  if (std::filesystem::exists(config_path)) check_tokenizer_keys(read_json(config_path), config_path, options);
+  check_tokenizer_keys(config, config_path, options);
   check_tokenizer_keys(map, map_path, options);
 
   try {

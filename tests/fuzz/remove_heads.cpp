@@ -21,11 +21,7 @@ const headprune::models::ModelConfig& config() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
-  const auto j = nlohmann::json::parse(headprune::fuzz::as_string(data, size), nullptr, false);
-  if (j.is_discarded()) return 0;
-  try {
+  return headprune::fuzz::with_json(data, size, [](const nlohmann::json& j) {
     (void)headprune::pruner::parse_remove_heads(j, config());
-  } catch (const headprune::Error&) {
-  }
-  return 0;
+  });
 }
