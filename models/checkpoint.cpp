@@ -7,10 +7,9 @@
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
-#include "models/bert.h"
 #include "models/errors.h"
-#include "models/llama.h"
-#include "models/llama2c.h"
+#include "models/formats/llama2c.h"
+#include "models/registry.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "models/tokenizer/wordpiece.h"
 
@@ -67,15 +66,15 @@ void check_unused_outside_model(const torch::nn::Module& model, const std::vecto
   }
 }
 
-/// The architecture config.json names, with random weights shaped by its kept heads.
+/// The architecture config.json names (models/registry.h), with random weights shaped by its
+/// kept heads.
 std::shared_ptr<AttentionModel> make_model(const ModelConfig& config, const TensorMap& weights) {
-  if (config.model_type == "llama") return std::make_shared<LlamaModel>(config);
-  const bool with_pooler =
-      weights.count("pooler.dense.weight") || weights.count("bert.pooler.dense.weight");
-  return std::make_shared<BertModel>(config, with_pooler);
+  std::set<std::string> names;
+  for (const auto& entry : weights) names.insert(entry.first);
+  return models::make_model(config, names);
 }
 
-/// A llama2.c `.bin` checkpoint, converted in memory (see models/llama2c.h).
+/// A llama2.c `.bin` checkpoint, converted in memory (see models/formats/llama2c.h).
 Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torch::Device& device) {
   auto converted = read_llama2c(file);
   Checkpoint ckpt;

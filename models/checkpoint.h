@@ -10,9 +10,9 @@
 #include <torch/types.h>
 
 #include "models/attention_model.h"
-#include "models/safetensors.h"
+#include "models/formats/safetensors.h"
 #include "models/sentence_pooling.h"
-#include "models/sequence_classification.h"
+#include "models/bert/sequence_classification.h"
 #include "models/tokenizer/tokenizer.h"
 
 namespace headprune::models {
@@ -48,7 +48,7 @@ void round_to_source_dtypes(Checkpoint& checkpoint);
 /// Loads a checkpoint folder onto `device`. The architecture comes from config.json's
 /// `model_type` (bert: BertModel, llama: LlamaModel); head counts per layer from `pruned_heads`
 /// (or, for llama, `headprune.kept_heads`). A llama2.c `.bin` file is accepted too and converted
-/// in memory (models/llama2c.h; `dir` is then that file, and no tokenizer is loaded).
+/// in memory (models/formats/llama2c.h; `dir` is then that file, and no tokenizer is loaded).
 /// @throws headprune::Error naming the folder, file, or tensor: missing config/weights, a weight
 ///         the model needs that the file lacks, or a shape that differs from the config's.
 Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device);

@@ -11,6 +11,8 @@
 
 namespace headprune::models {
 
+class ModelFamily;
+
 /// HF `config.json`, with HF's defaults for absent optional keys.
 ///
 /// Head counts: `num_attention_heads` is the count the architecture was trained with (the
@@ -26,7 +28,7 @@ namespace headprune::models {
 /// namespaced key `"headprune": {"kept_heads": [[original query heads] per layer]}` (see
 /// docs/formats.md); a layer keeps exactly the KV heads that still serve a query head.
 struct ModelConfig {
-  std::string model_type;             ///< "bert" or "llama" (architectures: checkpoint.cpp)
+  std::string model_type;             ///< the family (models/registry.h): "bert" or "llama"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;            ///< model width H
   int64_t num_hidden_layers = 0;
@@ -79,6 +81,9 @@ struct ModelConfig {
   /// hold with plain num_attention_heads / num_key_value_heads.
   bool uniform_groups() const;
 
+  /// The family `model_type` names (models/registry.h). @throws headprune::Error if unknown.
+  const ModelFamily& family() const;
+
   /// Parses a config object. `source` names the file in error messages.
   /// @throws headprune::Error for an unknown `model_type`, a missing required key (named),
   ///         a wrong-typed value, hidden_size not divisible by num_attention_heads (without an
@@ -87,8 +92,9 @@ struct ModelConfig {
   /// Reads and parses `<dir>/config.json`. @throws headprune::Error (file named).
   static ModelConfig from_directory(const std::filesystem::path& dir);
 
-  /// The config to write next to pruned weights. BERT: `raw` with `pruned_heads` replaced by
-  /// the current one (string layer keys, as HF writes them). LLaMA: if uniform_groups(), a
+  /// The config to write next to pruned weights (ModelFamily::to_json). BERT: `raw` with
+  /// `pruned_heads` replaced by the current one (string layer keys, as HF writes them).
+  /// LLaMA: if uniform_groups(), a
   /// standard HF config with num_attention_heads, num_key_value_heads and head_dim set to the
   /// kept counts (the weights' heads are then renumbered 0..n-1, so no headprune.kept_heads);
   /// otherwise the original counts plus `headprune.kept_heads`. Never `pruned_heads` for LLaMA.

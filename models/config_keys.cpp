@@ -10,15 +10,12 @@
 namespace headprune::models {
 namespace {
 
-/// Keys ModelConfig::from_json reads and models, per family (HF BertConfig / LlamaConfig).
+/// Keys ModelConfig::from_json reads for every family (each family adds its own:
+/// ModelFamily::modelled_keys).
 const std::set<std::string> kModelledCommon = {
     "model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
     "intermediate_size", "hidden_act", "max_position_embeddings", "pad_token_id", "head_dim",
     "pruned_heads", "headprune", "id2label", "label2id"};
-const std::set<std::string> kModelledBert = {"type_vocab_size", "layer_norm_eps"};
-const std::set<std::string> kModelledLlama = {
-    "num_key_value_heads", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters",
-    "tie_word_embeddings", "attention_bias", "mlp_bias", "bos_token_id", "eos_token_id"};
 
 /// Keys that do not change a forward pass in eval mode: provenance, training-only settings
 /// (dropout, initialisation, checkpointing), output switches, and HF generate() defaults
@@ -47,11 +44,11 @@ const std::map<std::string, nlohmann::json> kRequiredValue = {
 
 }  // namespace
 
-void check_config_keys(const nlohmann::json& config, const std::string& model_type,
+void check_config_keys(const nlohmann::json& config, const ModelFamily& family,
                        const std::string& source) {
-  const auto& family = model_type == "llama" ? kModelledLlama : kModelledBert;
+  const auto& modelled = family.modelled_keys();
   for (const auto& [key, value] : config.items()) {
-    if (kModelledCommon.count(key) || family.count(key) || kInert.count(key)) continue;
+    if (kModelledCommon.count(key) || modelled.count(key) || kInert.count(key)) continue;
     if (auto required = kRequiredValue.find(key); required != kRequiredValue.end()) {
       if (value == required->second || value.is_null()) continue;
       throw Error(fmt::format("{}: '{}' is {}, but headprune implements only {}", source, key,
@@ -59,7 +56,7 @@ void check_config_keys(const nlohmann::json& config, const std::string& model_ty
     }
     throw Error(fmt::format("{}: key '{}' is not modelled by headprune for model_type '{}'; if "
                             "it does not change the computation, remove it from config.json",
-                            source, key, model_type));
+                            source, key, family.model_type()));
   }
   const auto problem = config.value("problem_type", nlohmann::json());
   if (!problem.is_null() && problem != "single_label_classification")

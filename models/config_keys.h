@@ -7,13 +7,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/model_family.h"
+
 namespace headprune::models {
 
-/// Checks every top-level key of a `config.json` object for `model_type` ("bert" or "llama")
-/// against the allow-list (models/config_keys.cpp lists each key with why it is allowed).
+/// Checks every top-level key of a `config.json` object against the allow-list: common keys,
+/// the family's ModelFamily::modelled_keys(), inert and fixed-value keys (models/config_keys.cpp lists each key with why it is allowed).
 /// @throws headprune::Error naming `source` and the first key that is not allowed, or a key
 ///         whose value headprune does not implement (e.g. position_embedding_type "relative_key").
-void check_config_keys(const nlohmann::json& config, const std::string& model_type,
+void check_config_keys(const nlohmann::json& config, const ModelFamily& family,
                        const std::string& source);
 
 }  // namespace headprune::models

@@ -1,6 +1,7 @@
 #include "models/flops.h"
 
 #include "models/errors.h"
+#include "models/model_family.h"
 
 namespace headprune::models {
 
@@ -20,10 +21,10 @@ double attention_flops_per_token(const ModelConfig& c, int64_t seq_len) {
 double forward_flops_per_token(const ModelConfig& c, int64_t seq_len) {
   const double H = static_cast<double>(c.hidden_size);
   // BERT: two FFN matrices; LLaMA: SwiGLU's three, plus the LM head over the vocabulary.
-  const bool llama = c.model_type == "llama";
-  const double ffn = (llama ? 6.0 : 4.0) * H * static_cast<double>(c.intermediate_size) *
-                     static_cast<double>(c.num_hidden_layers);
-  const double lm_head = llama ? 2.0 * H * static_cast<double>(c.vocab_size) : 0.0;
+  const auto& family = c.family();
+  const double ffn = 2.0 * static_cast<double>(family.ffn_matrices()) * H *
+                     static_cast<double>(c.intermediate_size) * static_cast<double>(c.num_hidden_layers);
+  const double lm_head = family.has_lm_head() ? 2.0 * H * static_cast<double>(c.vocab_size) : 0.0;
   return attention_flops_per_token(c, seq_len) + ffn + lm_head;
 }
 

@@ -1,15 +1,9 @@
 #include "models/head_costs.h"
 
 #include "models/errors.h"
+#include "models/model_family.h"
 
 namespace headprune::models {
-namespace {
-
-/// BERT's Q/K/V/O always carry biases; LLaMA's only with attention_bias (HF LlamaConfig).
-bool has_attention_bias(const ModelConfig& c) { return c.model_type != "llama" || c.attention_bias; }
-
-}  // namespace
-
 int64_t HeadCosts::params_per_head(const ModelConfig& config) const {
   return params_per_query_head + (config.kv_group_size() == 1 ? params_per_kv_head : 0);
 }
@@ -20,7 +14,7 @@ double HeadCosts::flops_per_head(const ModelConfig& config) const {
 
 HeadCosts head_costs(const ModelConfig& c, int64_t seq_len) {
   if (seq_len < 1) throw Error("sequence length for FLOPs must be >= 1");
-  const bool bias = has_attention_bias(c);
+  const bool bias = c.family().has_attention_bias(c);
   const int64_t hd = c.hidden_size * c.head_dim;
   HeadCosts costs;
   costs.params_per_query_head = 2 * hd + (bias ? c.head_dim : 0);
@@ -38,7 +32,7 @@ int64_t attention_parameters(const ModelConfig& c) {
   for (size_t l = 0; l < kv.size(); ++l)
     total += costs.params_per_query_head * static_cast<int64_t>(c.kept_heads[l].size()) +
              costs.params_per_kv_head * static_cast<int64_t>(kv[l].size()) +
-             (has_attention_bias(c) ? c.hidden_size : 0);
+             (c.family().has_attention_bias(c) ? c.hidden_size : 0);
   return total;
 }
 

@@ -1,5 +1,5 @@
 // What one attention head costs, in parameters and FLOPs: the one architecture-aware source
-// that sparsity targets (pruner/head_costs.h), `apply`'s size report and tests use.
+// that sparsity targets (pruner/training/sparsity_measure.h), `apply`'s size report and tests use.
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,7 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/json_get.h"
-#include "models/safetensors.h"
+#include "models/formats/safetensors.h"
 
 namespace headprune::models {
 namespace {

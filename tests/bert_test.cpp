@@ -4,12 +4,12 @@
 // cosine >= 0.99999 (issue 2).
 #include <torch/torch.h>
 
-#include "models/bert.h"
+#include "models/bert/bert_model.h"
 #include "models/checkpoint.h"
 #include "models/tokenizer/wordpiece.h"
 #include "models/config.h"
 #include "models/inputs.h"
-#include "models/safetensors.h"
+#include "models/formats/safetensors.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 

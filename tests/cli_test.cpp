@@ -4,7 +4,7 @@
 
 #include "models/config.h"
 #include "pruner/cli/command.h"
-#include "pruner/report.h"
+#include "pruner/report/report.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
 

@@ -1,11 +1,11 @@
-// The distillation objectives against values computed by hand (pruner/distillation.h).
+// The distillation objectives against values computed by hand (pruner/training/distillation.h).
 #include <cmath>
 
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
 #include "models/sentence_pooling.h"
-#include "pruner/distillation.h"
+#include "pruner/training/distillation.h"
 
 using namespace headprune;
 

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "pruner/gate_training.h"
+#include "pruner/training/gate_training.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
 

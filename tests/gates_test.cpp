@@ -11,6 +11,13 @@ using namespace headprune;
 
 namespace {
 
+/// Constraints with only a per-layer minimum.
+gates::MaskConstraints min_heads(int64_t n) {
+  gates::MaskConstraints c;
+  c.min_heads_per_layer = n;
+  return c;
+}
+
 gates::SparsityMeasure head_measure(int64_t n) {
   gates::SparsityMeasure m;
   m.head_cost.assign(static_cast<size_t>(n), 1.0);
@@ -75,7 +82,7 @@ CATCH_TEST_CASE("the target keep-mask removes exactly round(target * N) heads", 
   const std::vector<int64_t> layers{12, 12, 12, 12, 12, 12};
   auto score = torch::randn({72});
   for (double target : {0.0, 0.25, 0.5, 0.75, 0.9}) {
-    auto keep = gates::keep_mask_for_target(score, layers, head_measure(72), target, {1});
+    auto keep = gates::keep_mask_for_target(score, layers, head_measure(72), target, min_heads(1));
     const auto removed = std::count(keep.begin(), keep.end(), false);
     CATCH_CHECK(removed == std::llround(target * 72));
     for (size_t l = 0; l < 6; ++l)
@@ -85,30 +92,30 @@ CATCH_TEST_CASE("the target keep-mask removes exactly round(target * N) heads", 
 
 CATCH_TEST_CASE("the target keep-mask removes the lowest scores first", "[gates]") {
   auto score = torch::tensor({5.0, -1.0, 3.0, -2.0, 0.0, 4.0});
-  auto keep = gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.5, {0});
+  auto keep = gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.5, min_heads(0));
   CATCH_CHECK(keep == std::vector<bool>{true, false, true, false, false, true});
 }
 
 CATCH_TEST_CASE("minimum heads per layer are respected and impossible targets refused", "[gates]") {
   auto score = torch::tensor({-5.0, -4.0, -3.0, 9.0, 8.0, 7.0});
-  auto keep = gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.5, {1});
+  auto keep = gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.5, min_heads(1));
   // Layer 0 is the least important, but must keep one head.
   CATCH_CHECK(std::count(keep.begin(), keep.begin() + 3, true) == 1);
   CATCH_CHECK(std::count(keep.begin(), keep.end(), false) == 3);
   CATCH_REQUIRE_THROWS_WITH(
-      gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.9, {1}),
+      gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.9, min_heads(1)),
       Catch::Contains("cannot be reached") && Catch::Contains("--allow-empty-layers"));
-  CATCH_REQUIRE_THROWS_AS(gates::validate_target(1.0, {3, 3}, head_measure(6), {0}), Error);
-  CATCH_REQUIRE_THROWS_AS(gates::validate_target(-0.1, {3, 3}, head_measure(6), {0}), Error);
+  CATCH_REQUIRE_THROWS_AS(gates::validate_target(1.0, {3, 3}, head_measure(6), min_heads(0)), Error);
+  CATCH_REQUIRE_THROWS_AS(gates::validate_target(-0.1, {3, 3}, head_measure(6), min_heads(0)), Error);
   // With empty layers allowed, layer 0 can go entirely.
-  auto empty_ok = gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.5, {0});
+  auto empty_ok = gates::keep_mask_for_target(score, {3, 3}, head_measure(6), 0.5, min_heads(0));
   CATCH_CHECK(std::count(empty_ok.begin(), empty_ok.begin() + 3, true) == 0);
 }
 
 CATCH_TEST_CASE("keep-mask from gates revives the best heads of emptied layers", "[gates]") {
   auto gate = torch::tensor({0.0, 0.0, 0.0, 1.0, 0.5, 0.0});
   auto score = torch::tensor({-3.0, -1.0, -2.0, 4.0, 1.0, -5.0});
-  auto keep = gates::keep_mask_from_gates(gate, score, {3, 3}, {1});
+  auto keep = gates::keep_mask_from_gates(gate, score, {3, 3}, min_heads(1));
   CATCH_CHECK(keep == std::vector<bool>{false, true, false, true, true, false});
 }
 

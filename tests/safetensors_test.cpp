@@ -1,7 +1,7 @@
 // Tests of models/safetensors: round trips, the exact byte layout, every validation error,
 // the real all-MiniLM-L6-v2 checkpoint, sharded checkpoints and a file written by the
 // reference Python writer (tests/fixtures/safetensors, made by tools/make_safetensors_fixture.py).
-#include "models/safetensors.h"
+#include "models/formats/safetensors.h"
 
 #include <cstdint>
 #include <cstring>

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "models/llama2c.h"
-#include "models/safetensors.h"
+#include "models/formats/llama2c.h"
+#include "models/formats/safetensors.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "tests/test_support.h"
 

@@ -8,7 +8,7 @@
 #include "models/checkpoint.h"
 #include "models/config.h"
 #include "models/errors.h"
-#include "pruner/sts.h"
+#include "pruner/measure/sts.h"
 #include "tests/test_support.h"
 
 using namespace headprune;

@@ -10,11 +10,11 @@
 
 #include <torch/torch.h>
 
-#include "models/bert.h"
+#include "models/bert/bert_model.h"
 #include "models/checkpoint.h"
 #include "models/config.h"
-#include "models/safetensors.h"
-#include "pruner/corpus.h"
+#include "models/formats/safetensors.h"
+#include "pruner/training/corpus.h"
 
 namespace headprune::testing {
 

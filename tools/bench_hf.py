@@ -30,7 +30,7 @@ shape), --attn sdpa|eager (default sdpa, transformers' default for BERT), --seed
 --headprune-json FILE (the output of `headprune bench --json` for the same models and shapes),
 --out FILE.json.
 
-Protocol (the same as headprune's pruner/bench.cpp): for each seq, for each batch: random token
+Protocol (the same as headprune's pruner/measure/bench.cpp): for each seq, for each batch: random token
 ids in [1000, vocab) from torch.manual_seed(seed) (headprune's seed and call; the ids are meant
 to match, though the timing does not depend on them), attention_mask all ones, shape [batch, seq]; `warmup` untimed forward
 passes of each model; then repetitions that interleave dense and pruned, alternating which goes

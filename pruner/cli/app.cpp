@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
-#include "pruner/atomic_write.h"
+#include "pruner/surgery/atomic_write.h"
 #include "pruner/cli/command.h"
 #include "pruner/log.h"
 

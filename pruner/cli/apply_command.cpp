@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include "models/errors.h"
-#include "pruner/apply.h"
+#include "pruner/surgery/apply.h"
 #include "pruner/cli/command.h"
-#include "pruner/gate_state.h"
+#include "pruner/training/gate_state.h"
 #include "pruner/log.h"
 
 namespace headprune::cli {

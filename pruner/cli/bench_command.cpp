@@ -4,8 +4,8 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "pruner/atomic_write.h"
-#include "pruner/bench.h"
+#include "pruner/surgery/atomic_write.h"
+#include "pruner/measure/bench.h"
 #include "pruner/cli/command.h"
 
 namespace headprune::cli {

@@ -2,10 +2,10 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "pruner/atomic_write.h"
+#include "pruner/surgery/atomic_write.h"
 #include "pruner/cli/command.h"
 #include "pruner/log.h"
-#include "pruner/training_bench.h"
+#include "pruner/measure/training_bench.h"
 
 namespace headprune::cli {
 

@@ -4,10 +4,10 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
-#include "models/llama2c.h"
-#include "models/safetensors.h"
+#include "models/formats/llama2c.h"
+#include "models/formats/safetensors.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
-#include "pruner/atomic_write.h"
+#include "pruner/surgery/atomic_write.h"
 #include "pruner/cli/command.h"
 #include "pruner/log.h"
 

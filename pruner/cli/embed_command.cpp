@@ -7,10 +7,10 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/input_file.h"
-#include "models/safetensors.h"
+#include "models/formats/safetensors.h"
 #include "pruner/cli/command.h"
 #include "pruner/log.h"
-#include "pruner/sts.h"
+#include "pruner/measure/sts.h"
 
 namespace headprune::cli {
 

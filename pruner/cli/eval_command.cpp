@@ -4,12 +4,12 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "pruner/classification.h"
+#include "pruner/measure/classification.h"
 #include "pruner/cli/command.h"
-#include "pruner/corpus.h"
-#include "pruner/fidelity.h"
+#include "pruner/training/corpus.h"
+#include "pruner/measure/fidelity.h"
 #include "pruner/log.h"
-#include "pruner/sts.h"
+#include "pruner/measure/sts.h"
 
 namespace headprune::cli {
 

@@ -8,6 +8,7 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/generation.h"
+#include "models/model_family.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "pruner/cli/command.h"
 #include "pruner/log.h"
@@ -62,8 +63,8 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   if (samples < 1) throw UsageError("--samples must be >= 1");
   const auto device = globals.torch_device();
   auto ckpt = models::load_checkpoint(model, device);
-  if (ckpt.model->config().model_type != "llama")
-    throw Error(fmt::format("{} is a '{}' model; generate needs a LLaMA (causal LM) checkpoint",
+  if (!ckpt.model->config().family().has_lm_head())
+    throw Error(fmt::format("{} is a '{}' model; generate needs a causal language model (LLaMA)",
                             model, ckpt.model->config().model_type));
   auto tok = models::Llama2cTokenizer::from_file(find_tokenizer(model, tokenizer),
                                                  ckpt.model->config().vocab_size);

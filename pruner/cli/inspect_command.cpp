@@ -2,7 +2,7 @@
 
 #include "models/checkpoint.h"
 #include "pruner/cli/command.h"
-#include "pruner/inspect.h"
+#include "pruner/measure/inspect.h"
 
 namespace headprune::cli {
 

@@ -6,8 +6,8 @@
 #include "models/errors.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/training_flags.h"
-#include "pruner/format.h"
-#include "pruner/prune_job.h"
+#include "pruner/report/format.h"
+#include "pruner/jobs/prune_job.h"
 
 namespace headprune::cli {
 namespace {
@@ -55,19 +55,18 @@ void print_summary(const nlohmann::json& s) {
 int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals) {
   po::options_description desc("prune options");
   std::string model, out;
-  TrainingFlags flags;
   PruneFlags prune;
   desc.add_options()
       ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
       ("out", po::value<std::string>(&out)->required(), "folder for the pruned checkpoint")
       ("json", "print the summary as JSON");
   add_prune_flags(desc, prune);
-  add_training_flags(desc, flags);
+  pruner::add_training_options(desc);
   po::variables_map vm;
   if (!parse_args(args, "headprune prune MODEL --data CORPUS --target-sparsity S --out DIR", desc,
                   {"model"}, vm))
     return 0;
-  const auto summary = pruner::run_prune_job(prune_job_options(flags, prune, vm, globals, model, out));
+  const auto summary = pruner::run_prune_job(prune_job_options(prune, vm, globals, model, out));
   if (vm.count("json"))
     std::cout << summary.dump(2) << "\n";
   else

@@ -1,8 +1,8 @@
 #include <iostream>
 
-#include "pruner/atomic_write.h"
+#include "pruner/surgery/atomic_write.h"
 #include "pruner/cli/command.h"
-#include "pruner/report.h"
+#include "pruner/report/report.h"
 
 namespace headprune::cli {
 

@@ -12,21 +12,21 @@ namespace headprune::cli {
 int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& globals) {
   po::options_description desc("train-gates options");
   std::string model, out;
-  TrainingFlags flags;
   desc.add_options()
       ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
       ("out", po::value<std::string>(&out)->required(), "gates folder to write")
       ("resume", "continue an interrupted run from --out's snapshot")
       ("stop-after", po::value<int64_t>(), "stop after N steps of this invocation, leaving a "
        "snapshot that --resume continues");
-  add_training_flags(desc, flags);
+  pruner::add_training_options(desc);
   po::variables_map vm;
   if (!parse_args(args,
                   "headprune train-gates MODEL --data CORPUS (--target-sparsity S | --l0-lambda X) "
                   "--out GATES_DIR",
                   desc, {"model"}, vm))
     return 0;
-  auto options = training_options(flags, vm, globals);
+  const auto settings = training_settings(vm, globals);
+  auto options = settings.training;
   options.out_dir = out;
   options.model_path = model;
   options.resume = vm.count("resume") > 0;
@@ -39,7 +39,8 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   auto ckpt = models::load_checkpoint(model, options.device);
   if (!ckpt.tokenizer)
     throw Error(fmt::format("{} has no tokenizer (vocab.txt or tokenizer.bin; convert a llama2.c .bin with convert-llama2c --tokenizer): train-gates needs the model's tokenizer", model));
-  auto corpus = pruner::load_corpus({flags.data.begin(), flags.data.end()}, *ckpt.tokenizer, corpus_options(flags, globals));
+  auto corpus = pruner::load_corpus({settings.data.begin(), settings.data.end()}, *ckpt.tokenizer,
+                                    settings.corpus);
   auto state = pruner::train_gates(ckpt, corpus, options);
   if (!state.complete) {
     std::cout << fmt::format("stopped at step {} of {}; continue with --resume\n", state.step, options.steps);

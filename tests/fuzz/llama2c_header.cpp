@@ -1,7 +1,7 @@
 // Fuzzes the llama2.c checkpoint header. Input: the 28-byte header, then optionally 8 bytes
 // giving the file size to check it against (little-endian; else the input's own size).
 #include "models/errors.h"
-#include "models/llama2c_header.h"
+#include "models/formats/llama2c_header.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {

@@ -4,7 +4,7 @@
 
 #include "models/config.h"
 #include "models/errors.h"
-#include "pruner/remove_heads_spec.h"
+#include "pruner/surgery/remove_heads_spec.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "models/errors.h"
-#include "models/safetensors_header.h"
+#include "models/formats/safetensors_header.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {

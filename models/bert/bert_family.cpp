@@ -1,0 +1,75 @@
+#include "models/bert/bert_family.h"
+
+#include <fmt/format.h>
+
+#include "models/config.h"
+#include "models/errors.h"
+#include "models/json_get.h"
+
+namespace headprune::models::bert {
+namespace {
+
+/// HF BertConfig: every head has its own Q/K/V, all projections carry biases, and removed heads
+/// are recorded in `pruned_heads`, which transformers 4.x applies at load time.
+class BertFamily final : public ModelFamily {
+ public:
+  std::string model_type() const override { return "bert"; }
+
+  std::string description(const ModelConfig& c) const override {
+    return fmt::format("BERT encoder (HF BertModel): {} heads per layer, each with its own Q/K/V; "
+                       "removed heads recorded in pruned_heads",
+                       c.num_attention_heads);
+  }
+
+  const std::set<std::string>& modelled_keys() const override {
+    static const std::set<std::string> keys = {"type_vocab_size", "layer_norm_eps"};
+    return keys;
+  }
+  std::string default_hidden_act() const override { return "gelu"; }
+  int64_t default_max_position_embeddings() const override { return 512; }
+
+  void parse_fields(const nlohmann::json& j, const std::string& source,
+                    ModelConfig& c) const override {
+    c.type_vocab_size = json_optional<int64_t>(j, "type_vocab_size", 2, source);
+    c.layer_norm_eps = json_optional<double>(j, "layer_norm_eps", 1e-12, source);
+    const std::set<std::string> acts = {"gelu", "gelu_new", "gelu_pytorch_tanh", "relu"};
+    if (!acts.count(c.hidden_act))
+      throw Error(fmt::format("{}: hidden_act '{}' is not supported (gelu, gelu_new, relu)",
+                              source, c.hidden_act));
+  }
+
+  /// `raw` with `pruned_heads` replaced by the current one (string layer keys, as HF writes).
+  nlohmann::json to_json(const ModelConfig& c) const override {
+    nlohmann::json j = c.raw;
+    nlohmann::json pruned = nlohmann::json::object();
+    for (const auto& [layer, heads] : c.pruned_heads)
+      if (!heads.empty()) pruned[std::to_string(layer)] = heads;
+    j["pruned_heads"] = pruned;
+    return j;
+  }
+
+  bool has_attention_bias(const ModelConfig&) const override { return true; }
+  int64_t ffn_matrices() const override { return 2; }
+  bool has_lm_head() const override { return false; }
+
+  std::string empty_layer_warning(int64_t layer) const override {
+    return fmt::format(
+        "layer {} has no heads left: headprune and transformers 4.46 (with torch 2.5) load "
+        "this checkpoint, older transformers/torch versions fail on empty layers "
+        "(transformers issue 17475) and transformers 5 ignores pruned_heads",
+        layer);
+  }
+  std::string export_note(const ModelConfig&) const override {
+    return "pruned_heads is honoured by transformers 4.x; transformers 5 removed head pruning and "
+           "ignores it";
+  }
+};
+
+}  // namespace
+
+const ModelFamily& family() {
+  static const BertFamily instance;
+  return instance;
+}
+
+}  // namespace headprune::models::bert

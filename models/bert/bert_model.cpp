@@ -1,0 +1,220 @@
+#include "models/bert/bert_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/bert/bert_family.h"
+#include "models/errors.h"
+
+namespace headprune::models {
+
+// ---------------------------------------------------------------- self-attention
+BertSelfAttentionImpl::BertSelfAttentionImpl(int64_t hidden_size, int64_t num_heads_,
+                                             int64_t head_dim_)
+    : num_heads(num_heads_), head_dim(head_dim_) {
+  query = register_module("query", Linear(hidden_size, num_heads * head_dim));
+  key = register_module("key", Linear(hidden_size, num_heads * head_dim));
+  value = register_module("value", Linear(hidden_size, num_heads * head_dim));
+}
+
+torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
+                                             const torch::Tensor& multiplier) {
+  const int64_t B = x.size(0), T = x.size(1);
+  if (num_heads == 0) return torch::zeros({B, T, 0}, x.options());
+  // [B, T, h*d] -> [B, h, T, d]
+  auto split = [&](const torch::Tensor& t) {
+    return t.view({B, T, num_heads, head_dim}).transpose(1, 2);
+  };
+  auto q = split(query->forward(x));
+  auto k = split(key->forward(x));
+  auto v = split(value->forward(x));
+  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim));
+  auto probs = torch::softmax(scores + mask_bias, -1);
+  auto context = torch::matmul(probs, v);  // [B, h, T, d]
+  if (multiplier.defined()) context = context * multiplier.view({1, num_heads, 1, 1});
+  return context.transpose(1, 2).reshape({B, T, num_heads * head_dim});
+}
+
+// ---------------------------------------------------------------- projections
+BertProjectionImpl::BertProjectionImpl(int64_t in_features, int64_t hidden_size, double eps) {
+  dense = register_module("dense", Linear(in_features, hidden_size));
+  LayerNorm = register_module(
+      "LayerNorm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden_size}).eps(eps)));
+}
+
+torch::Tensor BertProjectionImpl::forward(const torch::Tensor& x, const torch::Tensor& residual) {
+  return LayerNorm->forward(dense->forward(x) + residual);
+}
+
+BertAttentionImpl::BertAttentionImpl(const ModelConfig& config, int64_t num_heads) {
+  self = register_module("self",
+                         BertSelfAttention(config.hidden_size, num_heads, config.head_dim));
+  output = register_module("output", BertProjection(num_heads * config.head_dim,
+                                                    config.hidden_size, config.layer_norm_eps));
+}
+
+torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
+                                         const torch::Tensor& multiplier) {
+  return output->forward(self->forward(x, mask_bias, multiplier), x);
+}
+
+BertIntermediateImpl::BertIntermediateImpl(int64_t hidden_size, int64_t intermediate_size,
+                                           std::string hidden_act)
+    : hidden_act_(std::move(hidden_act)) {
+  dense = register_module("dense", Linear(hidden_size, intermediate_size));
+}
+
+torch::Tensor BertIntermediateImpl::forward(const torch::Tensor& x) {
+  auto h = dense->forward(x);
+  if (hidden_act_ == "gelu") return torch::gelu(h);
+  if (hidden_act_ == "relu") return torch::relu(h);
+  return torch::gelu(h, "tanh");  // gelu_new, gelu_pytorch_tanh
+}
+
+BertLayerImpl::BertLayerImpl(const ModelConfig& config, int64_t num_heads) {
+  attention = register_module("attention", BertAttention(config, num_heads));
+  intermediate = register_module(
+      "intermediate",
+      BertIntermediate(config.hidden_size, config.intermediate_size, config.hidden_act));
+  output = register_module("output", BertProjection(config.intermediate_size, config.hidden_size,
+                                                    config.layer_norm_eps));
+}
+
+torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
+                                     const torch::Tensor& multiplier) {
+  auto a = attention->forward(x, mask_bias, multiplier);
+  return output->forward(intermediate->forward(a), a);
+}
+
+// ---------------------------------------------------------------- embeddings
+BertEmbeddingsImpl::BertEmbeddingsImpl(const ModelConfig& c) {
+  word_embeddings = register_module("word_embeddings",
+                                    torch::nn::Embedding(c.vocab_size, c.hidden_size));
+  position_embeddings = register_module(
+      "position_embeddings", torch::nn::Embedding(c.max_position_embeddings, c.hidden_size));
+  token_type_embeddings = register_module(
+      "token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, c.hidden_size));
+  LayerNorm = register_module(
+      "LayerNorm",
+      torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps)));
+}
+
+torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids,
+                                          const torch::Tensor& token_type_ids) {
+  const int64_t T = input_ids.size(1);
+  auto positions = torch::arange(T, input_ids.options()).unsqueeze(0);
+  auto types = token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids);
+  auto e = word_embeddings->forward(input_ids) + token_type_embeddings->forward(types) +
+           position_embeddings->forward(positions);
+  return LayerNorm->forward(e);
+}
+
+// ---------------------------------------------------------------- model
+BertModel::BertModel(ModelConfig config, bool with_pooler) : config_(std::move(config)) {
+  if (config_.model_type != "bert")
+    throw Error(fmt::format("BertModel cannot hold a '{}' model", config_.model_type));
+  embeddings = register_module("embeddings", BertEmbeddings(config_));
+  auto encoder = register_module("encoder", std::make_shared<torch::nn::Module>());
+  auto layer_list = encoder->register_module("layer", torch::nn::ModuleList());
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    layers.push_back(BertLayer(config_, static_cast<int64_t>(config_.kept_heads[l].size())));
+    layer_list->push_back(layers.back());
+  }
+  if (with_pooler) {
+    auto pooler = register_module("pooler", std::make_shared<torch::nn::Module>());
+    pooler_dense = pooler->register_module("dense", Linear(config_.hidden_size, config_.hidden_size));
+  }
+}
+
+ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) {
+  const auto& ids = inputs.input_ids;
+  if (ids.dim() != 2) throw Error("input_ids must have shape [batch, seq]");
+  if (ids.size(1) > config_.max_position_embeddings)
+    throw Error(fmt::format("sequence of {} tokens is longer than max_position_embeddings {}; "
+                            "lower --max-length",
+                            ids.size(1), config_.max_position_embeddings));
+  if (multipliers && static_cast<int64_t>(multipliers->size()) != config_.num_hidden_layers)
+    throw Error(fmt::format("head multipliers for {} layers given, the model has {}",
+                            multipliers->size(), config_.num_hidden_layers));
+  auto x = embeddings->forward(ids, inputs.token_type_ids);
+  auto mask = inputs.attention_mask.defined() ? inputs.attention_mask : torch::ones_like(ids);
+  // HF's extended attention mask: (1 - mask) * finfo.min, broadcast over heads and queries.
+  auto mask_bias = (1.0 - mask.to(x.dtype())).view({ids.size(0), 1, 1, ids.size(1)}) *
+                   std::numeric_limits<float>::lowest();
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    torch::Tensor m;
+    if (multipliers) {
+      m = (*multipliers)[l];
+      if (m.defined() && (m.dim() != 1 || m.size(0) != layers[l]->attention->self->num_heads))
+        throw Error(fmt::format("layer {}: head multiplier has shape {}, expected [{}]", l,
+                                fmt::join(m.sizes(), ","), layers[l]->attention->self->num_heads));
+    }
+    x = layers[l]->forward(x, mask_bias, m);
+  }
+  return {x, {}};
+}
+
+void BertModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
+                            const torch::Tensor& scale) {
+  if (layer < 0 || layer >= config_.num_hidden_layers)
+    throw Error(fmt::format("layer {} is out of range (the model has {} layers)", layer,
+                            config_.num_hidden_layers));
+  auto& self = layers[layer]->attention->self;
+  auto& out = layers[layer]->attention->output->dense;
+  const int64_t h = self->num_heads, d = self->head_dim;
+  std::set<int64_t> removed;
+  for (auto i : remove_local) {
+    if (i < 0 || i >= h)
+      throw Error(fmt::format("layer {}: head {} is out of range (the layer has {} heads)", layer,
+                              i, h));
+    if (!removed.insert(i).second)
+      throw Error(fmt::format("layer {}: head {} is listed twice", layer, i));
+  }
+  if (scale.defined() && (scale.dim() != 1 || scale.size(0) != h))
+    throw Error(fmt::format("layer {}: gate scale must have shape [{}]", layer, h));
+
+  std::vector<int64_t> keep_rows, removed_original;
+  for (int64_t i = 0; i < h; ++i) {
+    if (removed.count(i)) {
+      removed_original.push_back(config_.kept_heads[layer][i]);
+      continue;
+    }
+    for (int64_t r = 0; r < d; ++r) keep_rows.push_back(i * d + r);
+  }
+  torch::NoGradGuard no_grad;
+  const auto device = out->weight.device();
+  auto rows = torch::tensor(keep_rows, torch::kLong).to(device);
+  for (auto* lin : {&self->query, &self->key, &self->value}) {
+    (*lin)->weight.set_data((*lin)->weight.index_select(0, rows).contiguous());
+    (*lin)->bias.set_data((*lin)->bias.index_select(0, rows).contiguous());
+  }
+  auto o = out->weight;  // [H, h*d]
+  if (scale.defined())
+    o = (o.view({o.size(0), h, d}) * scale.to(o.options()).view({1, h, 1})).view({o.size(0), h * d});
+  out->weight.set_data(o.index_select(1, rows).contiguous());
+  self->num_heads = h - static_cast<int64_t>(removed.size());
+  config_.remove_heads(layer, removed_original);
+}
+
+int64_t BertModel::attention_parameter_count() const {
+  int64_t n = 0;
+  for (const auto& layer : layers) {
+    for (const auto& p : layer->attention->self->parameters()) n += p.numel();
+    for (const auto& p : layer->attention->output->dense->parameters()) n += p.numel();
+  }
+  return n;
+}
+
+std::shared_ptr<AttentionModel> bert::make_model(const ModelConfig& config,
+                                                 const std::set<std::string>& weight_names) {
+  const bool with_pooler =
+      weight_names.count("pooler.dense.weight") || weight_names.count("bert.pooler.dense.weight");
+  return std::make_shared<BertModel>(config, with_pooler);
+}
+
+}  // namespace headprune::models

@@ -1,0 +1,43 @@
+// The classifier head of HF `BertForSequenceClassification`, for checkpoints that carry one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include "models/bert/bert_model.h"
+#include "models/config.h"
+#include "models/linear.h"
+
+namespace headprune::models {
+
+/// HF `BertForSequenceClassification` minus the encoder (transformers
+/// `models/bert/modeling_bert.py`, BertPooler + `classifier`; dropout is inactive at eval):
+///   pooled = tanh(pooler.dense(last_hidden_state[:, 0]))   [batch, hidden]
+///   logits = classifier(pooled)                            [batch, num_labels]
+/// The pooler belongs to BertModel ("pooler.dense"); this module holds "classifier".
+class SequenceClassificationHeadImpl : public torch::nn::Module {
+ public:
+  /// `labels`: label names by id (HF `id2label`), size num_labels.
+  SequenceClassificationHeadImpl(int64_t hidden_size, std::vector<std::string> labels);
+
+  /// encoder: a BertModel with a pooler; last_hidden_state: [batch, seq, hidden] ->
+  /// logits [batch, num_labels]. @throws headprune::Error if the encoder has no pooler.
+  torch::Tensor forward(BertModel& encoder, const torch::Tensor& last_hidden_state);
+
+  int64_t num_labels() const { return static_cast<int64_t>(labels.size()); }
+
+  Linear classifier{nullptr};      ///< "classifier": [num_labels, hidden]
+  std::vector<std::string> labels;  ///< id -> name
+};
+TORCH_MODULE(SequenceClassificationHead);
+
+/// Label names by id from config.json's `id2label` (keys are decimal strings, as HF writes
+/// them); ids missing there are named "LABEL_<id>" as HF does.
+/// @throws headprune::Error if `id2label` has a key that is not an id in [0, num_labels).
+std::vector<std::string> label_names(const ModelConfig& config, int64_t num_labels);
+
+}  // namespace headprune::models

@@ -1,0 +1,168 @@
+#include "models/llama/llama_family.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "models/config.h"
+#include "models/errors.h"
+#include "models/json_get.h"
+
+namespace headprune::models::llama {
+namespace {
+
+/// LLaMA-only keys (HF LlamaConfig names and defaults).
+void parse_llama_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c) {
+  if (c.hidden_act != "silu")
+    throw Error(fmt::format("{}: hidden_act '{}' is not supported for llama (silu)", source,
+                            c.hidden_act));
+  if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0)
+    throw Error(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                            source, c.num_attention_heads, c.num_key_value_heads));
+  if (c.head_dim <= 0 || c.head_dim % 2 != 0)
+    throw Error(fmt::format("{}: head_dim {} must be positive and even (rotary embedding)", source,
+                            c.head_dim));
+  c.rms_norm_eps = json_optional<double>(j, "rms_norm_eps", 1e-6, source);
+  c.rope_theta = json_optional<double>(j, "rope_theta", 10000.0, source);
+  // transformers 5 writes RoPE as rope_parameters (older: rope_scaling); only the default
+  // rotary embedding is implemented.
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (!j.contains(key) || j.at(key).is_null()) continue;
+    const auto& rope = j.at(key);
+    if (!rope.is_object() || rope.value("rope_type", std::string()) != "default")
+      throw Error(fmt::format("{}: {} {} is not supported (only plain RoPE, rope_type "
+                              "\"default\")",
+                              source, key, rope.dump()));
+    for (const auto& [name, value] : rope.items())
+      if (name != "rope_type" && name != "rope_theta")
+        throw Error(fmt::format("{}: {}.{} is not supported (plain RoPE takes rope_theta only)",
+                                source, key, name));
+    c.rope_theta = json_optional<double>(rope, "rope_theta", c.rope_theta, source);
+  }
+  c.tie_word_embeddings = json_optional<bool>(j, "tie_word_embeddings", false, source);
+  c.attention_bias = json_optional<bool>(j, "attention_bias", false, source);
+  c.mlp_bias = json_optional<bool>(j, "mlp_bias", false, source);
+  c.bos_token_id = json_optional<int64_t>(j, "bos_token_id", 1, source);
+  // Some configs list several end tokens; the first is the one generation stops at.
+  if (j.contains("eos_token_id") && j.at("eos_token_id").is_array() && !j.at("eos_token_id").empty())
+    c.eos_token_id = json_integer(j.at("eos_token_id").at(0), source + ": eos_token_id[0]");
+  else
+    c.eos_token_id = json_optional<int64_t>(j, "eos_token_id", 2, source);
+}
+
+/// `headprune.kept_heads`: per layer, the original query heads present (LLaMA configs whose
+/// layers a standard HF config cannot describe).
+void parse_headprune_kept_heads(const nlohmann::json& j, const std::string& source,
+                                ModelConfig& c) {
+  if (!j.contains("headprune") || !j.at("headprune").is_object() ||
+      !j.at("headprune").contains("kept_heads"))
+    return;
+  const auto& kept = j.at("headprune").at("kept_heads");
+  if (!kept.is_array() || static_cast<int64_t>(kept.size()) != c.num_hidden_layers)
+    throw Error(fmt::format("{}: headprune.kept_heads must be a list of {} lists (one per layer)",
+                            source, c.num_hidden_layers));
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const auto heads = json_integer_list(kept.at(l), fmt::format("{}: headprune.kept_heads[{}]", source, l));
+    for (size_t i = 0; i < heads.size(); ++i) {
+      if (heads[i] < 0 || heads[i] >= c.num_attention_heads)
+        throw Error(fmt::format("{}: headprune.kept_heads[{}] names head {}, but layers have {} "
+                                "query heads (num_attention_heads)",
+                                source, l, heads[i], c.num_attention_heads));
+      if (i > 0 && heads[i] <= heads[i - 1])
+        throw Error(fmt::format("{}: headprune.kept_heads[{}] must be ascending and unique",
+                                source, l));
+    }
+    std::vector<int64_t> removed;
+    for (int64_t h = 0; h < c.num_attention_heads; ++h)
+      if (!std::binary_search(heads.begin(), heads.end(), h)) removed.push_back(h);
+    c.remove_heads(l, removed);
+  }
+}
+
+/// HF LlamaConfig: `num_attention_heads` query heads share `num_key_value_heads` KV heads,
+/// SwiGLU feed-forward, an LM head; transformers cannot prune its heads, so per-layer head sets
+/// a plain config cannot express are kept in `headprune.kept_heads` (docs/formats.md).
+class LlamaFamily final : public ModelFamily {
+ public:
+  std::string model_type() const override { return "llama"; }
+
+  std::string description(const ModelConfig& c) const override {
+    return fmt::format("LLaMA decoder (HF LlamaForCausalLM): {} query heads share {} KV heads "
+                       "({} per group) in each layer",
+                       c.num_attention_heads, c.num_key_value_heads, c.kv_group_size());
+  }
+
+  const std::set<std::string>& modelled_keys() const override {
+    static const std::set<std::string> keys = {
+        "num_key_value_heads", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters",
+        "tie_word_embeddings", "attention_bias", "mlp_bias", "bos_token_id", "eos_token_id"};
+    return keys;
+  }
+  std::string default_hidden_act() const override { return "silu"; }
+  int64_t default_max_position_embeddings() const override { return 2048; }
+
+  void parse_fields(const nlohmann::json& j, const std::string& source,
+                    ModelConfig& c) const override {
+    parse_llama_fields(j, source, c);
+  }
+  void parse_head_sets(const nlohmann::json& j, const std::string& source,
+                       ModelConfig& c) const override {
+    parse_headprune_kept_heads(j, source, c);
+  }
+
+  /// Never `pruned_heads`. Uniform groups: a standard HF config with the kept counts (heads
+  /// renumbered 0..n-1, the original numbers in headprune.original_head_ids); otherwise the
+  /// original counts plus `headprune.kept_heads`.
+  nlohmann::json to_json(const ModelConfig& c) const override {
+    nlohmann::json j = c.raw;
+    j.erase("pruned_heads");  // transformers' LLaMA cannot prune heads at load time
+    if (j.contains("headprune") && j["headprune"].is_object()) j["headprune"].erase("kept_heads");
+    if (!c.uniform_groups()) {
+      j["headprune"]["kept_heads"] = c.kept_heads;
+      return j;
+    }
+    j["num_attention_heads"] = c.kept_heads.empty() ? c.num_attention_heads
+                                                    : static_cast<int64_t>(c.kept_heads[0].size());
+    j["num_key_value_heads"] = c.kept_heads.empty() ? c.num_key_value_heads
+                                                    : static_cast<int64_t>(c.kept_kv_heads()[0].size());
+    j["head_dim"] = c.head_dim;
+    std::vector<std::vector<int64_t>> ids;
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) ids.push_back(c.original_ids(l, c.kept_heads[l]));
+    j["headprune"]["original_head_ids"] = ids;
+    j["headprune"]["original_num_attention_heads"] = c.original_num_attention_heads;
+    return j;
+  }
+
+  bool has_attention_bias(const ModelConfig& c) const override { return c.attention_bias; }
+  int64_t ffn_matrices() const override { return 3; }
+  bool has_lm_head() const override { return true; }
+
+  std::string empty_layer_warning(int64_t layer) const override {
+    return fmt::format(
+        "layer {} has no heads left: its attention adds nothing (LLaMA has no o_proj bias); "
+        "headprune loads this checkpoint, transformers' LLaMA cannot hold an empty layer",
+        layer);
+  }
+  std::optional<std::string> layout_warning(const ModelConfig& c) const override {
+    if (c.uniform_groups()) return {};
+    return "the layers keep different query/KV head counts: the config records them in "
+           "headprune.kept_heads, which only headprune reads; for a checkpoint transformers loads, "
+           "every layer must keep the same heads per KV group (apply --remove-heads with the same "
+           "pattern in every layer)";
+  }
+  std::string export_note(const ModelConfig& c) const override {
+    return c.uniform_groups() ? "a standard LLaMA config: every layer keeps the same query/KV "
+                                "heads, renumbered 0..n-1"
+                              : "layers keep different heads: only headprune reads "
+                                "headprune.kept_heads; transformers cannot load this checkpoint";
+  }
+};
+
+}  // namespace
+
+const ModelFamily& family() {
+  static const LlamaFamily instance;
+  return instance;
+}
+
+}  // namespace headprune::models::llama

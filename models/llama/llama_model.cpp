@@ -1,0 +1,265 @@
+#include "models/llama/llama_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/llama/llama_family.h"
+#include "models/errors.h"
+
+namespace headprune::models {
+
+// ---------------------------------------------------------------- RMSNorm
+RMSNormImpl::RMSNormImpl(int64_t hidden_size, double eps) : eps_(eps) {
+  weight = register_parameter("weight", torch::ones({hidden_size}));
+}
+
+torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+  auto h = x.to(torch::kFloat);
+  h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps_);
+  return weight * h.to(x.scalar_type());
+}
+
+// ---------------------------------------------------------------- rotary embedding
+std::pair<torch::Tensor, torch::Tensor> rotary_tables(int64_t seq_len, int64_t head_dim,
+                                                      double theta, const torch::Device& device) {
+  auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  // inv_freq[i] = theta^(-2i/d), i < d/2 (HF LlamaRotaryEmbedding, default rope type).
+  auto exponent = torch::arange(0, head_dim, 2, torch::TensorOptions().dtype(torch::kLong))
+                      .to(torch::kFloat) / static_cast<double>(head_dim);
+  auto inv_freq = (1.0 / torch::pow(theta, exponent)).to(device);
+  auto positions = torch::arange(seq_len, opts);
+  auto freqs = torch::outer(positions, inv_freq);  // [T, d/2]
+  auto emb = torch::cat({freqs, freqs}, -1);       // [T, d]
+  return {emb.cos(), emb.sin()};
+}
+
+namespace {
+
+/// HF rotate_half: [x1, x2] -> [-x2, x1] over the last dimension.
+torch::Tensor rotate_half(const torch::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- attention
+std::vector<int64_t> local_kv_of_query(const std::vector<int64_t>& kept_heads,
+                                       const std::vector<int64_t>& kept_kv, int64_t group) {
+  std::vector<int64_t> out;
+  for (auto h : kept_heads) {
+    auto it = std::lower_bound(kept_kv.begin(), kept_kv.end(), h / group);
+    if (it == kept_kv.end() || *it != h / group)
+      throw Error(fmt::format("query head {} needs KV head {}, which is not present", h, h / group));
+    out.push_back(it - kept_kv.begin());
+  }
+  return out;
+}
+
+LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, std::vector<int64_t> kv_of_query_,
+                                       int64_t num_kv_heads_)
+    : num_heads(static_cast<int64_t>(kv_of_query_.size())),
+      num_kv_heads(num_kv_heads_),
+      head_dim(c.head_dim),
+      kv_of_query(std::move(kv_of_query_)) {
+  const int64_t H = c.hidden_size;
+  q_proj = register_module("q_proj", Linear(H, num_heads * head_dim, c.attention_bias));
+  k_proj = register_module("k_proj", Linear(H, num_kv_heads * head_dim, c.attention_bias));
+  v_proj = register_module("v_proj", Linear(H, num_kv_heads * head_dim, c.attention_bias));
+  o_proj = register_module("o_proj", Linear(num_heads * head_dim, H, c.attention_bias));
+}
+
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
+                                          const torch::Tensor& cos, const torch::Tensor& sin,
+                                          const torch::Tensor& multiplier) {
+  const int64_t B = x.size(0), T = x.size(1);
+  if (num_heads == 0) return o_proj->forward(torch::zeros({B, T, 0}, x.options()));
+  // [B, T, n*d] -> [B, n, T, d]
+  auto split = [&](const torch::Tensor& t, int64_t n) {
+    return t.view({B, T, n, head_dim}).transpose(1, 2);
+  };
+  auto q = split(q_proj->forward(x), num_heads);
+  auto k = split(k_proj->forward(x), num_kv_heads);
+  auto v = split(v_proj->forward(x), num_kv_heads);
+  q = q * cos + rotate_half(q) * sin;
+  k = k * cos + rotate_half(k) * sin;
+  // Each query head reads its own KV head (groups may be uneven after pruning).
+  auto index = torch::tensor(kv_of_query, torch::kLong).to(x.device());
+  k = k.index_select(1, index);
+  v = v.index_select(1, index);
+  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim));
+  auto probs = torch::softmax((scores + mask_bias).to(torch::kFloat), -1).to(q.scalar_type());
+  auto context = torch::matmul(probs, v);  // [B, h, T, d]
+  if (multiplier.defined()) context = context * multiplier.view({1, num_heads, 1, 1});
+  return o_proj->forward(context.transpose(1, 2).reshape({B, T, num_heads * head_dim}));
+}
+
+// ---------------------------------------------------------------- MLP and layer
+LlamaMLPImpl::LlamaMLPImpl(const ModelConfig& c) {
+  gate_proj = register_module("gate_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+  up_proj = register_module("up_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
+  down_proj = register_module("down_proj", Linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
+}
+
+torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x) {
+  return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
+}
+
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const ModelConfig& c,
+                                             std::vector<int64_t> kv_of_query,
+                                             int64_t num_kv_heads) {
+  self_attn = register_module("self_attn",
+                              LlamaAttention(c, std::move(kv_of_query), num_kv_heads));
+  mlp = register_module("mlp", LlamaMLP(c));
+  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  post_attention_layernorm =
+      register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+}
+
+torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x,
+                                             const torch::Tensor& mask_bias,
+                                             const torch::Tensor& cos, const torch::Tensor& sin,
+                                             const torch::Tensor& multiplier) {
+  auto h = x + self_attn->forward(input_layernorm->forward(x), mask_bias, cos, sin, multiplier);
+  return h + mlp->forward(post_attention_layernorm->forward(h));
+}
+
+// ---------------------------------------------------------------- model
+LlamaModel::LlamaModel(ModelConfig config) : config_(std::move(config)) {
+  if (config_.model_type != "llama")
+    throw Error(fmt::format("LlamaModel cannot hold a '{}' model", config_.model_type));
+  auto model = register_module("model", std::make_shared<torch::nn::Module>());
+  embed_tokens = model->register_module(
+      "embed_tokens", torch::nn::Embedding(config_.vocab_size, config_.hidden_size));
+  auto layer_list = model->register_module("layers", torch::nn::ModuleList());
+  const auto kept_kv = config_.kept_kv_heads();
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    auto kv_of_query =
+        local_kv_of_query(config_.kept_heads[l], kept_kv[l], config_.kv_group_size());
+    layers.push_back(LlamaDecoderLayer(config_, std::move(kv_of_query),
+                                       static_cast<int64_t>(kept_kv[l].size())));
+    layer_list->push_back(layers.back());
+  }
+  norm = model->register_module("norm", RMSNorm(config_.hidden_size, config_.rms_norm_eps));
+  if (!config_.tie_word_embeddings)
+    lm_head = register_module("lm_head", Linear(config_.hidden_size, config_.vocab_size, false));
+}
+
+ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) {
+  const auto& ids = inputs.input_ids;
+  if (ids.dim() != 2) throw Error("input_ids must have shape [batch, seq]");
+  if (multipliers && static_cast<int64_t>(multipliers->size()) != config_.num_hidden_layers)
+    throw Error(fmt::format("head multipliers for {} layers given, the model has {}",
+                            multipliers->size(), config_.num_hidden_layers));
+  const int64_t B = ids.size(0), T = ids.size(1);
+  if (T > config_.max_position_embeddings)
+    throw Error(fmt::format("sequence of {} tokens is longer than max_position_embeddings {}; "
+                            "lower --max-length",
+                            T, config_.max_position_embeddings));
+  auto x = embed_tokens->forward(ids);
+  // Key j is visible to query i when j <= i and j is not padding; masked scores get the
+  // lowest float (as HF's causal mask), so a row with nothing visible stays finite.
+  auto causal = torch::ones({T, T}, ids.options().dtype(torch::kBool)).tril();
+  auto allowed = causal.view({1, 1, T, T});
+  if (inputs.attention_mask.defined()) {
+    if (inputs.attention_mask.sizes() != ids.sizes())
+      throw Error(fmt::format("attention_mask has shape [{}], input_ids [{}]",
+                              fmt::join(inputs.attention_mask.sizes(), ","),
+                              fmt::join(ids.sizes(), ",")));
+    allowed = allowed.logical_and(inputs.attention_mask.to(torch::kBool).view({B, 1, 1, T}));
+  }
+  auto mask_bias = torch::zeros(allowed.sizes(), x.options())
+                       .masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest());
+  auto [cos, sin] = rotary_tables(T, config_.head_dim, config_.rope_theta, x.device());
+  cos = cos.to(x.scalar_type());
+  sin = sin.to(x.scalar_type());
+  for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
+    torch::Tensor m;
+    if (multipliers) {
+      m = (*multipliers)[l];
+      const int64_t heads = layers[l]->self_attn->num_heads;
+      if (m.defined() && (m.dim() != 1 || m.size(0) != heads))
+        throw Error(fmt::format("layer {}: head multiplier has shape [{}], expected [{}]", l,
+                                fmt::join(m.sizes(), ","), heads));
+    }
+    x = layers[l]->forward(x, mask_bias, cos, sin, m);
+  }
+  x = norm->forward(x);
+  auto logits = lm_head ? lm_head->forward(x) : torch::linear(x, embed_tokens->weight);
+  return {x, logits};
+}
+
+void LlamaModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
+                             const torch::Tensor& scale) {
+  if (layer < 0 || layer >= config_.num_hidden_layers)
+    throw Error(fmt::format("layer {} is out of range (the model has {} layers)", layer,
+                            config_.num_hidden_layers));
+  auto& attn = layers[layer]->self_attn;
+  const int64_t h = attn->num_heads, d = attn->head_dim;
+  std::set<int64_t> removed;
+  for (auto i : remove_local) {
+    if (i < 0 || i >= h)
+      throw Error(fmt::format("layer {}: head {} is out of range (the layer has {} query heads)",
+                              layer, i, h));
+    if (!removed.insert(i).second)
+      throw Error(fmt::format("layer {}: head {} is listed twice", layer, i));
+  }
+  if (scale.defined() && (scale.dim() != 1 || scale.size(0) != h))
+    throw Error(fmt::format("layer {}: gate scale must have shape [{}]", layer, h));
+
+  std::vector<int64_t> q_rows, removed_original;
+  std::set<int64_t> kv_used;
+  for (int64_t i = 0; i < h; ++i) {
+    if (removed.count(i)) {
+      removed_original.push_back(config_.kept_heads[layer][i]);
+      continue;
+    }
+    kv_used.insert(attn->kv_of_query[i]);
+    for (int64_t r = 0; r < d; ++r) q_rows.push_back(i * d + r);
+  }
+  std::vector<int64_t> kv_rows;
+  for (auto g : kv_used)
+    for (int64_t r = 0; r < d; ++r) kv_rows.push_back(g * d + r);
+
+  torch::NoGradGuard no_grad;
+  const auto device = attn->o_proj->weight.device();
+  auto keep = [&](Linear& lin, const std::vector<int64_t>& rows) {
+    auto index = torch::tensor(rows, torch::kLong).to(device);
+    lin->weight.set_data(lin->weight.index_select(0, index).contiguous());
+    if (lin->bias.defined()) lin->bias.set_data(lin->bias.index_select(0, index).contiguous());
+  };
+  keep(attn->q_proj, q_rows);
+  keep(attn->k_proj, kv_rows);
+  keep(attn->v_proj, kv_rows);
+  auto o = attn->o_proj->weight;  // [H, h*d]
+  if (scale.defined())
+    o = (o.view({o.size(0), h, d}) * scale.to(o.options()).view({1, h, 1})).view({o.size(0), h * d});
+  attn->o_proj->weight.set_data(
+      o.index_select(1, torch::tensor(q_rows, torch::kLong).to(device)).contiguous());
+
+  config_.remove_heads(layer, removed_original);
+  const auto kept_kv = config_.kept_kv_heads()[layer];
+  attn->kv_of_query =
+      local_kv_of_query(config_.kept_heads[layer], kept_kv, config_.kv_group_size());
+  attn->num_heads = static_cast<int64_t>(config_.kept_heads[layer].size());
+  attn->num_kv_heads = static_cast<int64_t>(kept_kv.size());
+}
+
+int64_t LlamaModel::attention_parameter_count() const {
+  int64_t n = 0;
+  for (const auto& layer : layers)
+    for (const auto& p : layer->self_attn->parameters()) n += p.numel();
+  return n;
+}
+
+std::shared_ptr<AttentionModel> llama::make_model(const ModelConfig& config,
+                                                  const std::set<std::string>&) {
+  return std::make_shared<LlamaModel>(config);
+}
+
+}  // namespace headprune::models

@@ -1,0 +1,74 @@
+// One model family (an HF `model_type`): everything architecture-specific except the forward
+// pass itself, which lives in the family's model class (models/<family>/<family>_model.h).
+// LibTorch-free, so that config.json parsing is fuzzed on its own (tests/fuzz).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace headprune::models {
+
+struct ModelConfig;
+class AttentionModel;
+
+/// What the rest of headprune asks about an architecture instead of branching on `model_type`.
+/// Implementations: models/bert/bert_family.cpp, models/llama/llama_family.cpp; the registry
+/// (models/registry.h) maps `model_type` to them. docs/design.md has the checklist for adding one.
+class ModelFamily {
+ public:
+  virtual ~ModelFamily() = default;
+
+  /// The HF `model_type` this family implements ("bert", "llama").
+  virtual std::string model_type() const = 0;
+
+  /// One line for `inspect`: the HF class it mirrors and how its heads are laid out.
+  virtual std::string description(const ModelConfig& config) const = 0;
+
+  // --- config.json (HF PretrainedConfig subclass of the family) ---
+
+  /// Keys beyond models/config_keys.cpp's common ones that this family reads.
+  virtual const std::set<std::string>& modelled_keys() const = 0;
+  /// HF defaults that differ per family, for absent keys.
+  virtual std::string default_hidden_act() const = 0;
+  virtual int64_t default_max_position_embeddings() const = 0;
+  /// Reads and checks the family's own fields, after the common ones are parsed.
+  /// @throws headprune::Error naming `source` and the key.
+  virtual void parse_fields(const nlohmann::json& j, const std::string& source,
+                            ModelConfig& config) const = 0;
+  /// Reads per-layer head sets beyond HF `pruned_heads` (after kept_heads is the full set).
+  /// @throws headprune::Error naming `source`.
+  virtual void parse_head_sets(const nlohmann::json& j, const std::string& source,
+                               ModelConfig& config) const;
+  /// The config.json to write next to pruned weights (ModelConfig::to_json documents both).
+  virtual nlohmann::json to_json(const ModelConfig& config) const = 0;
+
+  // --- per-head costs (models/head_costs.h, models/flops.h) ---
+
+  /// Whether Q/K/V/O carry biases.
+  virtual bool has_attention_bias(const ModelConfig& config) const = 0;
+  /// Weight matrices of H×I in one feed-forward block (2: up/down; 3: SwiGLU gate/up/down).
+  virtual int64_t ffn_matrices() const = 0;
+  /// Whether the model ends in a language-model head over the vocabulary (can generate).
+  virtual bool has_lm_head() const = 0;
+
+  // --- export (pruner/surgery/export.cpp asks these) ---
+
+  /// Warning for a layer left with no heads.
+  virtual std::string empty_layer_warning(int64_t layer) const = 0;
+  /// Warning when the kept heads need a reader other than the family's HF class, if any.
+  virtual std::optional<std::string> layout_warning(const ModelConfig& config) const;
+  /// The `headprune.note` of an exported config: who can load it and how.
+  virtual std::string export_note(const ModelConfig& config) const = 0;
+};
+
+/// Builds a model with random weights shaped by `config`'s kept heads; `weight_names` are the
+/// checkpoint's tensor names (optional modules such as BERT's pooler are made when present).
+using ModelFactory = std::shared_ptr<AttentionModel> (*)(const ModelConfig& config,
+                                                         const std::set<std::string>& weight_names);
+
+}  // namespace headprune::models

@@ -1,0 +1,65 @@
+#include "models/registry.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/bert/bert_family.h"
+#include "models/config.h"
+#include "models/errors.h"
+#include "models/llama/llama_family.h"
+
+// The parser-only build (fuzz harnesses) has no LibTorch, hence no model classes.
+#ifdef HEADPRUNE_NO_TORCH
+#define HEADPRUNE_FACTORY(f) nullptr
+#else
+#define HEADPRUNE_FACTORY(f) &f
+#endif
+
+namespace headprune::models {
+namespace {
+
+struct Entry {
+  const ModelFamily& family;
+  ModelFactory make_model;
+};
+
+/// One line per family.
+const std::vector<Entry>& registry() {
+  static const std::vector<Entry> entries = {
+      {bert::family(), HEADPRUNE_FACTORY(bert::make_model)},
+      {llama::family(), HEADPRUNE_FACTORY(llama::make_model)},
+  };
+  return entries;
+}
+
+const Entry& entry_of(const std::string& model_type) {
+  for (const auto& entry : registry())
+    if (entry.family.model_type() == model_type) return entry;
+  throw Error(fmt::format("model_type '{}' is not supported (supported: {})", model_type,
+                          fmt::join(supported_model_types(), ", ")));
+}
+
+}  // namespace
+
+void ModelFamily::parse_head_sets(const nlohmann::json&, const std::string&, ModelConfig&) const {}
+
+std::optional<std::string> ModelFamily::layout_warning(const ModelConfig&) const { return {}; }
+
+const ModelFamily& family_of(const std::string& model_type) { return entry_of(model_type).family; }
+
+std::vector<std::string> supported_model_types() {
+  std::vector<std::string> out;
+  for (const auto& entry : registry()) out.push_back(entry.family.model_type());
+  return out;
+}
+
+std::shared_ptr<AttentionModel> make_model(const ModelConfig& config,
+                                           const std::set<std::string>& weight_names) {
+  const auto& entry = entry_of(config.model_type);
+  if (!entry.make_model) throw std::logic_error("this build has no model classes (no LibTorch)");
+  return entry.make_model(config, weight_names);
+}
+
+}  // namespace headprune::models

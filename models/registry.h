@@ -1,0 +1,27 @@
+// The one place that maps an HF `model_type` to its family. Adding a family: one folder under
+// models/ and one line in models/registry.cpp (docs/design.md, "Adding a model family").
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "models/model_family.h"
+
+namespace headprune::models {
+
+/// The family implementing `model_type`.
+/// @throws headprune::Error "model_type 'X' is not supported (supported: bert, llama)".
+const ModelFamily& family_of(const std::string& model_type);
+
+/// Every supported `model_type`, in registry order.
+std::vector<std::string> supported_model_types();
+
+/// The family's model for `config` (random weights, shaped by its kept heads).
+/// @throws headprune::Error for an unknown model_type; std::logic_error in a build without
+///         LibTorch (HEADPRUNE_NO_TORCH, the fuzz harnesses).
+std::shared_ptr<AttentionModel> make_model(const ModelConfig& config,
+                                           const std::set<std::string>& weight_names);
+
+}  // namespace headprune::models

@@ -1,0 +1,116 @@
+#include "pruner/jobs/prune_job.h"
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include "models/checkpoint.h"
+#include "models/errors.h"
+#include "pruner/surgery/apply.h"
+#include "pruner/surgery/atomic_write.h"
+#include "pruner/surgery/export.h"
+#include "pruner/measure/fidelity.h"
+#include "pruner/report/format.h"
+#include "pruner/log.h"
+#include "pruner/report/report.h"
+#include "pruner/surgery/surgery.h"
+
+namespace headprune::pruner {
+namespace fs = std::filesystem;
+namespace {
+
+void stage(int n, const std::string& what) { log::info("\n[{}/5] {}", n, what); }
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+nlohmann::json run_prune_job(const PruneJobOptions& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check_export_target(o.model, o.out, o.force);
+  const auto out_abs = fs::absolute(o.out);
+  const auto work = out_abs.parent_path() / ("." + out_abs.filename().string() + ".gates");
+
+  stage(1, "training gates");
+  const auto device = o.training.device;
+  auto student = models::load_checkpoint(o.model, device);
+  if (!student.tokenizer)
+    throw Error(fmt::format("{} has no tokenizer (vocab.txt or tokenizer.bin; convert a llama2.c .bin with convert-llama2c --tokenizer): prune needs the model's tokenizer", o.model.string()));
+  auto corpus = load_corpus(o.data, *student.tokenizer, o.corpus);
+  std::vector<std::string> data_names(o.data.begin(), o.data.end());
+  log::info("corpus {}: {} documents, {} for training, {} held out", fmt::join(data_names, ", "),
+            corpus.lines_read, corpus.train.size(), corpus.heldout.size());
+  auto training = o.training;
+  training.out_dir = work;
+  training.model_path = o.model.string();
+  if (!training.resume && fs::exists(work)) fs::remove_all(work);
+  auto gates = train_gates(student, corpus, training);
+  if (!gates.complete) throw Error("gate training stopped early; rerun with --resume");
+
+  stage(2, "removing heads");
+  auto plan = plan_from_gates(gates, *student.model, o.fold_gates);
+  auto applied = apply_in_memory(student, plan);
+  log::info("{} of {} heads kept; per layer {}", applied.heads_after, applied.heads_before,
+            fmt::join(student.model->config().heads_per_layer(), " "));
+
+  stage(3, "verifying fidelity to the dense model on held-out text");
+  auto dense = models::load_checkpoint(o.model, device);
+  const auto fidelity = measure_fidelity(*student.model, nullptr, *dense.model, corpus.heldout,
+                                         corpus.pad_id, dense.pooling, training.batch_size, device);
+  log::info("{}", fidelity.describe());
+
+  std::map<std::string, std::string> extra;
+  nlohmann::json bench_json;
+  stage(4, o.bench ? "benchmarking dense vs pruned" : "benchmark skipped (--no-bench)");
+  if (o.bench) {
+    auto bench = run_bench(*dense.model, *student.model, o.bench_options);
+    bench_json = bench.to_json();
+    extra["headprune/bench.json"] = bench_json.dump(2) + "\n";
+    log::info("{}", bench.to_text());
+  }
+
+  stage(5, "writing the pruned checkpoint and its report");
+  auto report = report_from_gates(gates, o.out.string());
+  extra["headprune/gates.json"] = gates.to_json().dump(1) + "\n";
+  extra["headprune/train_log.jsonl"] = read_file(work / "train_log.jsonl");
+  extra["headprune/report.txt"] = to_text(report);
+  extra["headprune/report.json"] = to_json(report).dump(2) + "\n";
+  extra["headprune/heads.svg"] = to_svg(report);
+  nlohmann::json summary = {
+      {"model", o.model.string()},
+      {"out", o.out.string()},
+      {"data", data_names},
+      {"target_sparsity", training.target_sparsity ? nlohmann::json(*training.target_sparsity) : nlohmann::json()},
+      {"heads_kept", applied.heads_after},
+      {"heads_total", applied.heads_before},
+      {"heads_per_layer", student.model->config().heads_per_layer()},
+      {"kept_heads", student.model->config().kept_heads},
+      {"fidelity", fidelity.to_json()},
+      {"gates", gates.summary},
+      {"bench", bench_json},
+  };
+  nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()},
+                           {"data", data_names}, {"fold_gates", o.fold_gates},
+                           {"training", training.to_json()}};
+  // summary.json needs the written sizes: it joins the same atomic folder build last.
+  export_and_verify(applied, student, o.out, o.force, record, device, extra,
+                    [&](const ApplyResult& done) -> std::map<std::string, std::string> {
+                      summary["apply"] = done.to_json();
+                      summary["seconds"] = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - t0).count();
+                      return {{"headprune/summary.json", summary.dump(2) + "\n"}};
+                    });
+  fs::remove_all(work);
+  return summary;
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,38 @@
+// `headprune prune`: the whole job — train gates, remove heads, verify, benchmark, report.
+#pragma once
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "pruner/measure/bench.h"
+#include "pruner/training/corpus.h"
+#include "pruner/training/gate_training.h"
+
+namespace headprune::pruner {
+
+/// Settings of every stage.
+struct PruneJobOptions {
+  std::filesystem::path model;
+  std::vector<std::filesystem::path> data;
+  std::filesystem::path out;
+  bool force = false;
+  bool fold_gates = true;
+  bool bench = true;
+  CorpusOptions corpus;
+  GateTrainingOptions training;  ///< out_dir is set by the job (a work folder beside --out)
+  BenchOptions bench_options;
+};
+
+/// Runs the stages with a progress display and returns the summary that is also written to
+/// `<out>/headprune/summary.json`. The output folder is written once, atomically, at the end:
+///   <out>/                  the pruned checkpoint (loads in headprune and transformers 4.x)
+///   <out>/headprune/        gates.json, train_log.jsonl, report.txt, report.json, heads.svg,
+///                           bench.json, summary.json
+/// Gate training works in `<out-parent>/.<out-name>.gates/` (kept on failure, so `--resume`
+/// can continue; removed on success).
+/// @throws headprune::Error before any training if the output folder cannot be used, the
+///         target is unreachable or the corpus is unusable.
+nlohmann::json run_prune_job(const PruneJobOptions& options);
+
+}  // namespace headprune::pruner

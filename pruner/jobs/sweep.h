@@ -1,0 +1,35 @@
+// `headprune sweep`: several sparsity targets, each pruned, evaluated and benchmarked, and a
+// plot of quality against measured speedup — the "baseline → sweep → plot → prune" workflow.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pruner/jobs/prune_job.h"
+
+namespace headprune::pruner {
+
+/// Settings: a prune job template (its out and target are set per target) and the targets.
+struct SweepOptions {
+  PruneJobOptions job;
+  std::vector<double> targets;
+  std::filesystem::path out;                  ///< sweep folder: target-XX/ subfolders + sweep.*
+  std::optional<std::filesystem::path> sts;   ///< STS-B file to score every model on
+};
+
+/// Runs one `prune` job per target (an independent gate-training run each, so every target
+/// gets gates trained for it), evaluates each model (STS if given, else fidelity) and the dense
+/// baseline, and writes `sweep.json`, `sweep.txt` and `sweep.svg` (quality vs measured speedup
+/// at the last benchmark shape, with heads kept) into `out`.
+/// @throws headprune::Error if a target is out of [0,1) or unreachable (before any training),
+///         or `out` exists and is not empty.
+nlohmann::json run_sweep(const SweepOptions& options);
+
+/// The plot alone, from a sweep.json object (for tests and re-plotting).
+std::string sweep_svg(const nlohmann::json& sweep);
+
+}  // namespace headprune::pruner

@@ -1,0 +1,177 @@
+#include "pruner/measure/bench.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+#include "models/flops.h"
+#include "pruner/log.h"
+
+namespace headprune::pruner {
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) throw Error("percentile of an empty sample");
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<size_t>(pos);
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+namespace {
+
+double time_forward_ms(models::AttentionModel& model, const models::ModelInputs& in,
+                       const torch::Device& device) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = model.forward(in, nullptr).last_hidden_state;
+  if (device.is_cuda()) torch::cuda::synchronize();
+  else (void)out.sum().item<float>();  // make sure the work is done
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool stable(const std::vector<double>& v, double spread) {
+  const double med = percentile(v, 0.5);
+  return med > 0 && (percentile(v, 0.75) - percentile(v, 0.25)) / med < spread;
+}
+
+}  // namespace
+
+std::string loaded_blas() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const auto path = line.substr(slash);
+    if (path.find("blas") != std::string::npos || path.find("libmkl") != std::string::npos)
+      return path;
+  }
+  return "";
+}
+
+int blas_threads() {
+  using Getter = int (*)();
+  for (const char* name : {"openblas_get_num_threads", "MKL_Get_Max_Threads"})
+    if (auto getter = reinterpret_cast<Getter>(dlsym(RTLD_DEFAULT, name))) return getter();
+  return 0;
+}
+
+std::string BenchReport::describe_threads() const {
+  return fmt::format("{} LibTorch thread{}, {}", threads, threads == 1 ? "" : "s",
+                     blas_threads > 0 ? fmt::format("{} BLAS thread{}", blas_threads, blas_threads == 1 ? "" : "s")
+                                      : std::string("BLAS threads unknown"));
+}
+
+nlohmann::json BenchCell::to_json() const {
+  return {{"batch", batch},
+          {"seq", seq},
+          {"reps", reps},
+          {"dense_ms", {{"median", dense_median_ms}, {"p25", dense_p25_ms}, {"p75", dense_p75_ms}}},
+          {"pruned_ms", {{"median", pruned_median_ms}, {"p25", pruned_p25_ms}, {"p75", pruned_p75_ms}}},
+          {"dense_tokens_per_s", dense_tokens_per_s},
+          {"pruned_tokens_per_s", pruned_tokens_per_s},
+          {"speedup", speedup},
+          {"flops_ratio", flops_ratio},
+          {"efficiency", efficiency}};
+}
+
+nlohmann::json BenchReport::to_json() const {
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& c : results) cells.push_back(c.to_json());
+  return {{"results", cells},
+          {"threads", threads},
+          {"blas_threads", blas_threads},
+          {"torch_version", torch_version},
+          {"blas", blas},
+          {"device", device}};
+}
+
+std::string BenchReport::to_text() const {
+  std::string s = fmt::format("device {}, {}, LibTorch {}, BLAS {}\n", device, describe_threads(),
+                              torch_version, blas.empty() ? "(not found)" : blas);
+  s += "batch   seq |  dense ms (p25-p75)     |  pruned ms (p25-p75)    | speedup | FLOPs ratio | efficiency | tokens/s dense -> pruned\n";
+  for (const auto& c : results)
+    s += fmt::format("{:>5} {:>5} | {:>9.2f} ({:.2f}-{:.2f}) | {:>9.2f} ({:.2f}-{:.2f}) | {:>6.3f}x | {:>10.3f}x | {:>9.1f}% | {:.0f} -> {:.0f}\n",
+                     c.batch, c.seq, c.dense_median_ms, c.dense_p25_ms, c.dense_p75_ms,
+                     c.pruned_median_ms, c.pruned_p25_ms, c.pruned_p75_ms, c.speedup,
+                     c.flops_ratio, 100 * c.efficiency, c.dense_tokens_per_s, c.pruned_tokens_per_s);
+  return s;
+}
+
+BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pruned,
+                      const BenchOptions& o) {
+  if (o.batches.empty() || o.seqs.empty()) throw Error("the benchmark grid is empty");
+  const int64_t max_seq = std::min(dense.config().max_position_embeddings,
+                                   pruned.config().max_position_embeddings);
+  for (auto s : o.seqs)
+    if (s < 1 || s > max_seq)
+      throw Error(fmt::format("sequence length {} is outside 1..{} (max_position_embeddings)", s, max_seq));
+  for (auto b : o.batches)
+    if (b < 1) throw Error(fmt::format("batch size {} must be >= 1", b));
+  BenchReport report;
+  report.threads = torch::get_num_threads();
+  report.blas_threads = blas_threads();
+  report.torch_version = TORCH_VERSION;
+  report.blas = loaded_blas();
+  report.device = o.device.str();
+  dense.eval();
+  pruned.eval();
+  torch::NoGradGuard no_grad;
+  const int64_t vocab = std::min(dense.config().vocab_size, pruned.config().vocab_size);
+  for (auto seq : o.seqs) {
+    for (auto batch : o.batches) {
+      torch::manual_seed(o.seed);
+      auto ids = torch::randint(std::min<int64_t>(1000, vocab - 1), vocab, {batch, seq}, torch::kLong)
+                     .to(o.device);
+      models::ModelInputs in{ids, torch::ones_like(ids), {}};
+      for (int i = 0; i < o.warmup; ++i) {
+        time_forward_ms(dense, in, o.device);
+        time_forward_ms(pruned, in, o.device);
+      }
+      std::vector<double> d, p;
+      const auto start = std::chrono::steady_clock::now();
+      for (int rep = 0; rep < o.max_reps; ++rep) {
+        if (rep % 2 == 0) {
+          d.push_back(time_forward_ms(dense, in, o.device));
+          p.push_back(time_forward_ms(pruned, in, o.device));
+        } else {
+          p.push_back(time_forward_ms(pruned, in, o.device));
+          d.push_back(time_forward_ms(dense, in, o.device));
+        }
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (rep + 1 >= o.min_reps &&
+            ((stable(d, o.stable_spread) && stable(p, o.stable_spread)) || elapsed > o.max_seconds_per_shape))
+          break;
+      }
+      BenchCell c;
+      c.batch = batch;
+      c.seq = seq;
+      c.reps = static_cast<int>(d.size());
+      c.dense_median_ms = percentile(d, 0.5);
+      c.dense_p25_ms = percentile(d, 0.25);
+      c.dense_p75_ms = percentile(d, 0.75);
+      c.pruned_median_ms = percentile(p, 0.5);
+      c.pruned_p25_ms = percentile(p, 0.25);
+      c.pruned_p75_ms = percentile(p, 0.75);
+      const double tokens = static_cast<double>(batch * seq);
+      c.dense_tokens_per_s = tokens / (c.dense_median_ms / 1000);
+      c.pruned_tokens_per_s = tokens / (c.pruned_median_ms / 1000);
+      c.speedup = c.dense_median_ms / c.pruned_median_ms;
+      c.flops_ratio = models::forward_flops_per_token(dense.config(), seq) /
+                      models::forward_flops_per_token(pruned.config(), seq);
+      c.efficiency = c.speedup / c.flops_ratio;
+      log::info("bench batch {:>2} seq {:>3}: dense {:.2f} ms, pruned {:.2f} ms, speedup {:.3f}x "
+                "(FLOPs ratio {:.3f}x) over {} reps",
+                batch, seq, c.dense_median_ms, c.pruned_median_ms, c.speedup, c.flops_ratio, c.reps);
+      report.results.push_back(c);
+    }
+  }
+  return report;
+}
+
+}  // namespace headprune::pruner

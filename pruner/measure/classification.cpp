@@ -1,0 +1,114 @@
+#include "pruner/measure/classification.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include "models/bert/bert_model.h"
+#include "models/integer_key.h"
+#include "models/errors.h"
+#include "models/input_file.h"
+#include "pruner/log.h"
+#include "pruner/measure/text_batches.h"
+
+namespace headprune::pruner {
+namespace {
+
+/// The class id `field` names (an id or a label name), or -1.
+int64_t parse_label(const std::string& field, const std::vector<std::string>& labels) {
+  const auto n = static_cast<int64_t>(labels.size());
+  if (const auto id = models::parse_integer_key(field)) return *id >= 0 && *id < n ? *id : -1;
+  const auto it = std::find(labels.begin(), labels.end(), field);
+  return it == labels.end() ? -1 : static_cast<int64_t>(it - labels.begin());
+}
+
+}  // namespace
+
+std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& file,
+                                              const std::vector<std::string>& labels) {
+  auto in = models::open_input_file(file, "labelled text file");
+  std::vector<LabelledText> out;
+  std::string line;
+  bool first = true;
+  for (std::size_t n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const auto tab = line.rfind('\t');
+    if (tab == std::string::npos)
+      throw Error(fmt::format("{} line {}: no tab; expected sentence<TAB>label", file.string(), n));
+    const auto field = line.substr(tab + 1);
+    const auto label = parse_label(field, labels);
+    if (label < 0) {
+      // A header names its column; a number out of range on line 1 is a data error.
+      if (first && !models::parse_integer_key(field)) {
+        first = false;
+        log::info("{}: line {} ('{}') taken as a header", file.string(), n, line);
+        continue;
+      }
+      throw Error(fmt::format("{} line {}: label '{}' is not a class of this model (ids 0..{} "
+                              "or names {})",
+                              file.string(), n, line.substr(tab + 1), labels.size() - 1,
+                              fmt::join(labels, ", ")));
+    }
+    first = false;
+    out.push_back({line.substr(0, tab), label});
+  }
+  if (out.empty())
+    throw Error(fmt::format("{} has no labelled sentences (sentence<TAB>label lines)", file.string()));
+  return out;
+}
+
+const std::vector<std::string>& classifier_labels(const models::Checkpoint& ckpt) {
+  if (!ckpt.classifier)
+    throw Error(fmt::format("{} has no classifier head (classifier.weight): --classification "
+                            "needs a BertForSequenceClassification checkpoint",
+                            ckpt.dir.string()));
+  return ckpt.classifier->labels;
+}
+
+torch::Tensor classify_texts(models::Checkpoint& ckpt, const std::vector<std::string>& texts,
+                             std::size_t batch_size, const torch::Device& device) {
+  classifier_labels(ckpt);
+  // load_checkpoint attaches a classifier only to a BertModel with a pooler.
+  auto& encoder = dynamic_cast<models::BertModel&>(*ckpt.model);
+  return run_texts(ckpt, texts, batch_size, device, ckpt.classifier->num_labels(),
+                   [&](const models::ModelInputs&, const torch::Tensor& hidden) {
+                     return ckpt.classifier->forward(encoder, hidden);
+                   });
+}
+
+ClassificationResult evaluate_classification(models::Checkpoint& ckpt,
+                                             const std::vector<LabelledText>& examples,
+                                             std::size_t batch_size, const torch::Device& device) {
+  std::vector<std::string> texts;
+  for (const auto& e : examples) texts.push_back(e.text);
+  const auto predicted = classify_texts(ckpt, texts, batch_size, device).argmax(1);
+  ClassificationResult r;
+  const auto labels = static_cast<size_t>(ckpt.classifier->num_labels());
+  r.per_label_examples.assign(labels, 0);
+  r.per_label_correct.assign(labels, 0);
+  for (size_t i = 0; i < examples.size(); ++i) {
+    const auto gold = static_cast<size_t>(examples[i].label);
+    ++r.per_label_examples[gold];
+    if (predicted[static_cast<int64_t>(i)].item<int64_t>() == examples[i].label) {
+      ++r.correct;
+      ++r.per_label_correct[gold];
+    }
+  }
+  r.examples = static_cast<int64_t>(examples.size());
+  r.accuracy = static_cast<double>(r.correct) / static_cast<double>(r.examples);
+  return r;
+}
+
+nlohmann::json ClassificationResult::to_json(const std::vector<std::string>& labels) const {
+  nlohmann::json per_label = nlohmann::json::object();
+  for (size_t i = 0; i < per_label_examples.size(); ++i)
+    per_label[i < labels.size() ? labels[i] : std::to_string(i)] = {
+        {"examples", per_label_examples[i]}, {"correct", per_label_correct[i]}};
+  return {{"examples", examples}, {"correct", correct}, {"accuracy", accuracy}, {"per_label", per_label}};
+}
+
+}  // namespace headprune::pruner

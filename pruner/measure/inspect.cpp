@@ -1,0 +1,97 @@
+#include "pruner/measure/inspect.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/flops.h"
+#include "models/model_family.h"
+#include "pruner/report/format.h"
+
+namespace headprune::pruner {
+
+std::uintmax_t weights_file_bytes(const std::filesystem::path& dir) {
+  if (std::filesystem::is_regular_file(dir)) return std::filesystem::file_size(dir);  // llama2.c .bin
+  std::uintmax_t total = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
+      total += entry.file_size();
+  return total;
+}
+
+int64_t parameter_count(const models::AttentionModel& model) {
+  int64_t n = 0;
+  for (const auto& p : model.parameters()) n += p.numel();
+  return n;
+}
+
+ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
+  const auto& c = ckpt.model->config();
+  ModelSummary s;
+  s.model_type = c.model_type;
+  s.architecture = c.family().description(c);
+  s.num_hidden_layers = c.num_hidden_layers;
+  s.num_attention_heads = c.num_attention_heads;
+  s.head_dim = c.head_dim;
+  s.hidden_size = c.hidden_size;
+  s.heads_per_layer = c.heads_per_layer();
+  s.original_num_attention_heads = c.original_num_attention_heads;
+  for (const auto& kv : c.kept_kv_heads())
+    s.num_key_value_heads_per_layer.push_back(static_cast<int64_t>(kv.size()));
+  s.kept_heads = c.kept_heads;
+  s.parameters = parameter_count(*ckpt.model);
+  s.attention_parameters = ckpt.model->attention_parameter_count();
+  s.seq_len = seq_len;
+  s.flops_per_token = models::forward_flops_per_token(c, seq_len);
+  s.attention_flops_per_token = models::attention_flops_per_token(c, seq_len);
+  s.weights_file_bytes = weights_file_bytes(ckpt.dir);
+  s.pooling = ckpt.pooling.from_sentence_transformers ? ckpt.pooling.describe() : "";
+  s.max_seq_length = ckpt.max_seq_length;
+  return s;
+}
+
+nlohmann::json to_json(const ModelSummary& s) {
+  return {{"model_type", s.model_type},
+          {"architecture", s.architecture},
+          {"num_hidden_layers", s.num_hidden_layers},
+          {"num_attention_heads", s.num_attention_heads},
+          {"head_dim", s.head_dim},
+          {"hidden_size", s.hidden_size},
+          {"heads_per_layer", s.heads_per_layer},
+          {"total_heads", sum(s.heads_per_layer)},
+          {"original_num_attention_heads", s.original_num_attention_heads},
+          {"num_key_value_heads_per_layer", s.num_key_value_heads_per_layer},
+          {"kept_heads", s.kept_heads},
+          {"parameters", s.parameters},
+          {"attention_parameters", s.attention_parameters},
+          {"seq_len", s.seq_len},
+          {"flops_per_token", s.flops_per_token},
+          {"attention_flops_per_token", s.attention_flops_per_token},
+          {"weights_file_bytes", s.weights_file_bytes},
+          {"pooling", s.pooling},
+          {"max_seq_length", s.max_seq_length}};
+}
+
+std::string to_text(const ModelSummary& s) {
+  std::string out;
+  out += fmt::format("model_type            {}\n", s.model_type);
+  out += fmt::format("architecture          {}\n", s.architecture);
+  out += fmt::format("layers                {}\n", s.num_hidden_layers);
+  out += fmt::format("hidden_size           {}\n", s.hidden_size);
+  out += fmt::format("heads per layer       {}  (total {} of {}; head_dim {})\n",
+                     fmt::join(s.heads_per_layer, " "), sum(s.heads_per_layer),
+                     s.original_num_attention_heads * s.num_hidden_layers, s.head_dim);
+  out += fmt::format("KV heads per layer    {}\n", fmt::join(s.num_key_value_heads_per_layer, " "));
+  out += fmt::format("parameters            {} ({})\n", s.parameters, human_count(s.parameters));
+  out += fmt::format("  attention           {} ({:.1f}%)\n", s.attention_parameters,
+                     100.0 * static_cast<double>(s.attention_parameters) /
+                         static_cast<double>(std::max<int64_t>(s.parameters, 1)));
+  out += fmt::format("FLOPs per token       {} at seq {} (attention {:.1f}%)\n",
+                     human_count(s.flops_per_token), s.seq_len,
+                     100.0 * s.attention_flops_per_token / s.flops_per_token);
+  out += fmt::format("weights file          {}\n", human_bytes(s.weights_file_bytes));
+  if (!s.pooling.empty()) out += fmt::format("sentence pooling      {}\n", s.pooling);
+  out += fmt::format("max sequence length   {}\n", s.max_seq_length);
+  return out;
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,51 @@
+// `headprune inspect`: what a checkpoint holds.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/checkpoint.h"
+
+namespace headprune::pruner {
+
+/// Architecture summary of a loaded checkpoint.
+struct ModelSummary {
+  std::string model_type;
+  std::string architecture;  ///< ModelFamily::description
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;  ///< heads per layer this config numbers (config.json)
+  int64_t original_num_attention_heads = 0;  ///< heads per layer of the model first pruned
+  int64_t head_dim = 0;
+  int64_t hidden_size = 0;
+  std::vector<int64_t> heads_per_layer;
+  std::vector<int64_t> num_key_value_heads_per_layer;
+  std::vector<std::vector<int64_t>> kept_heads;  ///< original indices per layer
+  int64_t parameters = 0;            ///< all parameters
+  int64_t attention_parameters = 0;  ///< Q, K, V, O weights and biases
+  int64_t seq_len = 0;               ///< sequence length the FLOPs are for
+  double flops_per_token = 0;        ///< forward FLOPs per token at seq_len
+  double attention_flops_per_token = 0;
+  std::uintmax_t weights_file_bytes = 0;  ///< size of the safetensors file(s)
+  std::string pooling;               ///< sentence-transformers pooling, or "" if none
+  int64_t max_seq_length = 0;
+};
+
+/// Computes the summary. `seq_len` >= 1. @throws headprune::Error on a bad seq_len.
+ModelSummary summarize(const models::Checkpoint& checkpoint, int64_t seq_len);
+
+/// Number of parameters (all tensors registered as parameters) of a model.
+int64_t parameter_count(const models::AttentionModel& model);
+
+/// Total size of model.safetensors or of every shard in the folder, in bytes.
+std::uintmax_t weights_file_bytes(const std::filesystem::path& dir);
+
+/// Machine-readable form (keys as the struct's fields).
+nlohmann::json to_json(const ModelSummary& s);
+/// Human-readable multi-line text, no colour.
+std::string to_text(const ModelSummary& s);
+
+}  // namespace headprune::pruner

@@ -1,0 +1,209 @@
+#include "pruner/report/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/config.h"
+#include "models/errors.h"
+#include "models/json_get.h"
+
+namespace headprune::pruner {
+
+std::vector<int64_t> LayerReport::kept_indices() const {
+  std::vector<int64_t> out;
+  for (size_t h = 0; h < kept.size(); ++h)
+    if (kept[h]) out.push_back(static_cast<int64_t>(h));
+  return out;
+}
+
+int64_t HeadReport::heads_total() const {
+  return num_attention_heads * static_cast<int64_t>(layers.size());
+}
+
+int64_t HeadReport::heads_kept() const {
+  int64_t n = 0;
+  for (const auto& l : layers) n += static_cast<int64_t>(l.kept_indices().size());
+  return n;
+}
+
+HeadReport report_from_gates(const GateState& state, const std::string& source) {
+  HeadReport r;
+  r.source = source;
+  r.num_attention_heads = state.model.num_attention_heads;
+  const auto n = static_cast<size_t>(r.num_attention_heads);
+  for (const auto& layer : state.layers) {
+    LayerReport lr{std::vector<bool>(n, false), std::vector<bool>(n, false),
+                   std::vector<std::optional<double>>(n)};
+    for (size_t i = 0; i < layer.heads.size(); ++i) {
+      const auto h = static_cast<size_t>(layer.heads[i]);
+      lr.present[h] = true;
+      lr.kept[h] = layer.keep[i];
+      lr.gate[h] = layer.gate[i];
+    }
+    r.layers.push_back(std::move(lr));
+  }
+  return r;
+}
+
+namespace {
+
+/// Checks a head index read from a checkpoint's record before it indexes a table.
+size_t head_slot(int64_t h, size_t n, const std::filesystem::path& dir, int64_t layer) {
+  if (h < 0 || static_cast<size_t>(h) >= n)
+    throw Error(fmt::format("{}/config.json: the headprune record of layer {} names head {}, but "
+                            "the model had {} heads per layer",
+                            dir.string(), layer, h, n));
+  return static_cast<size_t>(h);
+}
+
+}  // namespace
+
+HeadReport report_from_checkpoint(const std::filesystem::path& dir) {
+  const auto config = models::ModelConfig::from_directory(dir);
+  HeadReport r;
+  r.source = dir.string();
+  // Head numbers and count of the model first pruned (a uniform LLaMA export renumbers).
+  r.num_attention_heads = config.original_num_attention_heads;
+  const auto n = static_cast<size_t>(r.num_attention_heads);
+  const auto note = config.raw.value("headprune", nlohmann::json::object());
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    LayerReport lr{std::vector<bool>(n, false), std::vector<bool>(n, false),
+                   std::vector<std::optional<double>>(n)};
+    const auto kept_now = config.original_ids(l, config.kept_heads[l]);
+    // Heads present before the last headprune pruning: its record, else the kept ones.
+    std::vector<int64_t> before = kept_now;
+    if (note.is_object() && note.contains("layers") && note["layers"].size() > static_cast<size_t>(l)) {
+      const auto& rec = note["layers"][l];
+      if (rec.contains("heads_before")) before = models::json_integer_list(rec.at("heads_before"), "headprune record heads_before");
+      const auto kept = rec.contains("kept") ? models::json_integer_list(rec.at("kept"), "headprune record kept")
+                                             : std::vector<int64_t>();
+      const auto gates = rec.value("gate", std::vector<double>());
+      for (size_t i = 0; i < kept.size() && i < gates.size(); ++i)
+        lr.gate[head_slot(kept[i], n, dir, l)] = gates[i];
+    }
+    for (auto h : before) lr.present[head_slot(h, n, dir, l)] = true;
+    for (auto h : kept_now) {
+      lr.present[head_slot(h, n, dir, l)] = true;
+      lr.kept[head_slot(h, n, dir, l)] = true;
+    }
+    r.layers.push_back(std::move(lr));
+  }
+  return r;
+}
+
+HeadReport load_report(const std::filesystem::path& dir) {
+  if (std::filesystem::exists(dir / "gates.json"))
+    return report_from_gates(GateState::load(dir), dir.string());
+  if (std::filesystem::exists(dir / "config.json")) return report_from_checkpoint(dir);
+  throw Error(fmt::format("{} holds neither gates.json (a gates folder) nor config.json (a "
+                          "checkpoint)",
+                          dir.string()));
+}
+
+nlohmann::json to_json(const HeadReport& r) {
+  nlohmann::json layers = nlohmann::json::array();
+  std::vector<int64_t> per_layer;
+  for (size_t l = 0; l < r.layers.size(); ++l) {
+    const auto& lr = r.layers[l];
+    std::vector<int64_t> removed;
+    nlohmann::json gate = nlohmann::json::array();
+    for (size_t h = 0; h < lr.kept.size(); ++h) {
+      if (lr.present[h] && !lr.kept[h]) removed.push_back(static_cast<int64_t>(h));
+      gate.push_back(lr.gate[h] ? nlohmann::json(*lr.gate[h]) : nlohmann::json());
+    }
+    const auto kept = lr.kept_indices();
+    per_layer.push_back(static_cast<int64_t>(kept.size()));
+    layers.push_back({{"layer", l}, {"kept", kept}, {"removed", removed}, {"gate", gate}});
+  }
+  return {{"source", r.source},
+          {"num_attention_heads", r.num_attention_heads},
+          {"heads_total", r.heads_total()},
+          {"heads_kept", r.heads_kept()},
+          {"heads_per_layer", per_layer},
+          {"layers", layers}};
+}
+
+std::string to_text(const HeadReport& r) {
+  std::string out = fmt::format("{}: {} of {} heads kept ({:.1f}% removed)\n", r.source,
+                                r.heads_kept(), r.heads_total(),
+                                100.0 * (1.0 - static_cast<double>(r.heads_kept()) /
+                                                   static_cast<double>(std::max<int64_t>(1, r.heads_total()))));
+  out += "legend: gate value per head (kept), '  .  ' removed, blank = removed earlier\n";
+  out += "layer kept |";
+  for (int64_t h = 0; h < r.num_attention_heads; ++h) out += fmt::format(" h{:<3}", h);
+  out += "| kept heads\n";
+  for (size_t l = 0; l < r.layers.size(); ++l) {
+    const auto& lr = r.layers[l];
+    const auto kept = lr.kept_indices();
+    out += fmt::format("{:>5} {:>2}/{:<2}|", l, kept.size(), r.num_attention_heads);
+    for (size_t h = 0; h < lr.kept.size(); ++h) {
+      if (!lr.present[h]) out += "     ";
+      else if (!lr.kept[h]) out += "  .  ";
+      else if (lr.gate[h]) out += fmt::format(" {:.2f}", *lr.gate[h]);
+      else out += "  #  ";
+    }
+    out += fmt::format("| {}\n", kept.empty() ? std::string("(none: attention adds only its output bias)")
+                                                 : fmt::format("{}", fmt::join(kept, ",")));
+  }
+  return out;
+}
+
+std::string to_svg(const HeadReport& r) {
+  const int cell = 28, left = 70, top = 50, bar_gap = 24, bar_width = 160;
+  const int heads = static_cast<int>(r.num_attention_heads);
+  const int rows = static_cast<int>(r.layers.size());
+  const int width = left + heads * cell + bar_gap + bar_width + 60;
+  const int height = top + rows * cell + 70;
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"11\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"20\" font-size=\"14\">Surviving heads: {} of {} kept</text>\n"
+      "<text x=\"{}\" y=\"38\" fill=\"#555\">colour = gate value (dark = 1), x = removed, "
+      "grey = removed earlier</text>\n",
+      width, height, left, r.heads_kept(), r.heads_total(), left);
+  for (int h = 0; h < heads; ++h)
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+                     left + h * cell + cell / 2, top - 4, h);
+  for (int l = 0; l < rows; ++l) {
+    const auto& lr = r.layers[static_cast<size_t>(l)];
+    const int y = top + l * cell;
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">layer {}</text>\n", left - 6,
+                     y + cell / 2 + 4, l);
+    for (int h = 0; h < heads; ++h) {
+      const int x = left + h * cell;
+      const auto hh = static_cast<size_t>(h);
+      std::string fill = "#dddddd";
+      if (lr.present[hh]) {
+        const double g = lr.kept[hh] ? lr.gate[hh].value_or(1.0) : lr.gate[hh].value_or(0.0);
+        const int shade = static_cast<int>(std::lround(235 - 200 * std::clamp(g, 0.0, 1.0)));
+        fill = fmt::format("rgb({},{},{})", shade / 3, shade / 2 + 40, shade);
+      }
+      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
+                       "stroke=\"white\"><title>layer {} head {}: {}</title></rect>\n",
+                       x, y, cell, cell, fill, l, h,
+                       !lr.present[hh] ? "removed earlier"
+                                       : lr.kept[hh] ? (lr.gate[hh] ? fmt::format("kept, gate {:.3f}", *lr.gate[hh]) : std::string("kept"))
+                                                     : "removed");
+      if (lr.present[hh] && !lr.kept[hh])
+        s += fmt::format("<path d=\"M{} {} L{} {} M{} {} L{} {}\" stroke=\"#c0392b\" "
+                         "stroke-width=\"2\"/>\n",
+                         x + 7, y + 7, x + cell - 7, y + cell - 7, x + cell - 7, y + 7, x + 7, y + cell - 7);
+    }
+    const auto kept = static_cast<int>(lr.kept_indices().size());
+    const int bx = left + heads * cell + bar_gap;
+    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#2c7fb8\"/>\n"
+                     "<text x=\"{}\" y=\"{}\">{}</text>\n",
+                     bx, y + 6, heads > 0 ? bar_width * kept / heads : 0, cell - 12,
+                     bx + (heads > 0 ? bar_width * kept / heads : 0) + 4, y + cell / 2 + 4, kept);
+  }
+  s += fmt::format("<text x=\"{}\" y=\"{}\">heads kept per layer</text>\n",
+                   left + heads * cell + bar_gap, top - 4);
+  s += "</svg>\n";
+  return s;
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,52 @@
+// `headprune report`: which heads survive, as a table, JSON and an SVG picture.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pruner/training/gate_state.h"
+
+namespace headprune::pruner {
+
+/// Per original head of one layer: was it there before, is it kept, and its gate value.
+struct LayerReport {
+  std::vector<bool> present;            ///< [num_attention_heads] present before this pruning
+  std::vector<bool> kept;               ///< [num_attention_heads]
+  std::vector<std::optional<double>> gate;  ///< [num_attention_heads]; empty if unknown
+  std::vector<int64_t> kept_indices() const;
+};
+
+/// The surviving heads of a whole model.
+struct HeadReport {
+  std::string source;                   ///< the folder reported on
+  int64_t num_attention_heads = 0;      ///< original heads per layer
+  std::vector<LayerReport> layers;
+  int64_t heads_total() const;          ///< original heads over all layers
+  int64_t heads_kept() const;
+};
+
+/// From a gates folder's state.
+HeadReport report_from_gates(const GateState& state, const std::string& source);
+/// From a checkpoint folder: kept heads from config.json's pruned_heads, gate values from the
+/// `headprune` key that `headprune apply` writes (absent for other checkpoints).
+/// @throws headprune::Error if the folder has no valid config.json.
+HeadReport report_from_checkpoint(const std::filesystem::path& dir);
+/// Either of the above, by what the folder holds (gates.json or config.json).
+HeadReport load_report(const std::filesystem::path& dir);
+
+/// {"source", "num_attention_heads", "heads_total", "heads_kept", "heads_per_layer",
+///  "layers": [{"layer", "kept": [original indices], "removed": [...], "gate": [per head|null]}]}
+nlohmann::json to_json(const HeadReport& r);
+/// Plain-text table, one row per layer: a cell per head ('#' kept with its gate, '.' removed,
+/// ' ' absent before), then the kept indices. Readable without colour.
+std::string to_text(const HeadReport& r);
+/// Standalone SVG: layers x heads heat-map (gate value as colour, removed heads crossed out),
+/// and a bar of heads kept per layer.
+std::string to_svg(const HeadReport& r);
+
+}  // namespace headprune::pruner

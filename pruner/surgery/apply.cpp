@@ -1,0 +1,149 @@
+#include "pruner/surgery/apply.h"
+
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+#include "models/head_costs.h"
+#include "pruner/report/format.h"
+#include "pruner/measure/inspect.h"
+#include "pruner/log.h"
+
+namespace headprune::pruner {
+namespace {
+
+/// KV heads still used, over all layers.
+int64_t kv_heads_present(const models::ModelConfig& c) {
+  int64_t n = 0;
+  for (const auto& kv : c.kept_kv_heads()) n += static_cast<int64_t>(kv.size());
+  return n;
+}
+
+}  // namespace
+nlohmann::json ApplyResult::to_json() const {
+  return {{"out", exported.dir.string()},   {"heads_before", heads_before},
+          {"heads_after", heads_after},     {"params_before", params_before},
+          {"params_after", params_after},   {"params_per_head", params_per_head},
+          {"kv_heads_removed", kv_heads_removed}, {"params_per_kv_head", params_per_kv_head},
+          {"bytes_before", bytes_before},   {"bytes_after", bytes_after},
+          {"weights_dtypes", weights_dtypes},
+          {"reload_max_abs_diff", reload_max_abs_diff}, {"warnings", exported.warnings}};
+}
+
+std::string ApplyResult::describe() const {
+  const auto removed = heads_before - heads_after;
+  const auto pct = [](double a, double b) { return b > 0 ? 100.0 * (b - a) / b : 0.0; };
+  std::string s;
+  s += fmt::format("heads       {} -> {} ({} removed)\n", heads_before, heads_after, removed);
+  const auto expected = removed * params_per_head + kv_heads_removed * params_per_kv_head;
+  // Without KV sharing each removed head takes its own K/V rows: one figure per head.
+  const auto breakdown =
+      kv_heads_removed == removed
+          ? fmt::format("{} heads x {}", removed, params_per_head + params_per_kv_head)
+          : fmt::format("{} query heads x {} + {} KV heads x {}", removed, params_per_head,
+                        kv_heads_removed, params_per_kv_head);
+  s += fmt::format("parameters  {} -> {} (-{:.2f}%; {} = {} parameters removed{})\n",
+                   params_before, params_after, pct(static_cast<double>(params_after), static_cast<double>(params_before)),
+                   breakdown, expected,
+                   params_before - params_after == expected ? ", exactly" : ", MISMATCH");
+  s += fmt::format("file size   {} -> {} (-{:.2f}%; safetensors weights, {} in both)\n",
+                   human_bytes(bytes_before), human_bytes(bytes_after),
+                   pct(static_cast<double>(bytes_after), static_cast<double>(bytes_before)),
+                   weights_dtypes);
+  s += fmt::format("reload      exported folder reproduces the pruned model (max |diff| {:.2g})\n",
+                   reload_max_abs_diff);
+  return s;
+}
+
+ApplyResult apply_and_export(models::Checkpoint& ckpt, const PrunePlan& plan,
+                             const std::filesystem::path& out, bool force,
+                             const nlohmann::json& record, const torch::Device& device) {
+  auto r = apply_in_memory(ckpt, plan);
+  export_and_verify(r, ckpt, out, force, record, device);
+  return r;
+}
+
+ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
+  auto& model = *ckpt.model;
+  ApplyResult r;
+  const auto heads_before = model.config().kept_heads;
+  r.heads_before = model.config().total_heads();
+  r.params_before = parameter_count(model);
+  r.bytes_before = weights_file_bytes(ckpt.dir);
+  std::set<std::string> dtypes;
+  for (const auto& [name, type] : ckpt.source_dtypes) dtypes.insert(c10::toString(type));
+  r.weights_dtypes = fmt::format("{}", fmt::join(dtypes, "+"));
+  const auto& c = model.config();
+  const auto costs = models::head_costs(c, 1);
+  r.params_per_head = costs.params_per_query_head;
+  r.params_per_kv_head = costs.params_per_kv_head;
+  const int64_t kv_before = kv_heads_present(c);
+
+  // Gate values folded into each kept head, for the record.
+  std::vector<std::vector<double>> folded(plan.size());
+  for (size_t l = 0; l < plan.size(); ++l) {
+    if (!plan[l].scale.defined()) continue;
+    auto s = plan[l].scale.to(torch::kDouble).contiguous();
+    for (int64_t i = 0; i < s.numel(); ++i)
+      if (std::find(plan[l].remove_local.begin(), plan[l].remove_local.end(), i) ==
+          plan[l].remove_local.end())
+        folded[l].push_back(s.data_ptr<double>()[i]);
+  }
+  apply_plan(model, plan);
+  // An F16/BF16 source is written back in its dtype: the model in memory is what is written.
+  models::round_to_source_dtypes(ckpt);
+  r.heads_after = model.config().total_heads();
+  r.params_after = parameter_count(model);
+  r.kv_heads_removed = kv_before - kv_heads_present(model.config());
+  r.heads_present_before = heads_before;
+  r.folded_gates = folded;
+  return r;
+}
+
+namespace {
+
+/// Loads the folder just written and returns the largest |difference| of its last hidden
+/// states from `model`'s on a fixed batch of 2 × 16 token ids.
+double reload_difference(models::AttentionModel& model, const std::filesystem::path& dir,
+                         const torch::Device& device) {
+  const auto& c = model.config();
+  auto reloaded = models::load_checkpoint(dir, device);
+  torch::NoGradGuard no_grad;
+  const int64_t span = std::max<int64_t>(1, std::min<int64_t>(c.vocab_size, 20000) - 1000);
+  auto ids = ((torch::arange(32, torch::kLong) * 7919) % span + std::min<int64_t>(1000, c.vocab_size - 1))
+                 .clamp_max(c.vocab_size - 1).view({2, 16}).to(device);
+  models::ModelInputs in{ids, torch::ones_like(ids), {}};
+  auto a = model.forward(in, nullptr).last_hidden_state;
+  auto b = reloaded.model->forward(in, nullptr).last_hidden_state;
+  return (a - b).abs().max().item<double>();
+}
+
+}  // namespace
+
+void export_and_verify(ApplyResult& r, models::Checkpoint& ckpt, const std::filesystem::path& out,
+                       bool force, const nlohmann::json& record, const torch::Device& device,
+                       const std::map<std::string, std::string>& extra_files,
+                       const LateFiles& late_files) {
+  log::info("writing {}", out.string());
+  auto finish = [&](const std::filesystem::path& tmp, ExportResult& exported) {
+    r.exported = exported;
+    r.bytes_after = exported.weights_bytes;
+    r.reload_max_abs_diff = reload_difference(*ckpt.model, tmp, device);
+    if (r.reload_max_abs_diff != 0)
+      throw Error(fmt::format("the export to {} does not reproduce the pruned model (max |diff| "
+                              "{}); nothing was written; please report this",
+                              out.string(), r.reload_max_abs_diff));
+    return late_files ? late_files(r) : std::map<std::string, std::string>();
+  };
+  r.exported = export_checkpoint(ckpt, out, force, r.heads_present_before, r.folded_gates, record,
+                                 extra_files, finish);
+  for (const auto& w : r.exported.warnings) log::warn("{}", w);
+  if (!r.exported.skipped.empty())
+    log::warn("not copied (weights in other formats would still be dense): {}",
+              fmt::join(r.exported.skipped, ", "));
+}
+
+}  // namespace headprune::pruner

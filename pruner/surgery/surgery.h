@@ -1,0 +1,43 @@
+// Physical head removal: turning a keep-mask into smaller weights.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include "models/attention_model.h"
+#include "pruner/training/gate_state.h"
+
+namespace headprune::pruner {
+
+/// What to remove from each layer, in terms of the layer's *current* heads.
+struct LayerPlan {
+  std::vector<int64_t> remove_local;  ///< positions among the layer's current heads
+  torch::Tensor scale;                ///< undefined, or [current heads]: folded into O columns
+};
+using PrunePlan = std::vector<LayerPlan>;  ///< one entry per layer
+
+/// Plan from trained gates. Kept heads' deterministic gate values are folded into the output
+/// projection when `fold_gates` (so the pruned model computes what the gated model did);
+/// otherwise kept heads stay at 1.
+/// @throws headprune::Error if the gates were trained on a different model (says how).
+PrunePlan plan_from_gates(const GateState& gates, const models::AttentionModel& model,
+                          bool fold_gates);
+
+/// Plan from HF's `{layer: [original head indices]}` (as `model.prune_heads` and
+/// `config.pruned_heads` take it); heads already absent are an error, as are out-of-range
+/// layers/heads and duplicates. Unlisted layers are untouched.
+/// @throws headprune::Error naming the layer and head.
+PrunePlan plan_from_remove_heads(const nlohmann::json& spec, const models::ModelConfig& config);
+
+/// Applies a plan (Q/K/V rows, O columns, config fields; zero-head layers keep the O bias).
+void apply_plan(models::AttentionModel& model, const PrunePlan& plan);
+
+/// Per-head multipliers equivalent to a plan before surgery (1 or the scale for kept heads,
+/// 0 for removed): the gated model these give equals the pruned model.
+models::HeadMultipliers plan_multipliers(const PrunePlan& plan, const models::ModelConfig& config,
+                                         const torch::Device& device);
+
+}  // namespace headprune::pruner

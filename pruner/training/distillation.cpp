@@ -1,0 +1,67 @@
+#include "pruner/training/distillation.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+namespace headprune::pruner {
+
+nlohmann::json DistillationLoss::parts() const {
+  nlohmann::json j = nlohmann::json::object();
+  if (hidden.defined()) j["hidden_loss"] = hidden.item<double>();
+  if (embedding.defined()) j["embedding_loss"] = embedding.item<double>();
+  if (kl.defined()) j["kl"] = kl.item<double>();
+  return j;
+}
+
+std::string DistillationLoss::describe() const {
+  if (kl.defined()) return fmt::format("kl {:.5f}", kl.item<double>());
+  return fmt::format("hidden {:.5f}, emb {:.5f}", hidden.item<double>(), embedding.item<double>());
+}
+
+DistillationLoss encoder_distillation(const torch::Tensor& student, const torch::Tensor& teacher,
+                                      const torch::Tensor& attention_mask,
+                                      const models::SentencePooling& pooling,
+                                      double embedding_weight) {
+  auto t = teacher.detach();
+  auto m = attention_mask.to(student.dtype()).unsqueeze(-1);
+  auto hidden = ((student - t).pow(2) * m).sum() / (t.pow(2) * m).sum().clamp_min(1e-12);
+  auto cos = torch::cosine_similarity(pooling.embed(student, attention_mask),
+                                      pooling.embed(t, attention_mask), 1);
+  auto embedding = (1 - cos).mean();
+  DistillationLoss loss;
+  loss.total = hidden + embedding_weight * embedding;
+  loss.hidden = hidden;
+  loss.embedding = embedding;
+  return loss;
+}
+
+DistillationLoss causal_lm_distillation(const torch::Tensor& student_logits,
+                                        const torch::Tensor& teacher_logits,
+                                        const torch::Tensor& attention_mask) {
+  auto per_token = token_kl(torch::log_softmax(teacher_logits.detach().to(torch::kFloat), -1),
+                            torch::log_softmax(student_logits.to(torch::kFloat), -1));
+  auto m = attention_mask.to(per_token.dtype());
+  DistillationLoss loss;
+  loss.kl = (per_token * m).sum() / m.sum().clamp_min(1);
+  loss.total = loss.kl;
+  return loss;
+}
+
+torch::Tensor token_kl(const torch::Tensor& log_teacher, const torch::Tensor& log_student) {
+  return (log_teacher.exp() * (log_teacher - log_student)).sum(-1);
+}
+
+torch::Tensor distillation_target(const models::ModelOutput& teacher) {
+  return teacher.logits.defined() ? teacher.logits : teacher.last_hidden_state;
+}
+
+DistillationLoss distillation(const models::ModelOutput& student, const torch::Tensor& teacher_target,
+                              const torch::Tensor& attention_mask,
+                              const models::SentencePooling& pooling, double embedding_weight) {
+  if (student.logits.defined())
+    return causal_lm_distillation(student.logits, teacher_target, attention_mask);
+  return encoder_distillation(student.last_hidden_state, teacher_target, attention_mask, pooling,
+                              embedding_weight);
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,51 @@
+#include "pruner/training/gate_state.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/config.h"
+#include "models/errors.h"
+#include "pruner/surgery/atomic_write.h"
+
+namespace headprune::pruner {
+
+ModelFingerprint fingerprint_of(const models::AttentionModel& model) {
+  const auto& c = model.config();
+  ModelFingerprint f;
+  f.model_type = c.model_type;
+  f.num_hidden_layers = c.num_hidden_layers;
+  f.num_attention_heads = c.num_attention_heads;
+  f.hidden_size = c.hidden_size;
+  f.kept_heads = c.kept_heads;
+  torch::NoGradGuard no_grad;
+  for (const auto& p : model.parameters())
+    f.weights_checksum += p.to(torch::kDouble).abs().sum().item<double>();
+  return f;
+}
+
+void load_trained_weights(const GateState& gates, const std::filesystem::path& dir,
+                          models::Checkpoint& checkpoint) {
+  if (!gates.trained_model) return;
+  if (auto diff = gates.model.difference(fingerprint_of(*checkpoint.model)); !diff.empty())
+    throw Error(fmt::format("{} holds weights fine-tuned from another model: {}. Give the model "
+                            "the run started from ({})",
+                            dir.string(), diff, gates.model_path));
+  const auto file = dir / GateState::kWeightsFile;
+  if (!std::filesystem::exists(file))
+    throw Error(fmt::format("{} was trained with --train-weights but {} is missing; rerun "
+                            "train-gates",
+                            dir.string(), file.string()));
+  const auto unused = models::load_weights(*checkpoint.model, models::load_safetensors(file),
+                                           file.string());
+  if (!unused.empty())
+    throw Error(fmt::format("{} holds {} tensor(s) the model has no slot for (first: {})",
+                            file.string(), unused.size(), unused.front()));
+  if (auto diff = gates.trained_model->difference(fingerprint_of(*checkpoint.model));
+      !diff.empty())
+    throw Error(fmt::format("{} does not hold the weights the gates were trained with: {}",
+                            file.string(), diff));
+}
+
+}  // namespace headprune::pruner

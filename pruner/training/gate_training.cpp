@@ -1,0 +1,317 @@
+#include "pruner/training/gate_training.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+#include "pruner/training/distillation.h"
+#include "pruner/measure/fidelity.h"
+#include "pruner/report/format.h"
+#include "pruner/training/sparsity_measure.h"
+#include "pruner/log.h"
+#include "pruner/training/teacher_cache.h"
+#include "pruner/training/training_progress.h"
+#include "pruner/training/training_run.h"
+
+namespace headprune::pruner {
+namespace {
+
+std::vector<double> to_vector(const torch::Tensor& t) {
+  auto c = t.detach().to(torch::kCPU, torch::kDouble).contiguous();
+  return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+}
+
+/// Gate values, keep-mask and bookkeeping of the gates as they stand.
+GateState snapshot_state(const gates::HardConcreteGates& g, const models::AttentionModel& model,
+                         const ModelFingerprint& fingerprint, const gates::SparsityMeasure& measure,
+                         const GateTrainingOptions& o, int64_t step, bool complete) {
+  auto gate = g.deterministic(o.rule);
+  const auto constraints = constraints_for(model.config(), o.constraints);
+  std::vector<bool> keep =
+      o.target_sparsity
+          ? gates::keep_mask_for_target(g.log_alpha, g.heads_per_layer(), measure,
+                                        *o.target_sparsity, constraints)
+          : gates::keep_mask_from_gates(gate, g.log_alpha, g.heads_per_layer(), constraints);
+  GateState s;
+  s.model = fingerprint;
+  s.model_path = o.model_path;
+  s.settings = o.to_json();
+  s.step = step;
+  s.complete = complete;
+  const auto log_alpha = to_vector(g.log_alpha);
+  const auto values = to_vector(gate);
+  size_t i = 0;
+  for (size_t l = 0; l < g.heads_per_layer().size(); ++l) {
+    LayerGates layer;
+    layer.heads = model.config().kept_heads[l];
+    for (size_t h = 0; h < layer.heads.size(); ++h, ++i) {
+      layer.log_alpha.push_back(log_alpha[i]);
+      layer.gate.push_back(values[i]);
+      layer.keep.push_back(keep[i]);
+    }
+    s.layers.push_back(std::move(layer));
+  }
+  s.summary["expected_l0"] = g.expected_l0().item<double>();
+  s.summary["expected_sparsity"] = measure.expected(g).item<double>();
+  s.summary["mask_sparsity"] = measure.of_mask(keep);
+  s.summary["sparsity_unit"] = gates::to_string(measure.unit);
+  return s;
+}
+
+/// The state at the end of the gate phase. A head the target keeps while its deterministic
+/// gate is 0 (training ended closing more gates than the target asks) would be dead weight at
+/// 0: it is kept at gate 1 instead.
+GateState final_gate_state(const gates::HardConcreteGates& g, const models::AttentionModel& model,
+                           const ModelFingerprint& fingerprint, const gates::SparsityMeasure& measure,
+                           const GateTrainingOptions& o) {
+  auto state = snapshot_state(g, model, fingerprint, measure, o, o.steps, true);
+  int64_t reopened = 0;
+  for (auto& layer : state.layers)
+    for (size_t h = 0; h < layer.heads.size(); ++h)
+      if (layer.keep[h] && layer.gate[h] <= 0) {
+        layer.gate[h] = 1.0;
+        ++reopened;
+      }
+  if (reopened > 0)
+    log::info("{} kept head(s) had a closed gate (training ended sparser than the target); they "
+              "are kept at gate 1",
+              reopened);
+  state.summary["reopened_heads"] = reopened;
+  return state;
+}
+
+/// Multipliers that make the gated model compute what the pruned model will: kept heads get
+/// their deterministic gate value, removed heads 0.
+models::HeadMultipliers final_multipliers(const GateState& s, const torch::Device& device) {
+  models::HeadMultipliers m;
+  for (const auto& layer : s.layers) {
+    std::vector<float> v;
+    for (size_t h = 0; h < layer.heads.size(); ++h)
+      v.push_back(layer.keep[h] ? static_cast<float>(layer.gate[h]) : 0.f);
+    m.push_back(torch::tensor(v).to(device));
+  }
+  return m;
+}
+
+/// Everything checked before anything loads or trains; returns the sparsity measure.
+/// @throws headprune::Error for an unreachable target, bad step counts or an empty corpus.
+gates::SparsityMeasure checked_measure(const models::ModelConfig& config, const Corpus& corpus,
+                                       const GateTrainingOptions& o) {
+  const auto measure = sparsity_measure(config, o.unit, o.flops_seq_len);
+  if (o.target_sparsity)
+    gates::validate_target(*o.target_sparsity, config.heads_per_layer(), measure,
+                           constraints_for(config, o.constraints));
+  if (o.steps < 1) throw Error("--steps must be at least 1");
+  if (o.train_weights && o.finetune_steps < 1)
+    throw Error("--train-weights needs --finetune-steps of at least 1");
+  if (corpus.train.empty()) throw Error("the corpus has no training sequences");
+  return measure;
+}
+
+/// What one step computed, for the progress log.
+struct StepResult {
+  bool gate_phase = true;
+  double loss = 0;
+  double target = 0;
+  torch::Tensor regularizer;
+  torch::Tensor expected_sparsity;
+};
+
+/// One gate-training run, step by step. Phase 1 (steps [0, steps)): the gates and the
+/// multipliers train, the weights are frozen. Phase 2 (--train-weights, steps [steps, total)):
+/// the mask is fixed, the weights train.
+class GateTrainer {
+ public:
+  GateTrainer(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o)
+      : ckpt_(ckpt),
+        corpus_(corpus),
+        o_(o),
+        measure_(checked_measure(ckpt.model->config(), corpus, o)),
+        total_steps_(o.steps + (o.train_weights ? o.finetune_steps : 0)),
+        warmup_(o.warmup_steps >= 0 ? o.warmup_steps : (o.steps * 2) / 5),
+        fingerprint_(fingerprint_of(*ckpt.model)),
+        run_(ckpt, o),
+        start_(prepare_out_dir()),
+        stream_(corpus.train, o.batch_size, corpus.pad_id, o.seed),
+        progress_(o.out_dir, o.resume),
+        teacher_cache_(o.teacher_cache_mib) {
+    stream_.skip(start_);
+  }
+
+  GateState run() {
+    log_start();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int64_t step = start_; step < total_steps_; ++step) {
+      const auto result = train_step(step);
+      const int64_t done = step + 1;
+      if (done % o_.log_every == 0 || done == o_.steps || done == total_steps_)
+        log_step(done, result, seconds_since(t0));
+      if (o_.save_every > 0 && done % o_.save_every == 0 && done < total_steps_) save(done);
+      if (o_.stop_after > 0 && done - start_ >= o_.stop_after && done < total_steps_) {
+        save(done);
+        log::info("stopped after {} steps as asked; continue with --resume", done - start_);
+        return GateState::load(o_.out_dir);
+      }
+    }
+    return finish(seconds_since(t0));
+  }
+
+ private:
+  static double seconds_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  /// Creates the gates folder and, with --resume, restores the snapshot; the first step.
+  int64_t prepare_out_dir() {
+    std::filesystem::create_directories(o_.out_dir);
+    if (!o_.resume) return 0;
+    const auto start = resume_from_snapshot(run_, o_, fingerprint_);
+    log::info("resuming at step {} of {}", start, total_steps_);
+    return start;
+  }
+
+  void log_start() const {
+    log::info("training gates: {} heads in {} layers, {} steps, batch {}, {} training / {} held-out "
+              "sequences, {}",
+              run_.gates->total_heads(), ckpt_.model->config().num_hidden_layers, o_.steps,
+              o_.batch_size, corpus_.train.size(), corpus_.heldout.size(),
+              o_.target_sparsity
+                  ? fmt::format("target sparsity {} ({}) by Lagrangian, warm-up {} steps",
+                                *o_.target_sparsity, gates::to_string(o_.unit), warmup_)
+                  : fmt::format("fixed L0 penalty lambda {}", o_.l0_lambda));
+  }
+
+  /// One optimisation step: the teacher's target (cached while frozen), a sample of the gates
+  /// (or the fixed mask in phase 2), distillation + regulariser, and the optimisers' steps.
+  StepResult train_step(int64_t step) {
+    StepResult r;
+    r.gate_phase = step < o_.steps;
+    if (!r.gate_phase && fixed_.empty()) end_gate_phase();
+    torch::manual_seed(o_.seed + static_cast<uint64_t>(step) * 7919ULL);  // noise: resumable
+    auto in = stream_.next(o_.device);
+    auto teacher_target = teacher_cache_.get(
+        stream_.last_bucket(), [&] { return distillation_target(run_.teacher->forward(in, nullptr)); });
+    auto& g = *run_.gates;
+    auto multipliers = r.gate_phase ? g.split(g.sample()) : fixed_;
+    last_ = distillation(run_.model.forward(in, &multipliers), teacher_target, in.attention_mask,
+                         ckpt_.pooling, o_.embedding_weight);
+    r.target = o_.target_sparsity ? gates::ramped_target(*o_.target_sparsity, step, warmup_) : 0;
+    r.expected_sparsity = measure_.expected(g);
+    r.regularizer = !r.gate_phase         ? torch::zeros({}, r.expected_sparsity.options())
+                    : o_.target_sparsity ? run_.lagrangian->penalty(r.expected_sparsity, r.target)
+                                         : gates::fixed_l0_penalty(g, o_.l0_lambda);
+    auto total = last_.total + r.regularizer;
+    r.loss = total.item<double>();
+    if (!std::isfinite(r.loss))
+      throw Error(fmt::format("the loss became {} at step {} (distillation {}, regulariser {}); "
+                              "lower --lr or check the corpus",
+                              r.loss, step, last_.total.item<double>(), r.regularizer.item<double>()));
+    optimise(total, r.gate_phase);
+    tokens_ += in.attention_mask.sum().item<double>();
+    return r;
+  }
+
+  void optimise(const torch::Tensor& total, bool gate_phase) {
+    run_.gate_optimizer.zero_grad();
+    run_.lambda_optimizer.zero_grad();
+    if (run_.weights_optimizer) run_.weights_optimizer->zero_grad();
+    total.backward();
+    if (gate_phase) {
+      run_.lagrangian->flip_gradients();
+      run_.gate_optimizer.step();
+      if (o_.target_sparsity) run_.lambda_optimizer.step();
+    } else {
+      run_.weights_optimizer->step();
+    }
+  }
+
+  /// Fixes the mask (final_gate_state) and, with --train-weights, unfreezes the weights.
+  void end_gate_phase() {
+    final_state_ = final_gate_state(*run_.gates, run_.model, fingerprint_, measure_, o_);
+    fixed_ = final_multipliers(final_state_, o_.device);
+    if (!o_.train_weights) return;
+    for (auto& p : run_.model.parameters()) p.set_requires_grad(true);
+    log::info("gates fixed ({} of {} heads kept); fine-tuning the weights for {} steps, lr {}",
+              final_state_.heads_kept(), final_state_.heads_total(), o_.finetune_steps,
+              o_.weights_learning_rate);
+  }
+
+  void log_step(int64_t done, const StepResult& r, double seconds) {
+    StepProgress p;
+    p.done = done;
+    p.total_steps = total_steps_;
+    p.gate_phase = r.gate_phase;
+    p.loss = r.loss;
+    p.parts = last_;
+    p.regularizer = r.regularizer.item<double>();
+    p.expected_l0 = run_.gates->expected_l0().item<double>();
+    p.total_heads = run_.gates->total_heads();
+    p.target = r.target;
+    p.expected_sparsity = r.expected_sparsity.item<double>();
+    p.lambda_1 = run_.lagrangian->lambda_1.item<double>();
+    p.lambda_2 = run_.lagrangian->lambda_2.item<double>();
+    p.tokens_per_second = tokens_ / std::max(seconds, 1e-9);
+    p.seconds = seconds;
+    p.eta_seconds = seconds / static_cast<double>(done - start_) * static_cast<double>(total_steps_ - done);
+    progress_.log(p);
+  }
+
+  /// A snapshot for --resume: the gate state so far (gates.json, incomplete) and train_state.pt.
+  void save(int64_t step) {
+    snapshot_state(*run_.gates, run_.model, fingerprint_, measure_, o_, step, false).save(o_.out_dir);
+    save_snapshot(run_, o_.out_dir, step);
+  }
+
+  /// The final state: mask, fine-tuned weights, held-out fidelity; saved as gates.json.
+  GateState finish(double seconds) {
+    if (fixed_.empty()) end_gate_phase();
+    auto state = final_state_;
+    state.step = total_steps_;
+    if (o_.train_weights) {
+      save_weights(run_.model, o_.out_dir);
+      state.trained_model = fingerprint_of(run_.model);
+    }
+    const auto fidelity = measure_fidelity(run_.model, &fixed_, *run_.teacher, corpus_.heldout,
+                                           corpus_.pad_id, ckpt_.pooling, o_.batch_size, o_.device);
+    state.summary["heldout_fidelity"] = fidelity.to_json();
+    state.summary["train_seconds"] = seconds;
+    state.summary["tokens_per_second"] = tokens_ / std::max(seconds, 1e-9);
+    state.summary["final_loss"] = last_.parts();
+    state.save(o_.out_dir);
+    std::error_code ec;
+    std::filesystem::remove(o_.out_dir / kSnapshotFile, ec);
+    for (auto& p : run_.model.parameters()) p.set_requires_grad(false);
+    log::info("gates trained in {}: {} of {} heads kept; fidelity to the dense model on {}",
+              human_duration(seconds), state.heads_kept(), state.heads_total(), fidelity.describe());
+    return state;
+  }
+
+  models::Checkpoint& ckpt_;
+  const Corpus& corpus_;
+  const GateTrainingOptions& o_;
+  const gates::SparsityMeasure measure_;
+  const int64_t total_steps_;
+  const int64_t warmup_;
+  const ModelFingerprint fingerprint_;
+  TrainingRun run_;
+  const int64_t start_;
+  BatchStream stream_;
+  TrainingProgress progress_;
+  TeacherCache teacher_cache_;
+  double tokens_ = 0;
+  DistillationLoss last_;
+  GateState final_state_;            ///< the gates' final state, fixed at the end of phase 1
+  models::HeadMultipliers fixed_;    ///< its multipliers, used in phase 2 and for fidelity
+};
+
+}  // namespace
+
+GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o) {
+  return GateTrainer(ckpt, corpus, o).run();
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,26 @@
+// Training the head gates by self-distillation from the dense model.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+#include <torch/types.h>
+
+#include "models/checkpoint.h"
+#include "pruner/training/corpus.h"
+#include "pruner/training/gate_state.h"
+#include "pruner/training/training_options.h"
+
+namespace headprune::pruner {
+
+/// Trains gates on `checkpoint.model` (weights frozen unless train_weights) against the dense
+/// model as teacher, writes progress to stderr, `train_log.jsonl` and periodic snapshots to
+/// out_dir, and returns the final state (keep-mask included; also saved as out_dir/gates.json).
+/// Objective: pruner/training/distillation.h plus the Lagrangian (target) or the fixed L0 penalty.
+/// @throws headprune::Error for an unreachable target (before training), a corpus without
+///         training sequences, NaN/inf in the loss (with the step), or a snapshot that does not
+///         belong to this model/settings when resuming.
+GateState train_gates(models::Checkpoint& checkpoint, const Corpus& corpus,
+                      const GateTrainingOptions& options);
+
+}  // namespace headprune::pruner

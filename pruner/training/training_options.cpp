@@ -1,0 +1,310 @@
+#include "pruner/training/training_options.h"
+
+#include <cmath>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "models/errors.h"
+#include "pruner/log.h"
+
+namespace headprune::pruner {
+namespace po = boost::program_options;
+namespace {
+
+template <typename T>
+po::value_semantic* with_default(const T& v) {
+  return po::value<T>()->default_value(v);
+}
+po::value_semantic* with_default(double v) {
+  return po::value<double>()->default_value(v, fmt::format("{}", v));  // 0.1, not 0.100000
+}
+
+/// A check on a flag's value; throws UsageError(message) when `ok` is false.
+template <typename T>
+using CheckFn = bool (*)(const T&);
+/// The same type, in a context that does not take part in deducing T (so `nullptr` is accepted).
+template <typename T>
+using Check = typename std::enable_if<true, CheckFn<T>>::type;
+
+/// An enum's name, for the record (gates::to_string is overloaded per enum).
+constexpr auto enum_name = [](auto value) { return std::string(gates::to_string(value)); };
+
+template <typename T>
+bool positive(const T& v) { return v > 0; }
+template <typename T>
+bool non_negative(const T& v) { return v >= 0; }
+bool positive_finite(const double& v) { return v > 0 && std::isfinite(v); }
+
+/// A row whose value is a field of GateTrainingOptions: `field` maps the options (const or
+/// not) to the field. Recorded under `json_key` (if any) and then must match on --resume.
+template <typename T, typename Field>
+TrainingOption run_option(const char* flag, T fallback, const char* json_key, Field field,
+                          Check<T> ok, const char* requirement, const char* help) {
+  TrainingOption row{flag, help, json_key, *json_key != '\0', {}, {}, {}};
+  row.value = [fallback] { return with_default(fallback); };
+  row.apply = [field, ok, flag, requirement](const po::variable_value& v, TrainingSettings& s) {
+    const T value = v.as<T>();
+    if (ok && !ok(value)) throw UsageError(fmt::format("--{} must be {}", flag, requirement));
+    field(s.training) = value;
+  };
+  if (row.resume_must_match)
+    row.record = [field](const GateTrainingOptions& o) { return nlohmann::json(field(o)); };
+  return row;
+}
+
+/// A row holding one of a set of names, parsed into an enum field and recorded by name.
+template <typename Field, typename Parse>
+TrainingOption choice_option(const char* flag, const char* fallback, const char* json_key, Field field,
+                             Parse parse, const char* help) {
+  TrainingOption row{flag, help, json_key, true, {}, {}, {}};
+  row.value = [fallback] { return with_default(std::string(fallback)); };
+  row.apply = [field, parse](const po::variable_value& v, TrainingSettings& s) {
+    try {
+      field(s.training) = parse(v.as<std::string>());
+    } catch (const UsageError&) {
+      throw;
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  };
+  row.record = [field](const GateTrainingOptions& o) { return nlohmann::json(enum_name(field(o))); };
+  return row;
+}
+
+/// A row of the corpus settings (not recorded: the corpus is read again on --resume).
+template <typename T, typename Field>
+TrainingOption corpus_option(const char* flag, T fallback, Field field, Check<T> ok,
+                             const char* requirement, const char* help) {
+  TrainingOption row{flag, help, "", false, {}, {}, {}};
+  row.value = [fallback] { return with_default(fallback); };
+  row.apply = [field, ok, flag, requirement](const po::variable_value& v, TrainingSettings& s) {
+    const T value = v.as<T>();
+    if (ok && !ok(value)) throw UsageError(fmt::format("--{} must be {}", flag, requirement));
+    field(s.corpus) = value;
+  };
+  return row;
+}
+
+/// A recorded setting with no flag of its own (fixed constants, the global --seed).
+template <typename Field>
+TrainingOption recorded_only(const char* json_key, Field field) {
+  TrainingOption row{"", "", json_key, true, {}, {}, {}};
+  row.record = [field](const GateTrainingOptions& o) { return nlohmann::json(field(o)); };
+  return row;
+}
+
+/// A switch (no value): its effect is in apply_rules or the field it sets.
+TrainingOption switch_option(const char* flag, const char* help) {
+  TrainingOption row{flag, help, "", false, {}, {}, {}};
+  row.apply = [](const po::variable_value&, TrainingSettings&) {};
+  return row;
+}
+
+/// Rows whose value needs more than one field or a custom record.
+std::vector<TrainingOption> objective_rows() {
+  TrainingOption target{"target-sparsity", "fraction to remove, in [0,1): trained by a Lagrangian "
+                        "and met exactly by the final mask", "target_sparsity", true, {}, {}, {}};
+  target.value = [] { return po::value<double>(); };
+  target.apply = [](const po::variable_value& v, TrainingSettings& s) {
+    const double t = v.as<double>();
+    if (!(t >= 0 && t < 1)) throw UsageError(fmt::format("--target-sparsity {} is outside [0, 1)", t));
+    s.training.target_sparsity = t;
+  };
+  target.record = [](const GateTrainingOptions& o) {
+    return o.target_sparsity ? nlohmann::json(*o.target_sparsity) : nlohmann::json();
+  };
+  TrainingOption lambda{"l0-lambda", "instead of a target: fixed L0 penalty lambda * sum P(gate != 0) "
+                        "(Voita et al. 2019)", "l0_lambda", true, {}, {}, {}};
+  lambda.value = [] { return po::value<double>(); };
+  lambda.apply = [](const po::variable_value& v, TrainingSettings& s) {
+    if (!(v.as<double>() >= 0)) throw UsageError("--l0-lambda must be >= 0");
+    s.training.l0_lambda = v.as<double>();
+  };
+  lambda.record = [](const GateTrainingOptions& o) { return nlohmann::json(o.l0_lambda); };
+  return {target, lambda,
+          choice_option("sparsity-unit", "heads", "sparsity_unit",
+                        [](auto& o) -> auto& { return o.unit; }, &gates::parse_unit,
+                        "what --target-sparsity counts: heads, attention-params or flops")};
+}
+
+/// --data: the text files.
+std::vector<TrainingOption> data_rows() {
+  TrainingOption data{"data", "training text file(s): UTF-8, one document or sentence per line (or "
+                      "see --paragraphs)", "", false, {}, {}, {}};
+  data.value = [] { return po::value<std::vector<std::string>>()->required()->multitoken(); };
+  data.apply = [](const po::variable_value& v, TrainingSettings& s) {
+    s.data = v.as<std::vector<std::string>>();
+  };
+  return {data};
+}
+
+/// The corpus flags; --max-length also sets the length FLOPs are counted at.
+std::vector<TrainingOption> corpus_rows() {
+  TrainingOption max_length{"max-length", "tokens per sequence (longer lines are truncated)",
+                            "flops_seq_len", true, {}, {}, {}};
+  max_length.value = [] { return with_default(std::size_t{128}); };
+  max_length.apply = [](const po::variable_value& v, TrainingSettings& s) {
+    if (v.as<std::size_t>() < 3) throw UsageError("--max-length must be >= 3");
+    s.corpus.max_length = v.as<std::size_t>();
+    s.training.flops_seq_len = static_cast<int64_t>(s.corpus.max_length);
+  };
+  max_length.record = [](const GateTrainingOptions& o) { return nlohmann::json(o.flops_seq_len); };
+  TrainingOption paragraphs{"paragraphs", "a document is a paragraph (lines up to a blank line or a "
+                            "'%' line, as in fortune files), not a single line", "", false, {}, {}, {}};
+  paragraphs.value = [] { return po::bool_switch(); };
+  paragraphs.apply = [](const po::variable_value& v, TrainingSettings& s) {
+    s.corpus.paragraphs = v.as<bool>();
+  };
+  return {max_length,
+          corpus_option("max-lines", std::size_t{0}, [](auto& c) -> auto& { return c.max_lines; },
+                        nullptr, "", "use at most this many corpus documents (0 = all)"),
+          paragraphs,
+          corpus_option("holdout", 0.1, [](auto& c) -> auto& { return c.holdout_fraction; },
+                        +[](const double& v) { return v > 0 && v < 1; }, "in (0, 1)",
+                        "share of lines held out for measuring fidelity")};
+}
+
+/// Steps and batches.
+std::vector<TrainingOption> step_rows() {
+  return {
+      run_option("steps", int64_t{300}, "steps", [](auto& o) -> auto& { return o.steps; },
+                 &positive<int64_t>, ">= 1", "training steps"),
+      run_option("batch-size", std::size_t{32}, "batch_size", [](auto& o) -> auto& { return o.batch_size; },
+                 &positive<std::size_t>, ">= 1", "sequences per step")};
+}
+
+/// The optimisers' rates and the target's warm-up.
+std::vector<TrainingOption> rate_rows() {
+  return {
+      run_option("lr", 0.1, "learning_rate", [](auto& o) -> auto& { return o.learning_rate; },
+                 &positive<double>, "> 0", "learning rate of log_alpha (AdamW)"),
+      run_option("lambda-lr", 0.1, "lambda_learning_rate",
+                 [](auto& o) -> auto& { return o.lambda_learning_rate; }, &positive<double>, "> 0",
+                 "step size of the Lagrange multipliers (plain gradient ascent)"),
+      run_option("warmup-steps", int64_t{-1}, "warmup_steps", [](auto& o) -> auto& { return o.warmup_steps; },
+                 nullptr, "", "steps over which the target ramps up from 0 (-1 = 40% of --steps)")};
+}
+
+/// The gates and the rules of the final mask.
+std::vector<TrainingOption> gate_rows() {
+  return {
+      run_option("beta", 2.0 / 3.0, "beta", [](auto& o) -> auto& { return o.gate.beta; },
+                 &positive<double>, "> 0", "hard-concrete temperature (Louizos 2/3; Voita et al. 0.33)"),
+      run_option("log-alpha-init", 3.0, "log_alpha_init", [](auto& o) -> auto& { return o.gate.log_alpha_init; },
+                 nullptr, "", "initial log_alpha of every gate (3 = almost fully open)"),
+      choice_option("gate-rule", "louizos", "rule", [](auto& o) -> auto& { return o.rule; },
+                    &gates::parse_rule,
+                    "deterministic gate: louizos (clip(sigmoid(log_alpha)(zeta-gamma)+gamma)) or cofi"),
+      run_option("min-heads-per-layer", int64_t{1}, "min_heads_per_layer",
+                 [](auto& o) -> auto& { return o.constraints.min_heads_per_layer; }, &non_negative<int64_t>,
+                 ">= 0", "every layer keeps at least this many heads"),
+      choice_option("gqa-mode", "uniform", "gqa_mode", [](auto& o) -> auto& { return o.constraints.group_rule; },
+                    &gates::parse_group_rule,
+                    "grouped-query attention (LLaMA with num_key_value_heads < num_attention_heads): "
+                    "'uniform' removes query heads one per KV group at a time so every group of a layer "
+                    "keeps the same number (HF-compatible), 'groups' removes whole KV groups, 'none' "
+                    "ignores groups (headprune-only checkpoints); no effect on models without GQA"),
+      switch_option("allow-empty-layers", "let layers lose all their heads (sets --min-heads-per-layer "
+                    "0; older transformers versions cannot load such a checkpoint)"),
+      recorded_only("gamma", [](auto& o) -> auto& { return o.gate.gamma; }),
+      recorded_only("zeta", [](auto& o) -> auto& { return o.gate.zeta; })};
+}
+
+/// The objective, the weight phase and bookkeeping.
+std::vector<TrainingOption> phase_rows() {
+  TrainingOption train_weights = switch_option(
+      "train-weights", "after the gates are trained and the mask fixed, fine-tune the model's weights "
+      "by the same distillation (default: only the gates train; the kept weights stay the source's)");
+  train_weights.json_key = "train_weights";
+  train_weights.resume_must_match = true;
+  train_weights.apply = [](const po::variable_value&, TrainingSettings& s) { s.training.train_weights = true; };
+  train_weights.record = [](const GateTrainingOptions& o) { return nlohmann::json(o.train_weights); };
+  auto finetune = run_option("finetune-steps", int64_t{200}, "finetune_steps",
+                             [](auto& o) -> auto& { return o.finetune_steps; }, nullptr, "",
+                             "steps of weight fine-tuning with --train-weights");
+  finetune.record = [](const GateTrainingOptions& o) {
+    return o.train_weights ? nlohmann::json(o.finetune_steps) : nlohmann::json();
+  };
+  return {
+      run_option("embedding-weight", 1.0, "embedding_weight", [](auto& o) -> auto& { return o.embedding_weight; },
+                 nullptr, "", "weight of the sentence-embedding term of the distillation loss"),
+      train_weights, finetune,
+      run_option("weights-lr", 1e-4, "weights_learning_rate",
+                 [](auto& o) -> auto& { return o.weights_learning_rate; }, &positive_finite, "> 0",
+                 "AdamW learning rate of the weights with --train-weights"),
+      run_option("teacher-cache-mib", int64_t{2048}, "", [](auto& o) -> auto& { return o.teacher_cache_mib; },
+                 &non_negative<int64_t>, ">= 0",
+                 "memory for caching the frozen teacher's outputs between epochs (0 = off)"),
+      run_option("log-every", int64_t{10}, "", [](auto& o) -> auto& { return o.log_every; },
+                 &positive<int64_t>, ">= 1", "progress line every N steps"),
+      run_option("save-every", int64_t{50}, "", [](auto& o) -> auto& { return o.save_every; }, nullptr, "",
+                 "snapshot for --resume every N steps (0 = never)"),
+      recorded_only("seed", [](auto& o) -> auto& { return o.seed; })};
+}
+
+/// The rules between flags, after every row has been applied.
+void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
+  if ((vm.count("target-sparsity") > 0) == (vm.count("l0-lambda") > 0))
+    throw UsageError("give exactly one of --target-sparsity S or --l0-lambda X");
+  auto& o = s.training;
+  if (o.train_weights && o.finetune_steps < 1)
+    throw UsageError("--finetune-steps must be >= 1 with --train-weights");
+  if (!o.train_weights && !vm["finetune-steps"].defaulted())
+    log::warn("--finetune-steps has no effect without --train-weights");
+  // --allow-empty-layers means a minimum of 0, unless --min-heads-per-layer is given too.
+  if (vm.count("allow-empty-layers") && vm["min-heads-per-layer"].defaulted())
+    o.constraints.min_heads_per_layer = 0;
+}
+
+}  // namespace
+
+const std::vector<TrainingOption>& training_option_table() {
+  static const std::vector<TrainingOption> table = [] {
+    std::vector<TrainingOption> rows;
+    for (auto part : {data_rows(), objective_rows(), step_rows(), corpus_rows(), rate_rows(),
+                      gate_rows(), phase_rows()})
+      rows.insert(rows.end(), part.begin(), part.end());
+    return rows;
+  }();
+  return table;
+}
+
+void add_training_options(po::options_description& desc) {
+  for (const auto& row : training_option_table()) {
+    if (row.flag.empty()) continue;
+    if (row.value)
+      desc.add_options()(row.flag.c_str(), row.value(), row.help.c_str());
+    else
+      desc.add_options()(row.flag.c_str(), row.help.c_str());
+  }
+}
+
+TrainingSettings training_settings(const po::variables_map& vm, uint64_t seed, const torch::Device& device) {
+  TrainingSettings s;
+  for (const auto& row : training_option_table())
+    if (!row.flag.empty() && vm.count(row.flag)) row.apply(vm[row.flag], s);
+  apply_rules(vm, s);
+  s.training.seed = seed;
+  s.training.device = device;
+  s.corpus.seed = seed;
+  return s;
+}
+
+nlohmann::json GateTrainingOptions::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& row : training_option_table())
+    if (row.record) j[row.json_key] = row.record(*this);
+  return j;
+}
+
+std::string GateTrainingOptions::resume_difference(const nlohmann::json& recorded) const {
+  const auto now = to_json();
+  for (const auto& [key, value] : recorded.items())
+    if (!now.contains(key) || now.at(key) != value)
+      return fmt::format("setting '{}' was {} when the run started, now {}", key, value.dump(),
+                         now.contains(key) ? now.at(key).dump() : "unset");
+  return "";
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,101 @@
+// Every setting of gate training, and the table that declares each of its command-line options
+// once: flag, type, default, help, key in gates.json, and whether --resume needs the same value.
+// The Boost.Program_options flags, the gates.json record and the resume check are all made
+// from the table (training_options.cpp).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include "gates/hard_concrete.h"
+#include "gates/keep_mask.h"
+#include "gates/sparsity.h"
+#include "pruner/training/corpus.h"
+
+namespace headprune::pruner {
+
+/// Every setting of a gate-training run (docs/cli.md lists the flags that set them).
+struct GateTrainingOptions {
+  int64_t steps = 300;
+  std::size_t batch_size = 32;
+  double learning_rate = 0.1;       ///< AdamW on log_alpha
+  double lambda_learning_rate = 0.1;  ///< gradient-ascent (SGD) step on λ1, λ2 (docs/results.md)
+  /// Target sparsity in [0, 1) (Lagrangian); unset = fixed penalty `l0_lambda`.
+  std::optional<double> target_sparsity;
+  gates::SparsityUnit unit = gates::SparsityUnit::kHeads;
+  int64_t flops_seq_len = 128;       ///< sequence length FLOPs are counted at (unit flops)
+  double l0_lambda = 0.0;            ///< Voita et al.'s λ (fixed-penalty mode)
+  int64_t warmup_steps = -1;         ///< target ramp length; -1 = 40% of steps
+  gates::HardConcreteOptions gate;
+  gates::DeterministicRule rule = gates::DeterministicRule::kLouizos;
+  gates::MaskConstraints constraints;
+  double embedding_weight = 1.0;     ///< weight of the sentence-embedding loss term
+  /// After the gate phase, fix the mask and fine-tune the weights by the same distillation for
+  /// `finetune_steps` more steps (AdamW, `weights_learning_rate`, weight decay 0.01).
+  bool train_weights = false;
+  int64_t finetune_steps = 200;
+  double weights_learning_rate = 1e-4;
+  int64_t log_every = 10;            ///< progress line interval (steps)
+  int64_t save_every = 50;           ///< snapshot interval for --resume (steps; 0 = never)
+  uint64_t seed = 42;
+  std::filesystem::path out_dir;     ///< gates folder (gates.json, train_log.jsonl, snapshot)
+  bool resume = false;               ///< continue from out_dir's snapshot
+  /// Stop (with a snapshot) after this many steps in this invocation; 0 = run to the end.
+  /// `--resume` continues; the result equals an uninterrupted run.
+  int64_t stop_after = 0;
+  /// With frozen weights the teacher's outputs never change: keep up to this many MiB of them
+  /// so later epochs skip the teacher's forward pass (0 = no cache).
+  int64_t teacher_cache_mib = 2048;
+  std::string model_path;            ///< recorded in the gate state
+  torch::Device device = torch::kCPU;
+
+  /// The settings recorded in gates.json (every row of training_option_table() with a
+  /// json_key, plus the gate constants gamma and zeta and the seed).
+  nlohmann::json to_json() const;
+  /// Why a run recorded with `recorded` (gates.json "settings") cannot be resumed with these
+  /// settings: "setting 'K' was A when the run started, now B", or "" when it can.
+  std::string resume_difference(const nlohmann::json& recorded) const;
+};
+
+/// What the training options set: the run's settings, the corpus settings and the text files.
+struct TrainingSettings {
+  GateTrainingOptions training;
+  CorpusOptions corpus;
+  std::vector<std::string> data;
+};
+
+/// One row of the option table.
+struct TrainingOption {
+  std::string flag;          ///< without "--"; empty for a recorded setting with no flag of its own
+  std::string help;
+  std::string json_key;      ///< key in gates.json "settings"; empty = not recorded
+  bool resume_must_match = false;  ///< --resume refuses a different value (recorded rows)
+  /// Boost value semantic (type and default); null for a switch.
+  std::function<boost::program_options::value_semantic*()> value;
+  /// Stores the parsed value. @throws headprune::UsageError naming the flag for a bad value.
+  std::function<void(const boost::program_options::variable_value&, TrainingSettings&)> apply;
+  /// The value as gates.json records it.
+  std::function<nlohmann::json(const GateTrainingOptions&)> record;
+};
+
+/// The table, in --help order (training_options.cpp).
+const std::vector<TrainingOption>& training_option_table();
+
+/// Declares every flag of the table on `desc`.
+void add_training_options(boost::program_options::options_description& desc);
+
+/// Settings from parsed flags: each row's value, then the rules between flags (exactly one of
+/// --target-sparsity / --l0-lambda; --allow-empty-layers; --finetune-steps with --train-weights).
+/// @throws headprune::UsageError on a bad value or combination.
+TrainingSettings training_settings(const boost::program_options::variables_map& vm, uint64_t seed,
+                                   const torch::Device& device);
+
+}  // namespace headprune::pruner

@@ -1,0 +1,131 @@
+#include "pruner/training/training_run.h"
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+#include "models/formats/safetensors.h"
+#include "pruner/training/gate_training.h"
+
+namespace headprune::pruner {
+namespace fs = std::filesystem;
+namespace {
+
+/// The teacher, with every parameter of it and of the student frozen.
+std::shared_ptr<models::AttentionModel> frozen_teacher(models::Checkpoint& ckpt,
+                                                       const GateTrainingOptions& o) {
+  std::shared_ptr<models::AttentionModel> teacher = ckpt.model;
+  if (o.train_weights) teacher = models::load_checkpoint(ckpt.dir, o.device).model;
+  for (auto& p : ckpt.model->parameters()) p.set_requires_grad(false);
+  for (auto& p : teacher->parameters()) p.set_requires_grad(false);
+  return teacher;
+}
+
+std::shared_ptr<gates::HardConcreteGates> make_gates(const models::AttentionModel& model,
+                                                     const GateTrainingOptions& o) {
+  auto g = std::make_shared<gates::HardConcreteGates>(model.config().heads_per_layer(), o.gate);
+  g->to(o.device);
+  return g;
+}
+
+std::shared_ptr<gates::Lagrangian> make_lagrangian(const GateTrainingOptions& o) {
+  auto lagrangian = std::make_shared<gates::Lagrangian>();
+  lagrangian->to(o.device);
+  return lagrangian;
+}
+
+/// Refuses a --resume whose snapshot is absent, finished, or from another model or settings.
+void check_resumable(const GateTrainingOptions& o, const ModelFingerprint& fingerprint) {
+  if (!fs::exists(o.out_dir / kSnapshotFile)) {
+    if (fs::exists(o.out_dir / "gates.json") && GateState::load(o.out_dir).complete)
+      throw Error(fmt::format("--resume: the run in {} already finished; its gates are in "
+                              "gates.json (use another --out for a new run)",
+                              o.out_dir.string()));
+    throw Error(fmt::format("--resume: {} has no {} to continue from", o.out_dir.string(), kSnapshotFile));
+  }
+  const auto previous = GateState::load(o.out_dir);
+  if (auto diff = previous.model.difference(fingerprint); !diff.empty())
+    throw Error(fmt::format("--resume: the snapshot belongs to another model: {}", diff));
+  if (auto diff = o.resume_difference(previous.settings); !diff.empty())
+    throw Error(fmt::format("--resume: {}; resume with the same settings or start a new run", diff));
+}
+
+void read_tensor(torch::serialize::InputArchive& archive, const char* key, torch::Tensor& into) {
+  torch::Tensor t;
+  archive.read(key, t);
+  into.copy_(t);
+}
+
+void restore_weights(TrainingRun& run, torch::serialize::InputArchive& archive, const fs::path& dir) {
+  const auto weights_file = dir / GateState::kWeightsFile;
+  if (!fs::exists(weights_file))
+    throw Error(fmt::format("--resume --train-weights: {} is missing", weights_file.string()));
+  models::load_weights(run.model, models::load_safetensors(weights_file), weights_file.string());
+  torch::serialize::InputArchive weights_archive;
+  archive.read("weights_optimizer", weights_archive);
+  run.weights_optimizer->load(weights_archive);
+}
+
+}  // namespace
+
+TrainingRun::TrainingRun(models::Checkpoint& ckpt, const GateTrainingOptions& o)
+    : model(*ckpt.model),
+      teacher(frozen_teacher(ckpt, o)),
+      gates(make_gates(model, o)),
+      lagrangian(make_lagrangian(o)),
+      gate_optimizer({gates->log_alpha}, torch::optim::AdamWOptions(o.learning_rate).weight_decay(0)),
+      lambda_optimizer(lagrangian->parameters(), torch::optim::SGDOptions(o.lambda_learning_rate)) {
+  if (o.train_weights)
+    weights_optimizer = std::make_unique<torch::optim::AdamW>(
+        model.parameters(), torch::optim::AdamWOptions(o.weights_learning_rate).weight_decay(0.01));
+}
+
+void save_weights(const models::AttentionModel& model, const fs::path& dir) {
+  const auto file = dir / GateState::kWeightsFile;
+  const auto tmp = dir / (std::string(GateState::kWeightsFile) + ".tmp");
+  models::save_safetensors(tmp, models::state_dict(model));
+  fs::rename(tmp, file);
+}
+
+void save_snapshot(TrainingRun& run, const fs::path& dir, int64_t step) {
+  torch::serialize::OutputArchive archive, gate_archive, lambda_archive;
+  archive.write("step", torch::tensor(step));
+  archive.write("log_alpha", run.gates->log_alpha.detach());
+  archive.write("lambda_1", run.lagrangian->lambda_1.detach());
+  archive.write("lambda_2", run.lagrangian->lambda_2.detach());
+  run.gate_optimizer.save(gate_archive);
+  run.lambda_optimizer.save(lambda_archive);
+  archive.write("gate_optimizer", gate_archive);
+  archive.write("lambda_optimizer", lambda_archive);
+  if (run.weights_optimizer) {
+    save_weights(run.model, dir);
+    torch::serialize::OutputArchive weights_archive;
+    run.weights_optimizer->save(weights_archive);
+    archive.write("weights_optimizer", weights_archive);
+  }
+  const auto tmp = dir / (std::string(kSnapshotFile) + ".tmp");
+  archive.save_to(tmp.string());
+  fs::rename(tmp, dir / kSnapshotFile);
+}
+
+int64_t resume_from_snapshot(TrainingRun& run, const GateTrainingOptions& o,
+                             const ModelFingerprint& fingerprint) {
+  check_resumable(o, fingerprint);
+  torch::serialize::InputArchive archive;
+  archive.load_from((o.out_dir / kSnapshotFile).string(), o.device);
+  torch::Tensor step;
+  archive.read("step", step);
+  torch::NoGradGuard no_grad;
+  read_tensor(archive, "log_alpha", run.gates->log_alpha);
+  read_tensor(archive, "lambda_1", run.lagrangian->lambda_1);
+  read_tensor(archive, "lambda_2", run.lagrangian->lambda_2);
+  torch::serialize::InputArchive gate_archive, lambda_archive;
+  archive.read("gate_optimizer", gate_archive);
+  archive.read("lambda_optimizer", lambda_archive);
+  run.gate_optimizer.load(gate_archive);
+  run.lambda_optimizer.load(lambda_archive);
+  if (run.weights_optimizer) restore_weights(run, archive, o.out_dir);
+  return step.item<int64_t>();
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,57 @@
+// What a gate-training run trains and how it resumes: the gates, the Lagrange multipliers,
+// their optimisers and (with --train-weights) the weights with theirs, saved together as a
+// snapshot (`train_state.pt`) so that `--resume` continues exactly where a run stopped.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+#include <torch/optim.h>
+
+#include "gates/hard_concrete.h"
+#include "gates/sparsity.h"
+#include "models/checkpoint.h"
+#include "pruner/training/gate_state.h"
+
+namespace headprune::pruner {
+
+struct GateTrainingOptions;
+
+/// The trainable state of one run. The teacher is the dense model, frozen: the student itself
+/// (its gates off) while the weights are frozen, a separate copy only with --train-weights.
+struct TrainingRun {
+  /// Freezes the model's weights, loads the teacher copy if needed, and makes the gates
+  /// (HardConcreteGates over the model's heads), the Lagrangian and the optimisers: AdamW on
+  /// log_alpha (no weight decay); plain gradient ascent (SGD) on λ1, λ2, whose step is
+  /// proportional to the gap ŝ − t, so they settle as it closes; AdamW with weight decay 0.01
+  /// on the weights with --train-weights.
+  TrainingRun(models::Checkpoint& checkpoint, const GateTrainingOptions& options);
+
+  models::AttentionModel& model;
+  std::shared_ptr<models::AttentionModel> teacher;
+  std::shared_ptr<gates::HardConcreteGates> gates;
+  std::shared_ptr<gates::Lagrangian> lagrangian;
+  torch::optim::AdamW gate_optimizer;
+  torch::optim::SGD lambda_optimizer;
+  std::unique_ptr<torch::optim::AdamW> weights_optimizer;  ///< only with --train-weights
+};
+
+/// The snapshot file in a gates folder.
+inline constexpr const char* kSnapshotFile = "train_state.pt";
+
+/// Writes `<dir>/train_state.pt` (step, log_alpha, λ, optimiser states) and, with trained
+/// weights, `<dir>/weights.safetensors`; each through a temporary file and a rename.
+void save_snapshot(TrainingRun& run, const std::filesystem::path& dir, int64_t step);
+
+/// Checks that `<options.out_dir>`'s snapshot belongs to this model (`fingerprint`) and these
+/// settings (every recorded one equal), restores the run from it and returns its step.
+/// @throws headprune::Error if there is no snapshot (or the run already finished), the model
+///         or a setting differs (named, with both values), or the trained weights are missing.
+int64_t resume_from_snapshot(TrainingRun& run, const GateTrainingOptions& options,
+                             const ModelFingerprint& fingerprint);
+
+/// Writes the model's weights to `<dir>/weights.safetensors` (temporary file, then rename).
+void save_weights(const models::AttentionModel& model, const std::filesystem::path& dir);
+
+}  // namespace headprune::pruner

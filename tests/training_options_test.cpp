@@ -1,0 +1,88 @@
+// The option table: each training option declared once, from which the flags, the gates.json
+// record and the --resume check are made.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "models/errors.h"
+#include "pruner/training/training_options.h"
+
+namespace hp = headprune;
+namespace po = boost::program_options;
+
+namespace {
+
+/// Parses `args` with the table's flags, as the train-gates command does.
+hp::pruner::TrainingSettings parse(std::vector<std::string> args) {
+  po::options_description desc;
+  hp::pruner::add_training_options(desc);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  po::notify(vm);
+  return hp::pruner::training_settings(vm, 5, torch::kCPU);
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[options]") {
+  std::set<std::string> table_keys;
+  for (const auto& row : hp::pruner::training_option_table())
+    if (!row.json_key.empty()) table_keys.insert(row.json_key);
+  const auto record = hp::pruner::GateTrainingOptions().to_json();
+  std::set<std::string> recorded;
+  for (const auto& [key, value] : record.items()) recorded.insert(key);
+  CATCH_CHECK(recorded == table_keys);
+  // The settings docs/formats.md lists for gates.json.
+  CATCH_CHECK(recorded == std::set<std::string>{
+                              "steps", "batch_size", "learning_rate", "lambda_learning_rate",
+                              "target_sparsity", "sparsity_unit", "flops_seq_len", "l0_lambda",
+                              "warmup_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
+                              "min_heads_per_layer", "gqa_mode", "embedding_weight", "train_weights",
+                              "finetune_steps", "weights_learning_rate", "seed"});
+}
+
+CATCH_TEST_CASE("flags land in the settings, their defaults where not given", "[options]") {
+  const auto s = parse({"--data", "a.txt", "b.txt", "--target-sparsity", "0.25", "--lr", "0.05",
+                        "--max-length", "64", "--gqa-mode", "groups", "--paragraphs"});
+  CATCH_CHECK(s.data == std::vector<std::string>{"a.txt", "b.txt"});
+  CATCH_CHECK(s.training.target_sparsity == 0.25);
+  CATCH_CHECK(s.training.learning_rate == 0.05);
+  CATCH_CHECK(s.training.lambda_learning_rate == 0.1);
+  CATCH_CHECK(s.training.steps == 300);
+  CATCH_CHECK(s.corpus.max_length == 64);
+  CATCH_CHECK(s.training.flops_seq_len == 64);
+  CATCH_CHECK(s.corpus.paragraphs);
+  CATCH_CHECK(s.training.constraints.group_rule == hp::gates::GroupRule::kWholeGroups);
+  CATCH_CHECK(s.training.seed == 5);
+  CATCH_CHECK(s.corpus.seed == 5);
+  const auto record = s.training.to_json();
+  CATCH_CHECK(record.at("gqa_mode") == "groups");
+  CATCH_CHECK(record.at("finetune_steps").is_null());  // recorded only with --train-weights
+  CATCH_CHECK(parse({"--data", "a", "--l0-lambda", "0.1", "--allow-empty-layers"})
+                  .training.constraints.min_heads_per_layer == 0);
+}
+
+CATCH_TEST_CASE("bad values and combinations are usage errors naming the flag", "[options]") {
+  using hp::UsageError;
+  CATCH_CHECK_THROWS_AS(parse({"--data", "a"}), UsageError);  // neither target nor lambda
+  CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--target-sparsity", "1"}),
+                          "--target-sparsity 1 is outside [0, 1)");
+  CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--l0-lambda", "1", "--steps", "0"}),
+                          "--steps must be >= 1");
+  CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--l0-lambda", "1", "--holdout", "1"}),
+                          "--holdout must be in (0, 1)");
+  CATCH_CHECK_THROWS_AS(parse({"--data", "a", "--l0-lambda", "1", "--gate-rule", "x"}), UsageError);
+  CATCH_CHECK_THROWS_AS(parse({"--data", "a", "--l0-lambda", "1", "--sparsity-unit", "x"}), UsageError);
+}
+
+CATCH_TEST_CASE("--resume refuses a changed recorded setting and allows a changed log interval",
+                "[options]") {
+  const auto start = parse({"--data", "a", "--target-sparsity", "0.5"}).training;
+  const auto recorded = start.to_json();
+  CATCH_CHECK(parse({"--data", "a", "--target-sparsity", "0.5", "--log-every", "3"})
+                  .training.resume_difference(recorded)
+                  .empty());
+  CATCH_CHECK(parse({"--data", "a", "--target-sparsity", "0.5", "--beta", "0.33"})
+                  .training.resume_difference(recorded) ==
+              "setting 'beta' was 0.6666666666666666 when the run started, now 0.33");
+}
