@@ -75,7 +75,7 @@ CATCH_TEST_CASE("bad values and combinations are usage errors naming the flag", 
   CATCH_CHECK_THROWS_AS(parse({"--data", "a", "--l0-lambda", "1", "--sparsity-unit", "x"}), UsageError);
 }
 
-CATCH_TEST_CASE("--resume refuses a changed recorded setting and allows a changed log interval",
+CATCH_TEST_CASE("resuming refuses a changed recorded setting and allows a changed log interval",
                 "[options]") {
   const auto start = parse({"--data", "a", "--target-sparsity", "0.5"}).training;
   const auto recorded = start.to_json();
