@@ -20,7 +20,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
       ("remove-heads", po::value<std::string>(&remove_heads),
        "instead of --gates: HF-style JSON {\"layer\": [original head indices]}")
       ("out", po::value<std::string>(&out)->required(), "folder for the pruned checkpoint")
-      ("force", "replace --out if it exists and is not empty")
+      ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)")
       ("no-fold", "keep kept heads at gate 1 instead of folding their gate values into the "
                   "output projection")
       ("json", "print the result as JSON");

@@ -23,7 +23,7 @@ int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOption
        "llama2.c tokenizer file (e.g. tok512.bin), copied as tokenizer.bin; a SentencePiece "
        ".model of the same name beside it is copied as tokenizer.model")
       ("out", po::value<std::string>(&out)->required(), "folder to write (HF LLaMA layout)")
-      ("force", "replace a non-empty --out folder");
+      ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)");
   po::variables_map vm;
   if (!parse_args(args, "headprune convert-llama2c MODEL.bin [--tokenizer TOK.bin] --out DIR",
                   desc, {"model"}, vm))
@@ -33,7 +33,7 @@ int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOption
     models::Llama2cTokenizer::from_file(tokenizer, converted.config.vocab_size);
   else
     log::warn("no --tokenizer: {} will hold no tokenizer (generate then needs --tokenizer)", out);
-  pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {
+  const auto replaced = pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {
     models::save_safetensors(tmp / "model.safetensors", converted.weights, {{"format", "pt"}});
     pruner::write_file_atomic(tmp / "config.json", converted.config_json.dump(2) + "\n");
     if (!tokenizer.empty()) {
@@ -42,6 +42,7 @@ int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOption
       if (fs::exists(sp_model)) fs::copy_file(sp_model, tmp / "tokenizer.model");
     }
   });
+  for (const auto& message : replaced.messages()) log::warn("{}", message);
   const auto& h = converted.header;
   log::info("{} -> {}: {} layers, dim {}, {} query heads sharing {} KV heads, vocab {}", model,
             out, h.n_layers, h.dim, h.n_heads, h.n_kv_heads, h.vocab());

@@ -44,6 +44,8 @@ void print_summary(const nlohmann::json& s) {
                                c["flops_ratio"].get<double>(), c["dense_ms"]["median"].get<double>(),
                                c["pruned_ms"]["median"].get<double>(), s["bench"]["threads"].get<int>(),
                                s["bench"].value("blas_threads", 0));
+  if (s["gates"].contains("convergence_warning"))
+    std::cout << "  WARNING        " << s["gates"]["convergence_warning"].get<std::string>() << "\n";
   for (const auto& w : apply["warnings"]) std::cout << "  warning        " << w.get<std::string>() << "\n";
   std::cout << fmt::format("  report         {0}/headprune/report.txt, {0}/headprune/heads.svg\n",
                            s["out"].get<std::string>());

@@ -1,11 +1,13 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "models/errors.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/training_flags.h"
 #include "pruner/log.h"
+#include "pruner/training/gates_folder.h"
 
 namespace headprune::cli {
 
@@ -16,6 +18,8 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
       ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
       ("out", po::value<std::string>(&out)->required(), "gates folder to write")
       ("resume", "continue an interrupted run from --out's snapshot")
+      ("force", "replace an earlier run's files in --out (gates.json, train_log.jsonl, snapshot, "
+                "weights); other files stay")
       ("stop-after", po::value<int64_t>(), "stop after N steps of this invocation, leaving a "
        "snapshot that --resume continues");
   pruner::add_training_options(desc);
@@ -31,10 +35,11 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   options.model_path = model;
   options.resume = vm.count("resume") > 0;
   if (vm.count("stop-after")) options.stop_after = vm["stop-after"].as<int64_t>();
-  if (!options.resume && std::filesystem::exists(std::filesystem::path(out) / "gates.json"))
-    throw Error(fmt::format("{} already holds gates.json; pass --resume to continue that run or "
-                            "choose another --out",
-                            out));
+  const auto others = pruner::prepare_gates_folder(model, out, options.resume, vm.count("force") > 0);
+  if (!others.empty())
+    log::warn("--out {} also holds {} file(s) gate training does not write; they are left as they "
+              "are: {}",
+              out, others.size(), fmt::join(others, ", "));
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, options.device);
   if (!ckpt.tokenizer)

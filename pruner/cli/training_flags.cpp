@@ -13,7 +13,7 @@ pruner::TrainingSettings training_settings(const po::variables_map& vm, const Gl
 
 void add_prune_flags(po::options_description& desc, PruneFlags& f) {
   desc.add_options()
-      ("force", "replace --out if it exists and is not empty")
+      ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)")
       ("resume", "continue the gate training of an interrupted run with the same --out")
       ("no-fold", "keep kept heads at gate 1 instead of folding their gate values")
       ("no-bench", "skip the benchmark stage")

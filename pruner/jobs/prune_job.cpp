@@ -18,6 +18,7 @@
 #include "pruner/log.h"
 #include "pruner/report/report.h"
 #include "pruner/surgery/surgery.h"
+#include "pruner/training/gates_folder.h"
 
 namespace headprune::pruner {
 namespace fs = std::filesystem;
@@ -32,6 +33,26 @@ std::string read_file(const fs::path& file) {
   return ss.str();
 }
 
+/// The gates folder's files and the report, written under headprune/ in the export.
+void add_gate_artefacts(std::map<std::string, std::string>& extra, const GateState& gates,
+                        const fs::path& work, const std::string& out) {
+  auto report = report_from_gates(gates, out);
+  extra["headprune/gates.json"] = gates.to_json().dump(1) + "\n";
+  extra["headprune/train_log.jsonl"] = read_file(work / "train_log.jsonl");
+  extra["headprune/report.txt"] = to_text(report);
+  extra["headprune/report.json"] = to_json(report).dump(2) + "\n";
+  extra["headprune/heads.svg"] = to_svg(report);
+}
+
+/// Refuses to start over a run that was interrupted (its snapshot would be lost) unless
+/// --resume continues it or --force discards it.
+void check_interrupted(const PruneJobOptions& o, const fs::path& work) {
+  if (const auto stopped = interrupted_run(work); !o.training.resume && !o.force && !stopped.empty())
+    throw Error(fmt::format("an interrupted prune of --out {} left its gate training in {} ({}); "
+                            "pass --resume to continue it, or --force to start again",
+                            o.out.string(), work.string(), stopped));
+}
+
 }  // namespace
 
 nlohmann::json run_prune_job(const PruneJobOptions& o) {
@@ -39,6 +60,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   check_export_target(o.model, o.out, o.force);
   const auto out_abs = fs::absolute(o.out);
   const auto work = out_abs.parent_path() / ("." + out_abs.filename().string() + ".gates");
+  check_interrupted(o, work);
 
   stage(1, "training gates");
   const auto device = o.training.device;
@@ -79,12 +101,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   }
 
   stage(5, "writing the pruned checkpoint and its report");
-  auto report = report_from_gates(gates, o.out.string());
-  extra["headprune/gates.json"] = gates.to_json().dump(1) + "\n";
-  extra["headprune/train_log.jsonl"] = read_file(work / "train_log.jsonl");
-  extra["headprune/report.txt"] = to_text(report);
-  extra["headprune/report.json"] = to_json(report).dump(2) + "\n";
-  extra["headprune/heads.svg"] = to_svg(report);
+  add_gate_artefacts(extra, gates, work, o.out.string());
   nlohmann::json summary = {
       {"model", o.model.string()},
       {"out", o.out.string()},

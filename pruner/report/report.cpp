@@ -45,6 +45,7 @@ HeadReport report_from_gates(const GateState& state, const std::string& source) 
     }
     r.layers.push_back(std::move(lr));
   }
+  r.warning = state.summary.value("convergence_warning", std::string());
   return r;
 }
 
@@ -91,6 +92,9 @@ HeadReport report_from_checkpoint(const std::filesystem::path& dir) {
     }
     r.layers.push_back(std::move(lr));
   }
+  // An export by `prune` keeps its gates in headprune/gates.json.
+  if (std::filesystem::exists(dir / "headprune" / "gates.json"))
+    r.warning = GateState::load(dir / "headprune").summary.value("convergence_warning", std::string());
   return r;
 }
 
@@ -118,12 +122,14 @@ nlohmann::json to_json(const HeadReport& r) {
     per_layer.push_back(static_cast<int64_t>(kept.size()));
     layers.push_back({{"layer", l}, {"kept", kept}, {"removed", removed}, {"gate", gate}});
   }
-  return {{"source", r.source},
-          {"num_attention_heads", r.num_attention_heads},
-          {"heads_total", r.heads_total()},
-          {"heads_kept", r.heads_kept()},
-          {"heads_per_layer", per_layer},
-          {"layers", layers}};
+  nlohmann::json j = {{"source", r.source},
+                      {"num_attention_heads", r.num_attention_heads},
+                      {"heads_total", r.heads_total()},
+                      {"heads_kept", r.heads_kept()},
+                      {"heads_per_layer", per_layer},
+                      {"layers", layers}};
+  if (!r.warning.empty()) j["warning"] = r.warning;
+  return j;
 }
 
 std::string to_text(const HeadReport& r) {
@@ -148,6 +154,7 @@ std::string to_text(const HeadReport& r) {
     out += fmt::format("| {}\n", kept.empty() ? std::string("(none: attention adds only its output bias)")
                                                  : fmt::format("{}", fmt::join(kept, ",")));
   }
+  if (!r.warning.empty()) out += fmt::format("WARNING: {}\n", r.warning);
   return out;
 }
 

@@ -26,6 +26,8 @@ struct HeadReport {
   std::string source;                   ///< the folder reported on
   int64_t num_attention_heads = 0;      ///< original heads per layer
   std::vector<LayerReport> layers;
+  /// Set when the gates had not converged (GateState summary "convergence_warning").
+  std::string warning;
   int64_t heads_total() const;          ///< original heads over all layers
   int64_t heads_kept() const;
 };
@@ -40,7 +42,8 @@ HeadReport report_from_checkpoint(const std::filesystem::path& dir);
 HeadReport load_report(const std::filesystem::path& dir);
 
 /// {"source", "num_attention_heads", "heads_total", "heads_kept", "heads_per_layer",
-///  "layers": [{"layer", "kept": [original indices], "removed": [...], "gate": [per head|null]}]}
+///  "layers": [{"layer", "kept": [original indices], "removed": [...], "gate": [per head|null]}],
+///  "warning" (only when set)}
 nlohmann::json to_json(const HeadReport& r);
 /// Plain-text table, one row per layer: a cell per head ('#' kept with its gate, '.' removed,
 /// ' ' absent before), then the kept indices. Readable without colour.

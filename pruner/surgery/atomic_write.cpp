@@ -1,9 +1,13 @@
 #include "pruner/surgery/atomic_write.h"
 
+#include <algorithm>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "models/errors.h"
@@ -14,6 +18,65 @@ namespace {
 std::string unique_suffix() {
   static std::mt19937_64 rng(std::random_device{}() ^ static_cast<uint64_t>(::getpid()));
   return fmt::format("{}.{:x}", ::getpid(), rng() & 0xffffffffULL);
+}
+
+namespace fs = std::filesystem;
+
+/// The regular files under `dir`, as relative paths, sorted.
+std::vector<std::string> files_under(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir))
+    if (entry.is_regular_file()) out.push_back(entry.path().lexically_relative(dir).generic_string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// What headprune wrote into `dir` the last time, by its manifest (empty if none or unreadable:
+/// then nothing counts as ours, which errs on keeping files).
+std::set<std::string> manifest_of(const fs::path& dir) {
+  std::set<std::string> ours;
+  std::ifstream in(dir / kManifestFile);
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_array())
+    for (const auto& name : j)
+      if (name.is_string()) ours.insert(name.get<std::string>());
+  return ours;
+}
+
+/// Files of `dir` headprune did not write: not in its manifest, not under headprune/ (the
+/// tool's own namespace in an export), not the manifest itself.
+std::vector<std::string> unrelated_files(const fs::path& dir) {
+  const auto ours = manifest_of(dir);
+  std::vector<std::string> out;
+  for (const auto& name : files_under(dir))
+    if (!ours.count(name) && name != kManifestFile && name.rfind("headprune/", 0) != 0)
+      out.push_back(name);
+  return out;
+}
+
+/// Moves the unrelated files of the replaced folder `old` into the new `target`; one the new
+/// folder also has is replaced (and reported). Returns what the caller must tell the user.
+/// Leaves `old` in place (and says so) if a move fails, so that nothing is lost.
+FolderReplacement carry_unrelated(const fs::path& old, const fs::path& target) {
+  FolderReplacement r;
+  bool all_moved = true;
+  for (const auto& name : unrelated_files(old)) {
+    if (fs::exists(target / name)) {
+      r.replaced.push_back(name);
+      continue;
+    }
+    std::error_code ec;
+    fs::create_directories((target / name).parent_path(), ec);
+    fs::rename(old / name, target / name, ec);
+    if (ec) {
+      all_moved = false;
+      r.left_in = old;
+    } else {
+      r.kept.push_back(name);
+    }
+  }
+  if (all_moved) fs::remove_all(old);
+  return r;
 }
 
 }  // namespace
@@ -38,9 +101,8 @@ void write_file_atomic(const std::filesystem::path& file, const std::string& con
   }
 }
 
-void build_folder_atomic(const std::filesystem::path& target, bool force,
-                         const std::function<void(const std::filesystem::path&)>& fill) {
-  namespace fs = std::filesystem;
+FolderReplacement build_folder_atomic(const fs::path& target, bool force,
+                                      const std::function<void(const fs::path&)>& fill) {
   const bool exists = fs::exists(target);
   if (exists && !fs::is_directory(target))
     throw Error(fmt::format("--out {} exists and is not a folder", target.string()));
@@ -54,19 +116,35 @@ void build_folder_atomic(const std::filesystem::path& target, bool force,
   fs::create_directory(tmp);
   try {
     fill(tmp);
-    if (exists) {
-      const auto old = parent / fmt::format(".{}.old.{}", target.filename().string(), unique_suffix());
-      fs::rename(target, old);
-      fs::rename(tmp, target);
-      fs::remove_all(old);
-    } else {
-      fs::rename(tmp, target);
-    }
+    write_file_atomic(tmp / kManifestFile, nlohmann::json(files_under(tmp)).dump(1) + "\n");
   } catch (...) {
     std::error_code ec;
     fs::remove_all(tmp, ec);
     throw;
   }
+  if (!exists) {
+    fs::rename(tmp, target);
+    return {};
+  }
+  const auto old = parent / fmt::format(".{}.old.{}", target.filename().string(), unique_suffix());
+  fs::rename(target, old);
+  fs::rename(tmp, target);
+  return carry_unrelated(old, target);
+}
+
+std::vector<std::string> FolderReplacement::messages() const {
+  std::vector<std::string> out;
+  if (!kept.empty())
+    out.push_back(fmt::format("kept {} file(s) in --out that headprune did not write: {}", kept.size(),
+                              fmt::join(kept, ", ")));
+  if (!replaced.empty())
+    out.push_back(fmt::format("replaced {} file(s) in --out that headprune had not recorded writing: {}",
+                              replaced.size(), fmt::join(replaced, ", ")));
+  if (!left_in.empty())
+    out.push_back(fmt::format("could not move every earlier file into the new --out; the old "
+                              "folder is left at {}",
+                              left_in.string()));
+  return out;
 }
 
 }  // namespace headprune::pruner

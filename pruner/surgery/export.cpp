@@ -125,7 +125,11 @@ void copy_source_files(const fs::path& source, const fs::path& tmp, ExportResult
 
 }  // namespace
 
-void check_export_target(const fs::path& source, const fs::path& out, bool force) {
+void check_outside_input(const fs::path& source, const fs::path& out) {
+  if (is_inside(out, source) && is_inside(source, out))
+    throw Error(fmt::format("--out {} is the input {}; choose another folder (the input is never "
+                            "modified)",
+                            out.string(), source.string()));
   if (is_inside(out, source))
     throw Error(fmt::format("--out {} is inside the input folder {}; choose a folder outside it "
                             "(the input is never modified)",
@@ -133,6 +137,10 @@ void check_export_target(const fs::path& source, const fs::path& out, bool force
   if (is_inside(source, out))
     throw Error(fmt::format("--out {} contains the input folder {}; choose another folder",
                             out.string(), source.string()));
+}
+
+void check_export_target(const fs::path& source, const fs::path& out, bool force) {
+  check_outside_input(source, out);
   if (fs::exists(out) && !fs::is_directory(out))
     throw Error(fmt::format("--out {} exists and is not a folder", out.string()));
   if (fs::exists(out) && !fs::is_empty(out) && !force)
@@ -160,7 +168,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
                                          {"record", record},
                                          {"note", config.family().export_note(config)}});
 
-  build_folder_atomic(out, force, [&](const fs::path& tmp) {
+  const auto replaced = build_folder_atomic(out, force, [&](const fs::path& tmp) {
     models::save_safetensors(tmp / "model.safetensors", models::checkpoint_state_dict(checkpoint),
                              {{"format", "pt"}});
     write_file_atomic(tmp / "config.json", cfg.dump(2) + "\n");
@@ -169,6 +177,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
     result.weights_bytes = weights_file_bytes(tmp);
     if (finish) write_extra_files(tmp, finish(tmp, result));
   });
+  for (const auto& message : replaced.messages()) result.warnings.push_back(message);
   return result;
 }
 

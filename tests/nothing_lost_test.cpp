@@ -1,0 +1,137 @@
+// Writing folders loses nothing (issue 19): --force replaces only what headprune wrote, the
+// input is never an output, an interrupted run is continued rather than silently restarted,
+// and an under-trained run says so.
+#include <fstream>
+#include <set>
+
+#include "pruner/cli/command.h"
+#include "pruner/report/report.h"
+#include "pruner/surgery/atomic_write.h"
+#include "pruner/training/gate_record.h"
+#include "pruner/training/gates_folder.h"
+#include "tests/test_support.h"
+#include "tests/tiny_model.h"
+
+using namespace headprune;
+namespace fs = std::filesystem;
+
+namespace {
+
+int run(std::vector<std::string> args) {
+  args.insert(args.begin(), "headprune");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return cli::run(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string read(const fs::path& file) {
+  std::ifstream in(file);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// Every file under `dir` with its size: a cheap picture of "unchanged".
+std::set<std::pair<std::string, std::uintmax_t>> listing(const fs::path& dir) {
+  std::set<std::pair<std::string, std::uintmax_t>> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out.insert({e.path().lexically_relative(dir).string(), e.file_size()});
+  return out;
+}
+
+struct Workspace {
+  fs::path dir = testing::temp_dir("lost");
+  fs::path model = dir / "model";
+  fs::path corpus = dir / "corpus.txt";
+  Workspace() {
+    testing::write_tiny_folder(testing::tiny_checkpoint(2, 4), model);
+    std::ofstream out(corpus);
+    const char* sentences[] = {"the cat sat on the mat.", "knowledge is power.",
+                               "all that glitters is not gold.", "the early bird catches the worm.",
+                               "actions speak louder than words.", "time and tide wait for no man."};
+    for (int rep = 0; rep < 12; ++rep)
+      for (const auto* s : sentences) out << s << "\n";
+  }
+  std::vector<std::string> training(const fs::path& out, const std::string& steps) const {
+    return {"--data", corpus.string(), "--target-sparsity", "0.25", "--steps", steps,
+            "--batch-size", "8", "--max-length", "32", "--out", out.string()};
+  }
+};
+
+std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("apply --force keeps files headprune did not write and replaces its own", "[cli][lost]") {
+  Workspace w;
+  const auto out = w.dir / "pruned";
+  CATCH_REQUIRE(run({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--out", out.string()}) == 0);
+  CATCH_CHECK(fs::exists(out / pruner::kManifestFile));
+  std::ofstream(out / "notes.txt") << "mine";
+  fs::create_directories(out / "mine");
+  std::ofstream(out / "mine" / "plot.md") << "also mine";
+  CATCH_REQUIRE(run({"apply", w.model.string(), "--remove-heads", R"({"1": [0, 2]})", "--out",
+                     out.string(), "--force"}) == 0);
+  CATCH_CHECK(read(out / "notes.txt") == "mine");
+  CATCH_CHECK(read(out / "mine" / "plot.md") == "also mine");
+  CATCH_CHECK(pruner::load_report(out).heads_kept() == 6);  // the second run's heads
+  CATCH_CHECK(read(out / pruner::kManifestFile).find("notes.txt") == std::string::npos);
+  // A third run still keeps them (they never become headprune's).
+  CATCH_REQUIRE(run({"apply", w.model.string(), "--remove-heads", R"({"0": [3]})", "--out",
+                     out.string(), "--force"}) == 0);
+  CATCH_CHECK(read(out / "notes.txt") == "mine");
+  CATCH_CHECK(pruner::load_report(out).heads_kept() == 7);
+}
+
+CATCH_TEST_CASE("the model folder is refused as an output and left unchanged", "[cli][lost]") {
+  Workspace w;
+  const auto before = listing(w.model);
+  CATCH_CHECK(run(concat({"train-gates", w.model.string()}, w.training(w.model, "2"))) == 1);
+  CATCH_CHECK(run(concat({"train-gates", w.model.string()}, w.training(w.model / "gates", "2"))) == 1);
+  CATCH_CHECK(run({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--out",
+                   w.model.string(), "--force"}) == 1);
+  CATCH_CHECK(listing(w.model) == before);
+}
+
+CATCH_TEST_CASE("train-gates into a folder with other files needs --force and keeps them", "[cli][lost]") {
+  Workspace w;
+  const auto gates = w.dir / "gates";
+  fs::create_directories(gates);
+  std::ofstream(gates / "notes.txt") << "mine";
+  CATCH_CHECK(run(concat({"train-gates", w.model.string()}, w.training(gates, "4"))) == 1);
+  CATCH_CHECK_FALSE(fs::exists(gates / "gates.json"));
+  CATCH_REQUIRE(run(concat({"train-gates", w.model.string(), "--force"}, w.training(gates, "4"))) == 0);
+  CATCH_CHECK(fs::exists(gates / "gates.json"));
+  CATCH_CHECK(read(gates / "notes.txt") == "mine");
+  // A finished run is not replaced without --force either.
+  CATCH_CHECK(run(concat({"train-gates", w.model.string()}, w.training(gates, "4"))) == 1);
+}
+
+CATCH_TEST_CASE("an interrupted prune is continued with --resume, not silently restarted", "[cli][lost]") {
+  Workspace w;
+  const auto out = w.dir / "pruned";
+  const auto work = w.dir / ".pruned.gates";  // where prune keeps its gate training
+  CATCH_REQUIRE(run(concat({"train-gates", w.model.string(), "--stop-after", "4"}, w.training(work, "12"))) == 0);
+  CATCH_REQUIRE(fs::exists(work / "train_state.pt"));
+  CATCH_CHECK(pruner::interrupted_run(work) == "stopped at step 4");
+  const auto prune = concat({"prune", w.model.string(), "--no-bench"}, w.training(out, "12"));
+  CATCH_CHECK(run(prune) == 1);  // says --resume would continue it; the snapshot is kept
+  CATCH_CHECK(fs::exists(work / "train_state.pt"));
+  CATCH_CHECK(run(concat(prune, {"--resume"})) == 0);
+  CATCH_CHECK(fs::exists(out / "headprune" / "gates.json"));
+  CATCH_CHECK_FALSE(fs::exists(work));
+}
+
+CATCH_TEST_CASE("an under-trained run warns in gates.json and the report", "[cli][lost]") {
+  Workspace w;
+  const auto gates = w.dir / "gates";
+  CATCH_REQUIRE(run(concat({"train-gates", w.model.string()}, w.training(gates, "3"))) == 0);
+  const auto state = pruner::GateState::load(gates);
+  CATCH_CHECK_FALSE(state.summary.at("converged").get<bool>());
+  CATCH_CHECK(state.summary.at("convergence_warning").get<std::string>().find("had not converged") !=
+              std::string::npos);
+  const auto report = pruner::load_report(gates);
+  CATCH_CHECK(pruner::to_text(report).find("WARNING: the gates had not converged") != std::string::npos);
+  CATCH_CHECK(pruner::to_json(report).contains("warning"));
+}
