@@ -17,6 +17,9 @@
 namespace headprune::models {
 namespace {
 
+/// Most heads (layers × heads per layer) a config may describe: 2^20.
+constexpr int64_t kMaxHeads = int64_t{1} << 20;
+
 /// `headprune.original_head_ids` / `original_num_attention_heads`: what a uniform LLaMA export
 /// renumbered (see ModelConfig::original_head_ids). Absent: the identity.
 void parse_original_head_ids(const nlohmann::json& j, const std::string& source, ModelConfig& c) {
@@ -107,6 +110,14 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
                              {"num_attention_heads", c.num_attention_heads},
                              {"intermediate_size", c.intermediate_size}})
     if (value <= 0) throw Error(fmt::format("{}: '{}' must be positive, got {}", source, name, value));
+  // Per-layer head lists are allocated from these counts before any weight is read: refuse
+  // counts no checkpoint has (the largest real models have ~16k heads), so that a corrupt
+  // config is an error, not a multi-gigabyte allocation (fuzz finding, config_json).
+  if (c.num_attention_heads > kMaxHeads || c.num_hidden_layers > kMaxHeads ||
+      c.num_hidden_layers * c.num_attention_heads > kMaxHeads)
+    throw Error(fmt::format("{}: num_hidden_layers {} x num_attention_heads {} is more heads than "
+                            "headprune handles ({}); is config.json corrupt?",
+                            source, c.num_hidden_layers, c.num_attention_heads, kMaxHeads));
   if (j.contains("head_dim") && !j.at("head_dim").is_null()) {
     c.head_dim = json_required<int64_t>(j, "head_dim", source);
   } else {

@@ -331,6 +331,13 @@ CATCH_TEST_CASE("parsers: hostile sizes and types are errors, not overflow or hu
   auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
   llama["eos_token_id"] = {"</s>"};
   CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("eos_token_id"));
+  // 444,444,444,448 query heads with an explicit head_dim passed every divisibility check and
+  // the per-layer head lists asked for gigabytes (fuzz finding, config_json).
+  auto many = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
+  many["num_attention_heads"] = int64_t{444444444448};
+  many["head_dim"] = 8;
+  CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(many, "c"); }),
+                   Contains("is more heads than headprune handles"));
   // An integer too large for int64 parses as a float; casting it was undefined behaviour
   // (fuzz finding in gates.json, the same pattern in config.json).
   auto gates = nlohmann::json::parse(
