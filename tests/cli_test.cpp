@@ -3,7 +3,7 @@
 #include <fstream>
 
 #include "models/config.h"
-#include "pruner/cli/command.h"
+#include "tests/cli_support.h"
 #include "pruner/report/report.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
@@ -13,12 +13,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int run(std::vector<std::string> args) {
-  args.insert(args.begin(), "headprune");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  return cli::run(static_cast<int>(argv.size()), argv.data());
-}
+int run(std::vector<std::string> args) { return testing::run_cli(std::move(args)); }
 
 /// A tiny checkpoint folder and a small real-text corpus (English sentences).
 struct Workspace {

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <set>
 
-#include "pruner/cli/command.h"
+#include "tests/cli_support.h"
 #include "pruner/report/report.h"
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/training/gate_record.h"
@@ -17,12 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int run(std::vector<std::string> args) {
-  args.insert(args.begin(), "headprune");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  return cli::run(static_cast<int>(argv.size()), argv.data());
-}
+int run(std::vector<std::string> args) { return testing::run_cli(std::move(args)); }
 
 std::string read(const fs::path& file) {
   std::ifstream in(file);
