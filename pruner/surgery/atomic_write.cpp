@@ -59,7 +59,6 @@ std::vector<std::string> unrelated_files(const fs::path& dir) {
 /// Leaves `old` in place (and says so) if a move fails, so that nothing is lost.
 FolderReplacement carry_unrelated(const fs::path& old, const fs::path& target) {
   FolderReplacement r;
-  bool all_moved = true;
   for (const auto& name : unrelated_files(old)) {
     if (fs::exists(target / name)) {
       r.replaced.push_back(name);
@@ -68,14 +67,10 @@ FolderReplacement carry_unrelated(const fs::path& old, const fs::path& target) {
     std::error_code ec;
     fs::create_directories((target / name).parent_path(), ec);
     fs::rename(old / name, target / name, ec);
-    if (ec) {
-      all_moved = false;
-      r.left_in = old;
-    } else {
-      r.kept.push_back(name);
-    }
+    if (ec) r.left_in = old;
+    else r.kept.push_back(name);
   }
-  if (all_moved) fs::remove_all(old);
+  if (r.left_in.empty()) fs::remove_all(old);
   return r;
 }
 

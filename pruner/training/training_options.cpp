@@ -36,6 +36,18 @@ template <typename T>
 bool non_negative(const T& v) { return v >= 0; }
 bool positive_finite(const double& v) { return v > 0 && std::isfinite(v); }
 
+/// Stores a flag's value through `store(settings, value)` after `ok` accepts it.
+/// @throws UsageError "--FLAG must be REQUIREMENT" when it does not.
+template <typename T, typename Store>
+std::function<void(const po::variable_value&, TrainingSettings&)> checked_apply(
+    const char* flag, Check<T> ok, const char* requirement, Store store) {
+  return [flag, ok, requirement, store](const po::variable_value& v, TrainingSettings& s) {
+    const T value = v.as<T>();
+    if (ok && !ok(value)) throw UsageError(fmt::format("--{} must be {}", flag, requirement));
+    store(s, value);
+  };
+}
+
 /// A row whose value is a field of GateTrainingOptions: `field` maps the options (const or
 /// not) to the field. Recorded under `json_key` (if any) and then must match on --resume.
 template <typename T, typename Field>
@@ -43,11 +55,8 @@ TrainingOption run_option(const char* flag, T fallback, const char* json_key, Fi
                           Check<T> ok, const char* requirement, const char* help) {
   TrainingOption row{flag, help, json_key, *json_key != '\0', {}, {}, {}};
   row.value = [fallback] { return with_default(fallback); };
-  row.apply = [field, ok, flag, requirement](const po::variable_value& v, TrainingSettings& s) {
-    const T value = v.as<T>();
-    if (ok && !ok(value)) throw UsageError(fmt::format("--{} must be {}", flag, requirement));
-    field(s.training) = value;
-  };
+  row.apply = checked_apply<T>(flag, ok, requirement,
+                               [field](TrainingSettings& s, const T& v) { field(s.training) = v; });
   if (row.resume_must_match)
     row.record = [field](const GateTrainingOptions& o) { return nlohmann::json(field(o)); };
   return row;
@@ -78,11 +87,8 @@ TrainingOption corpus_option(const char* flag, T fallback, Field field, Check<T>
                              const char* requirement, const char* help) {
   TrainingOption row{flag, help, "", false, {}, {}, {}};
   row.value = [fallback] { return with_default(fallback); };
-  row.apply = [field, ok, flag, requirement](const po::variable_value& v, TrainingSettings& s) {
-    const T value = v.as<T>();
-    if (ok && !ok(value)) throw UsageError(fmt::format("--{} must be {}", flag, requirement));
-    field(s.corpus) = value;
-  };
+  row.apply = checked_apply<T>(flag, ok, requirement,
+                               [field](TrainingSettings& s, const T& v) { field(s.corpus) = v; });
   return row;
 }
 
