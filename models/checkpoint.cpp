@@ -213,7 +213,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   model->to(device);
   model->eval();
   ckpt.model = model;
-  if (std::filesystem::exists(dir / "vocab.txt"))
+  if (WordPieceTokenizer::present_in(dir))
     ckpt.tokenizer = std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir));
   else if (std::filesystem::exists(dir / kLlama2cTokenizerFile))
     ckpt.tokenizer = std::make_shared<Llama2cTokenizer>(
@@ -223,6 +223,15 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
                             ? std::min(ckpt.pooling.max_seq_length, config.max_position_embeddings)
                             : config.max_position_embeddings;
   return ckpt;
+}
+
+void require_tokenizer_files(const std::filesystem::path& dir, const std::string& command) {
+  if (WordPieceTokenizer::present_in(dir) || std::filesystem::is_regular_file(dir / kLlama2cTokenizerFile))
+    return;
+  throw Error(fmt::format("{} has no tokenizer (vocab.txt, tokenizer.json or llama2.c tokenizer.bin; "
+                          "convert a llama2.c .bin with convert-llama2c --tokenizer): {} needs the "
+                          "model's tokenizer",
+                          dir.string(), command));
 }
 
 }  // namespace headprune::models

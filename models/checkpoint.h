@@ -53,6 +53,11 @@ void round_to_source_dtypes(Checkpoint& checkpoint);
 ///         the model needs that the file lacks, or a shape that differs from the config's.
 Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device);
 
+/// Checks, before anything loads, that `dir` holds a tokenizer load_checkpoint reads
+/// (vocab.txt, tokenizer.json with a WordPiece model, or llama2.c tokenizer.bin).
+/// @throws headprune::Error "DIR has no tokenizer ... COMMAND needs the model's tokenizer".
+void require_tokenizer_files(const std::filesystem::path& dir, const std::string& command);
+
 /// Copies `weights` into the module's parameters and buffers by name (a leading "bert." on
 /// every key is accepted, as in BertFor* checkpoints). Buffers absent from the file keep their
 /// values. @returns the keys of `weights` (as named in the file) that the module has no slot for.

@@ -15,7 +15,7 @@ namespace {
 /// Parses `args` with the table's flags, as the train-gates command does.
 hp::pruner::TrainingSettings parse(std::vector<std::string> args) {
   po::options_description desc;
-  hp::pruner::add_training_options(desc);
+  hp::pruner::add_training_options([&](const std::string&) -> po::options_description& { return desc; });
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(desc).run(), vm);
   po::notify(vm);

@@ -133,7 +133,7 @@ def load_headprune(path):
         data = json.load(f)
     cells = {}
     for c in data.get("results", []):
-        cells[(int(c["batch"]), int(c["seq"]))] = c
+        cells[(int(c["batch_size"]), int(c["seq_len"]))] = c
     return data, cells
 
 
@@ -202,7 +202,7 @@ def main():
                     elapsed = time.perf_counter() - start
                     if rep + 1 >= a.min_reps and ((stable(d) and stable(q)) or elapsed > a.max_seconds):
                         break
-                cell = {"batch": batch, "seq": seq, "reps": len(d),
+                cell = {"batch_size": batch, "seq_len": seq, "reps": len(d),
                         "dense_ms": summary(d), "pruned_ms": summary(q)}
                 tokens = batch * seq
                 cell["dense_tokens_per_s"] = tokens / (cell["dense_ms"]["median"] / 1000)
@@ -249,7 +249,7 @@ def main():
         report["headprune_torch_version"] = hp_data.get("torch_version")
         report["headprune_blas"] = hp_data.get("blas")
         missing = [f"{b}x{s}" for (b, s) in hp_cells if not any(
-            c["batch"] == b and c["seq"] == s for c in results)]
+            c["batch_size"] == b and c["seq_len"] == s for c in results)]
         report["headprune_shapes_not_run_here"] = missing
 
     # Table.

@@ -37,6 +37,7 @@
 #include <sstream>
 
 #include "models/errors.h"
+#include "models/tokenizer/wordpiece_json.h"
 
 namespace headprune::models {
 namespace {
@@ -453,12 +454,10 @@ WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> vocab, WordPiece
   });
 }
 
-WordPieceTokenizer WordPieceTokenizer::from_directory(const std::filesystem::path& dir) {
-  const auto vocab_path = dir / "vocab.txt";
-  if (!std::filesystem::is_regular_file(vocab_path))
-    throw Error(vocab_path.string() +
-                ": not found; a BERT WordPiece checkpoint needs vocab.txt (one token per line), "
-                "e.g. from tokenizer.save_pretrained() in HF transformers");
+namespace {
+
+/// vocab.txt's tokens, one per line (index = id).
+std::vector<std::string> read_vocab_txt(const std::filesystem::path& vocab_path) {
   std::string text = read_file(vocab_path);
   std::vector<std::string> vocab;
   for (std::size_t pos = 0; pos < text.size();) {
@@ -468,10 +467,32 @@ WordPieceTokenizer WordPieceTokenizer::from_directory(const std::filesystem::pat
     vocab.emplace_back(text, pos, stop - pos);
     pos = nl == std::string::npos ? text.size() : nl + 1;
   }
-  if (vocab.empty())
-    throw Error(vocab_path.string() + ": empty vocabulary; expected one token per line");
+  return vocab;
+}
 
+}  // namespace
+
+bool WordPieceTokenizer::present_in(const std::filesystem::path& dir) {
+  return std::filesystem::is_regular_file(dir / "vocab.txt") ||
+         std::filesystem::is_regular_file(dir / "tokenizer.json");
+}
+
+WordPieceTokenizer WordPieceTokenizer::from_directory(const std::filesystem::path& dir) {
+  const auto vocab_path = dir / "vocab.txt", json_path = dir / "tokenizer.json";
   WordPieceOptions options;
+  std::vector<std::string> vocab;
+  if (std::filesystem::is_regular_file(vocab_path))
+    vocab = read_vocab_txt(vocab_path);
+  else if (std::filesystem::is_regular_file(json_path))
+    vocab = wordpiece_from_tokenizer_json(read_json(json_path), json_path, options);
+  else
+    throw Error(vocab_path.string() +
+                ": not found (nor tokenizer.json); a BERT WordPiece checkpoint needs vocab.txt (one "
+                "token per line) or tokenizer.json, e.g. from tokenizer.save_pretrained() in HF "
+                "transformers");
+  if (vocab.empty())
+    throw Error(dir.string() + ": empty vocabulary");
+
   // An absent file reads as an empty object: HF's defaults.
   const auto read_if_present = [](const std::filesystem::path& file) {
     return std::filesystem::exists(file) ? read_json(file) : nlohmann::json::object();

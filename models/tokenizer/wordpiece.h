@@ -60,10 +60,14 @@ class WordPieceTokenizer : public Tokenizer {
   /// @throws headprune::Error if a special token is missing from the vocabulary.
   WordPieceTokenizer(std::vector<std::string> vocab, WordPieceOptions options);
 
-  /// Loads `vocab.txt`, `tokenizer_config.json` and `special_tokens_map.json` from a
-  /// checkpoint folder (the two JSON files are optional; the latter overrides the former's
-  /// special tokens, as in HF). @throws headprune::Error naming the missing / malformed file.
+  /// Loads `vocab.txt` (or, without it, HF `tokenizer.json`: wordpiece_json.h),
+  /// `tokenizer_config.json` and `special_tokens_map.json` from a checkpoint folder (the two
+  /// JSON files are optional; the latter overrides the former's special tokens, and both
+  /// override tokenizer.json's normalizer flags, as in HF's BertTokenizerFast).
+  /// @throws headprune::Error naming the missing / malformed file.
   static WordPieceTokenizer from_directory(const std::filesystem::path& dir);
+  /// Whether `dir` holds the files from_directory reads (vocab.txt or tokenizer.json).
+  static bool present_in(const std::filesystem::path& dir);
 
   /// Word pieces of `text` without added [CLS]/[SEP] (HF `tokenizer.tokenize`).
   /// @throws headprune::Error on invalid UTF-8.

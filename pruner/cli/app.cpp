@@ -8,38 +8,89 @@
 #include "models/errors.h"
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
+#include "pruner/cli/option_table.h"
 #include "pruner/log.h"
 
 namespace headprune::cli {
 
-po::typed_value<double>* real_value(double* target, double default_value) {
-  return po::value<double>(target)->default_value(default_value, fmt::format("{}", default_value));
+po::options_description global_options(GlobalOptions& g) {
+  po::options_description desc("Global options (any position)");
+  desc.add_options()
+      ("threads", arg(&g.threads, "N", 0),
+       "intra-op threads for LibTorch (0 = LibTorch's default; BLAS keeps its own)")
+      ("seed", arg(&g.seed, "N", uint64_t{42}), "random seed")
+      ("device", arg(&g.device, "DEVICE", std::string("cpu")), "cpu or cuda[:N]")
+      ("log-level", arg(&g.log_level, "LEVEL", std::string("info")), "error, warn, info or debug")
+      ("quiet,q", "only warnings and errors on stderr (= --log-level warn)")
+      ("version", "print the version and exit");
+  return desc;
+}
+
+const po::options_description& global_options_help() {
+  static GlobalOptions shown;
+  static const po::options_description desc = [] {
+    auto d = global_options(shown);
+    d.add_options()("help,h", "show help (after a command: that command's help)");
+    return d;
+  }();
+  return desc;
 }
 
 namespace {
 
-po::options_description global_options(GlobalOptions& g) {
-  po::options_description desc("Global options (any position)");
-  desc.add_options()
-      ("help,h", "show help (after a command: that command's help)")
-      ("version", "print the version and exit")
-      ("threads", po::value<int>(&g.threads)->default_value(0),
-       "intra-op threads for LibTorch (0 = LibTorch's default; BLAS keeps its own)")
-      ("seed", po::value<uint64_t>(&g.seed)->default_value(42), "random seed")
-      ("device", po::value<std::string>(&g.device)->default_value("cpu"), "cpu or cuda[:N]")
-      ("log-level", po::value<std::string>(&g.log_level)->default_value("info"),
-       "error, warn, info or debug");
-  return desc;
-}
-
-void print_overview(const po::options_description& globals) {
+void print_overview() {
   fmt::print(
       "headprune {} - find and remove unneeded attention heads of transformer checkpoints\n\n"
-      "usage: headprune COMMAND [options]   (headprune COMMAND --help for details)\n\n"
+      "usage: headprune COMMAND [options]   (headprune help COMMAND, or COMMAND --help, for details)\n\n"
       "Commands:\n",
       HEADPRUNE_VERSION);
   for (const auto& c : commands()) fmt::print("  {:<15} {}\n", c.name, c.summary);
-  std::cout << "\n" << globals << "\nExit codes: 0 ok, 1 error, 2 usage.\n";
+  fmt::print("  {:<15} {}\n", "help", "help COMMAND: that command's options and examples; help --markdown: "
+             "the option table of docs/cli.md");
+  std::cout << "\n" << global_options_help()
+            << "\nExit codes: 0 ok, 1 error (a file, model or run failed), 2 usage (the command line "
+               "is wrong).\n";
+}
+
+/// The command called `name`. @throws UsageError naming the nearest command.
+const Command& find_command(const std::string& name) {
+  const Command* nearest = nullptr;
+  std::size_t best = 4;
+  for (const auto& c : commands()) {
+    if (c.name == name) return c;
+    const auto d = edit_distance(name, c.name);
+    if (d < best) best = d, nearest = &c;
+  }
+  throw UsageError(fmt::format("unknown command '{}'{} (run headprune --help for the list)", name,
+                               nearest ? "; did you mean '" + nearest->name + "'?" : ""));
+}
+
+/// Every subcommand's option rows, collected without running any.
+std::vector<OptionRow> all_option_rows() {
+  DescribeScope scope;
+  GlobalOptions g;
+  for (const auto& c : commands()) {
+    try {
+      c.run({}, g);
+    } catch (const DescribeOnly&) {
+    }
+  }
+  return scope.rows();
+}
+
+/// `headprune help [COMMAND | --markdown]`.
+int run_help(const std::vector<std::string>& rest) {
+  if (rest.empty()) {
+    print_overview();
+    return 0;
+  }
+  if (rest.front() == "--markdown") {
+    std::cout << option_table_markdown(all_option_rows());
+    return 0;
+  }
+  GlobalOptions g;
+  return find_command(rest.front()).run({"--help"}, g);
 }
 
 }  // namespace
@@ -57,25 +108,6 @@ torch::Device GlobalOptions::torch_device() const {
         "a CUDA LibTorch (see README)",
         device));
   return d;
-}
-
-bool parse_args(const std::vector<std::string>& args, const std::string& usage,
-                po::options_description& desc, const std::vector<std::string>& positional,
-                po::variables_map& vm) {
-  desc.add_options()("help,h", "show this help");
-  po::positional_options_description pos;
-  for (const auto& name : positional) pos.add(name.c_str(), 1);
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    if (vm.count("help")) {
-      std::cout << "usage: " << usage << "\n\n" << desc << "\n";
-      return false;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(fmt::format("{} (usage: {}; see --help)", e.what(), usage));
-  }
-  return true;
 }
 
 std::vector<double> parse_number_list(const std::string& text, const std::string& flag) {
@@ -144,6 +176,7 @@ const std::vector<Command>& commands() {
 int run(int argc, const char* const* argv) {
   GlobalOptions g;
   auto globals = global_options(g);
+  globals.add_options()("help,h", "show help");
   try {
     std::vector<std::string> all(argv + 1, argv + argc);
     po::variables_map vm;
@@ -161,24 +194,22 @@ int run(int argc, const char* const* argv) {
       return 0;
     }
     if (rest.empty()) {
-      print_overview(globals);
+      print_overview();
       return vm.count("help") ? 0 : 2;
     }
     const std::string name = rest.front();
     rest.erase(rest.begin());
+    if (name == "help") return run_help(rest);
     if (vm.count("help")) rest.push_back("--help");
-    for (const auto& c : commands()) {
-      if (c.name != name) continue;
-      log::level() = log::parse_level(g.log_level);
-      if (g.threads < 0) throw UsageError("--threads must be >= 0");
-      // 0 keeps LibTorch's default. Measured on the 2-core build machine: Debian's LibTorch
-      // starts with 1 intra-op thread while OpenBLAS runs its own 2 threads; forcing 2 intra-op
-      // threads on top oversubscribed the cores (MiniLM batch 1 x 128: 23 ms -> 95 ms).
-      if (g.threads > 0) torch::set_num_threads(g.threads);
-      torch::manual_seed(g.seed);
-      return c.run(rest, g);
-    }
-    throw UsageError(fmt::format("unknown command '{}' (run headprune --help for the list)", name));
+    const auto& command = find_command(name);
+    log::level() = log::parse_level(vm.count("quiet") ? "warn" : g.log_level);
+    if (g.threads < 0) throw UsageError("--threads must be >= 0");
+    // 0 keeps LibTorch's default. Measured on the 2-core build machine: Debian's LibTorch
+    // starts with 1 intra-op thread while OpenBLAS runs its own 2 threads; forcing 2 intra-op
+    // threads on top oversubscribed the cores (MiniLM batch 1 x 128: 23 ms -> 95 ms).
+    if (g.threads > 0) torch::set_num_threads(g.threads);
+    torch::manual_seed(g.seed);
+    return command.run(rest, g);
   } catch (const UsageError& e) {
     fmt::print(stderr, "headprune: usage error: {}\n", e.what());
     return 2;

@@ -6,28 +6,31 @@
 #include "models/errors.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
 #include "pruner/training/gate_state.h"
 #include "pruner/log.h"
 
 namespace headprune::cli {
 
 int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  po::options_description desc("apply options");
+  CommandLine line("apply", "apply MODEL (--gates DIR | --remove-heads JSON) -o DIR [--force] [--json]");
   std::string model, gates_dir, remove_heads, out;
-  desc.add_options()
-      ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
-      ("gates", po::value<std::string>(&gates_dir), "gates folder written by train-gates")
-      ("remove-heads", po::value<std::string>(&remove_heads),
+  line.positional("model", "MODEL", &model, "checkpoint folder the gates were trained on");
+  line.group(group::kRequired).add_options()
+      ("gates", arg(&gates_dir, "DIR"), "gates folder written by train-gates")
+      ("remove-heads", arg(&remove_heads, "JSON"),
        "instead of --gates: HF-style JSON {\"layer\": [original head indices]}")
-      ("out", po::value<std::string>(&out)->required(), "folder for the pruned checkpoint")
+      ("out,o", arg(&out, "DIR")->required(), "folder for the pruned checkpoint (new or empty, or --force)");
+  line.group(group::kOutput).add_options()
       ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)")
       ("no-fold", "keep kept heads at gate 1 instead of folding their gate values into the "
                   "output projection")
-      ("json", "print the result as JSON");
+      ("json", "print the result as JSON on stdout");
+  line.example("apply MODEL --gates out/gates -o out/pruned", "remove the heads the trained gates closed")
+      .example("apply MODEL --remove-heads '{\"0\": [1, 5], \"3\": [0]}' -o out/pruned",
+               "remove heads 1 and 5 of layer 0 and head 0 of layer 3");
   po::variables_map vm;
-  if (!parse_args(args, "headprune apply MODEL (--gates GATES_DIR | --remove-heads JSON) --out DIR",
-                  desc, {"model"}, vm))
-    return 0;
+  if (!line.parse(args, vm)) return 0;
   if (vm.count("gates") == vm.count("remove-heads"))
     throw UsageError("give exactly one of --gates GATES_DIR or --remove-heads JSON");
   const auto device = globals.torch_device();

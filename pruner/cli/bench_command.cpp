@@ -7,31 +7,35 @@
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/measure/bench.h"
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
 
 namespace headprune::cli {
 
 int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  po::options_description desc("bench options");
+  CommandLine line("bench", "bench DENSE PRUNED [--batch-size 1,8,32] [--seq-len 32,128,512] [--json]");
   std::string dense_dir, pruned_dir, batches = "1,8,32", seqs = "32,128,512", out;
   pruner::BenchOptions o;
-  desc.add_options()
-      ("dense", po::value<std::string>(&dense_dir)->required(), "dense checkpoint folder (positional)")
-      ("pruned", po::value<std::string>(&pruned_dir)->required(), "pruned checkpoint folder (positional)")
-      ("batch", po::value<std::string>(&batches)->default_value(batches), "batch sizes, comma-separated")
-      ("seq", po::value<std::string>(&seqs)->default_value(seqs), "sequence lengths, comma-separated")
-      ("warmup", po::value<int>(&o.warmup)->default_value(o.warmup), "untimed runs per shape")
-      ("min-reps", po::value<int>(&o.min_reps)->default_value(o.min_reps), "timed runs per shape, at least")
-      ("max-reps", po::value<int>(&o.max_reps)->default_value(o.max_reps), "timed runs per shape, at most")
-      ("max-seconds", real_value(&o.max_seconds_per_shape, o.max_seconds_per_shape),
-       "stop repeating a shape after this long")
+  line.positional("dense", "DENSE", &dense_dir, "dense checkpoint folder");
+  line.positional("pruned", "PRUNED", &pruned_dir, "pruned checkpoint folder");
+  line.group(group::kBench).add_options()
+      ("batch-size", arg(&batches, "N,...", batches), "batch sizes, comma-separated")
+      ("seq-len", arg(&seqs, "N,...", seqs), "sequence lengths in tokens, comma-separated")
+      ("warmup", arg(&o.warmup, "N", o.warmup), "untimed runs per shape")
+      ("min-reps", arg(&o.min_reps, "N", o.min_reps), "timed runs per shape, at least")
+      ("max-reps", arg(&o.max_reps, "N", o.max_reps), "timed runs per shape, at most")
+      ("max-seconds", arg(&o.max_seconds_per_shape, "SECONDS", o.max_seconds_per_shape),
+       "stop repeating a shape after this long");
+  line.group(group::kOutput).add_options()
       ("json", "print JSON instead of the table")
-      ("out", po::value<std::string>(&out), "also write the JSON to this file");
+      ("json-file", arg(&out, "FILE"), "also write the JSON to this file");
+  line.alias("--batch", "--batch-size").alias("--seq", "--seq-len").alias("--out", "--json-file");
+  line.example("bench .cache/models/all-MiniLM-L6-v2 out/minilm-50", "the default grid, 9 shapes")
+      .example("bench DENSE PRUNED --batch-size 1 --seq-len 128 --json-file bench.json",
+               "one shape, the JSON kept in bench.json");
   po::variables_map vm;
-  if (!parse_args(args, "headprune bench DENSE PRUNED [--batch 1,8,32] [--seq 32,128,512] [--json]",
-                  desc, {"dense", "pruned"}, vm))
-    return 0;
-  o.batches = parse_positive_list(batches, "--batch");
-  o.seqs = parse_positive_list(seqs, "--seq");
+  if (!line.parse(args, vm)) return 0;
+  o.batches = parse_positive_list(batches, "--batch-size");
+  o.seqs = parse_positive_list(seqs, "--seq-len");
   if (o.min_reps < 1 || o.max_reps < o.min_reps)
     throw UsageError("--min-reps must be >= 1 and --max-reps >= --min-reps");
   o.device = globals.torch_device();

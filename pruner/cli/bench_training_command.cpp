@@ -4,29 +4,32 @@
 #include "models/errors.h"
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
 #include "pruner/log.h"
 #include "pruner/measure/training_bench.h"
 
 namespace headprune::cli {
 
 int run_bench_training(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  po::options_description desc("bench-training options");
+  CommandLine line("bench-training", "bench-training MODEL [--batch-size 32] [--seq-len 128] [--reps 5] [--json]");
   std::string model, out;
   pruner::TrainingBenchOptions o;
-  desc.add_options()
-      ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
-      ("batch", po::value<int64_t>(&o.batch)->default_value(o.batch), "sequences per step")
-      ("seq", po::value<int64_t>(&o.seq)->default_value(o.seq), "tokens per sequence")
-      ("warmup", po::value<int>(&o.warmup)->default_value(o.warmup), "untimed steps of each kind")
-      ("reps", po::value<int>(&o.reps)->default_value(o.reps), "timed steps of each kind")
+  line.positional("model", "MODEL", &model, "checkpoint folder");
+  line.group(group::kBench).add_options()
+      ("batch-size", arg(&o.batch, "N", o.batch), "sequences per step")
+      ("seq-len", arg(&o.seq, "N", o.seq), "tokens per sequence")
+      ("warmup", arg(&o.warmup, "N", o.warmup), "untimed steps of each kind")
+      ("reps", arg(&o.reps, "N", o.reps), "timed steps of each kind");
+  line.group(group::kOutput).add_options()
       ("json", "print JSON instead of the table")
-      ("out", po::value<std::string>(&out), "also write the JSON to this file");
+      ("json-file", arg(&out, "FILE"), "also write the JSON to this file");
+  line.alias("--batch", "--batch-size").alias("--seq", "--seq-len").alias("--out", "--json-file");
+  line.example("bench-training .cache/models/all-MiniLM-L6-v2",
+               "how much a gate-training step costs against a plain forward+backward");
   po::variables_map vm;
-  if (!parse_args(args, "headprune bench-training MODEL [--batch 32] [--seq 128] [--reps 5] [--json]",
-                  desc, {"model"}, vm))
-    return 0;
+  if (!line.parse(args, vm)) return 0;
   if (o.batch < 1 || o.seq < 1 || o.reps < 1 || o.warmup < 0)
-    throw UsageError("--batch, --seq and --reps must be >= 1, --warmup >= 0");
+    throw UsageError("--batch-size, --seq-len and --reps must be >= 1, --warmup >= 0");
   o.device = globals.torch_device();
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, o.device);

@@ -14,10 +14,6 @@ namespace headprune::cli {
 
 namespace po = boost::program_options;
 
-/// A double option whose --help shows the default as written, shortest form ("0.1", not
-/// boost's "0.10000000000000001").
-po::typed_value<double>* real_value(double* target, double default_value);
-
 /// Options every subcommand accepts (before or after the subcommand name).
 struct GlobalOptions {
   int threads = 0;          ///< 0 = LibTorch's default (all cores)
@@ -38,13 +34,6 @@ struct Command {
   std::function<int(const std::vector<std::string>&, const GlobalOptions&)> run;
 };
 
-/// Parses `args` for a subcommand with options `desc` and positional names `positional`
-/// (each taken once, in order). Prints help and returns false on --help.
-/// @throws headprune::UsageError on unknown options or missing required values.
-bool parse_args(const std::vector<std::string>& args, const std::string& usage,
-                po::options_description& desc, const std::vector<std::string>& positional,
-                po::variables_map& vm);
-
 /// Parses "1,8,32" into numbers. @throws headprune::UsageError naming `flag` on a bad item.
 std::vector<double> parse_number_list(const std::string& text, const std::string& flag);
 /// Same, each item a positive integer.
@@ -54,6 +43,9 @@ std::vector<int64_t> parse_positive_list(const std::string& text, const std::str
 /// or `text` to stdout. @throws headprune::Error if the file cannot be written.
 void emit_result(const nlohmann::json& json, const std::string& text, const std::string& out_file,
                  bool as_json);
+
+/// The global options bound to `g` (parsed by run(); shown in every command's help).
+po::options_description global_options(GlobalOptions& g);
 
 /// The subcommands, in the order `--help` lists them.
 const std::vector<Command>& commands();

@@ -9,25 +9,27 @@
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
 #include "pruner/log.h"
 
 namespace headprune::cli {
 
 int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOptions&) {
   namespace fs = std::filesystem;
-  po::options_description desc("convert-llama2c options");
+  CommandLine line("convert-llama2c", "convert-llama2c MODEL.bin [--tokenizer TOK.bin] -o DIR [--force]");
   std::string model, tokenizer, out;
-  desc.add_options()
-      ("model", po::value<std::string>(&model)->required(), "llama2.c .bin checkpoint (positional)")
-      ("tokenizer", po::value<std::string>(&tokenizer),
+  line.positional("model", "MODEL.bin", &model, "llama2.c .bin checkpoint");
+  line.group(group::kRequired).add_options()
+      ("out,o", arg(&out, "DIR")->required(), "folder to write (HF LLaMA layout)");
+  line.group(group::kOptions).add_options()
+      ("tokenizer", arg(&tokenizer, "FILE"),
        "llama2.c tokenizer file (e.g. tok512.bin), copied as tokenizer.bin; a SentencePiece "
        ".model of the same name beside it is copied as tokenizer.model")
-      ("out", po::value<std::string>(&out)->required(), "folder to write (HF LLaMA layout)")
       ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)");
+  line.example("convert-llama2c stories260K.bin --tokenizer tok512.bin -o out/stories260K",
+               "an HF LLaMA folder that prune, inspect and generate read");
   po::variables_map vm;
-  if (!parse_args(args, "headprune convert-llama2c MODEL.bin [--tokenizer TOK.bin] --out DIR",
-                  desc, {"model"}, vm))
-    return 0;
+  if (!line.parse(args, vm)) return 0;
   auto converted = models::read_llama2c(model);
   if (!tokenizer.empty())  // validate before writing anything
     models::Llama2cTokenizer::from_file(tokenizer, converted.config.vocab_size);

@@ -6,6 +6,7 @@
 #include "models/errors.h"
 #include "pruner/measure/classification.h"
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
 #include "pruner/training/corpus.h"
 #include "pruner/measure/fidelity.h"
 #include "pruner/log.h"
@@ -14,32 +15,35 @@
 namespace headprune::cli {
 
 int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  po::options_description desc("eval options");
+  CommandLine line("eval", "eval MODEL [--sts FILE] [--classification FILE] [--teacher DENSE --data FILE] [--json]");
   std::string model, sts, teacher, data, classification;
   std::size_t batch_size = 64, max_length = 128;
-  desc.add_options()
-      ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
-      ("sts", po::value<std::string>(&sts),
-       "STS-Benchmark file (tab-separated; score, sentence1, sentence2 in fields 5-7): Spearman x100")
-      ("classification", po::value<std::string>(&classification),
+  line.positional("model", "MODEL", &model, "checkpoint folder");
+  line.group("Measures (at least one)").add_options()
+      ("sts", arg(&sts, "FILE"),
+       "STS Benchmark file: Spearman x100 (tab-separated with score, sentence1, sentence2 in fields "
+       "5-7, or the Hugging Face CSV with a sentence1,sentence2,score header)")
+      ("classification", arg(&classification, "FILE"),
        "labelled sentences (sentence<TAB>label; label = class id or id2label name; a header line "
        "is skipped): accuracy of the model's classifier head")
-      ("teacher", po::value<std::string>(&teacher), "dense checkpoint to measure fidelity against")
-      ("data", po::value<std::string>(&data), "with --teacher: held-out text, one sentence per line")
-      ("max-length", po::value<std::size_t>(&max_length)->default_value(max_length),
-       "tokens per sentence for --data")
-      ("batch-size", po::value<std::size_t>(&batch_size)->default_value(batch_size), "sentences per batch")
+      ("teacher", arg(&teacher, "DENSE"), "dense checkpoint to measure fidelity against (with --data)")
+      ("data", arg(&data, "FILE"), "with --teacher: held-out text, one sentence per line");
+  line.group(group::kOptions).add_options()
+      ("max-length", arg(&max_length, "N", max_length), "tokens per sentence for --data")
+      ("batch-size", arg(&batch_size, "N", batch_size), "sentences per batch")
       ("json", "print JSON");
+  line.example("eval .cache/models/all-MiniLM-L6-v2 --sts sts-dev.csv", "the baseline's STS-B quality")
+      .example("eval out/minilm-50 --teacher .cache/models/all-MiniLM-L6-v2 --data held-out.txt",
+               "how close the pruned model's embeddings stay to the dense model's");
   po::variables_map vm;
-  if (!parse_args(args, "headprune eval MODEL [--sts FILE] [--classification FILE] [--teacher DENSE --data TEXT] [--json]",
-                  desc, {"model"}, vm))
-    return 0;
+  if (!line.parse(args, vm)) return 0;
   if (sts.empty() && teacher.empty() && classification.empty())
     throw UsageError("give at least one of --sts FILE, --classification FILE, --teacher DENSE --data TEXT");
   if (teacher.empty() != data.empty()) throw UsageError("--teacher and --data go together");
   if (batch_size < 1) throw UsageError("--batch-size must be >= 1");
   if (max_length < 3) throw UsageError("--max-length must be >= 3");
   const auto device = globals.torch_device();
+  models::require_tokenizer_files(model, "eval");
   auto ckpt = models::load_checkpoint(model, device);
   nlohmann::json result = {{"model", model}};
   if (!sts.empty()) {
@@ -62,7 +66,6 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
   }
   if (!teacher.empty()) {
     auto dense = models::load_checkpoint(teacher, device);
-    if (!ckpt.tokenizer) throw Error(fmt::format("{} has no tokenizer (vocab.txt or tokenizer.bin)", model));
     pruner::CorpusOptions co;
     co.max_length = max_length;
     co.holdout_fraction = 0.5;

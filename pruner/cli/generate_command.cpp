@@ -11,6 +11,7 @@
 #include "models/model_family.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
 #include "pruner/log.h"
 
 namespace headprune::cli {
@@ -33,33 +34,33 @@ std::filesystem::path find_tokenizer(const std::filesystem::path& model, const s
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  po::options_description desc("generate options");
+  CommandLine line("generate", "generate MODEL [--prompt TEXT] [--max-new-tokens N] [--temperature T] "
+                   "[--samples N] [--tokenizer FILE]");
   std::string model, tokenizer, prompt;
   double temperature = 1.0;
   int64_t steps = 256, samples = 1;
-  desc.add_options()
-      ("model", po::value<std::string>(&model)->required(),
-       "LLaMA checkpoint folder, or a llama2.c .bin file (positional)")
-      ("tokenizer", po::value<std::string>(&tokenizer),
-       "llama2.c tokenizer file (default: tokenizer.bin in the MODEL folder; required for a .bin)")
-      ("temperature", real_value(&temperature, 1.0),
-       "sampling temperature; 0 = greedy (argmax)")
-      ("steps", po::value<int64_t>(&steps)->default_value(256),
-       "tokens to generate at most (stops earlier at BOS/EOS or max_position_embeddings)")
-      ("prompt", po::value<std::string>(&prompt)->default_value(""),
+  line.positional("model", "MODEL", &model, "LLaMA checkpoint folder, or a llama2.c .bin file");
+  line.group(group::kOptions).add_options()
+      ("prompt", arg(&prompt, "TEXT", std::string()),
        "text to continue (encoded after BOS); sampling is seeded by the global --seed")
-      ("samples", po::value<int64_t>(&samples)->default_value(1),
+      ("max-new-tokens", arg(&steps, "N", steps),
+       "tokens to generate at most (stops earlier at BOS/EOS or max_position_embeddings)")
+      ("temperature", arg(&temperature, "T", 1.0), "sampling temperature; 0 = greedy (argmax)")
+      ("samples", arg(&samples, "N", samples),
        "texts to generate, printed one per line (line breaks inside a text become spaces): "
-       "with --temperature 1 a label-free training corpus drawn from the model itself");
+       "with --temperature 1 a label-free training corpus drawn from the model itself")
+      ("tokenizer", arg(&tokenizer, "FILE"),
+       "llama2.c tokenizer file (default: tokenizer.bin in the MODEL folder; required for a .bin)");
+  line.alias("--steps", "--max-new-tokens");
+  line.example("generate out/stories260K --prompt \"Once upon a time\" --temperature 0",
+               "greedy continuation of a prompt")
+      .example("generate out/stories260K --samples 500 --max-new-tokens 128 > corpus.txt",
+               "a training corpus sampled from the model itself");
   po::variables_map vm;
-  if (!parse_args(args,
-                  "headprune generate MODEL [--tokenizer FILE] [--temperature T] [--steps N] "
-                  "[--prompt TEXT] [--samples N]",
-                  desc, {"model"}, vm))
-    return 0;
+  if (!line.parse(args, vm)) return 0;
   if (!(temperature >= 0) || !std::isfinite(temperature))
     throw UsageError("--temperature must be a finite number >= 0 (0 = greedy)");
-  if (steps < 0) throw UsageError("--steps must be >= 0");
+  if (steps < 0) throw UsageError("--max-new-tokens must be >= 0");
   if (samples < 1) throw UsageError("--samples must be >= 1");
   const auto device = globals.torch_device();
   auto ckpt = models::load_checkpoint(model, device);

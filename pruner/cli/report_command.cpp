@@ -2,22 +2,23 @@
 
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
 #include "pruner/report/report.h"
 
 namespace headprune::cli {
 
 int run_report(const std::vector<std::string>& args, const GlobalOptions&) {
-  po::options_description desc("report options");
+  CommandLine line("report", "report GATES_DIR|CHECKPOINT [--json] [--svg FILE]");
   std::string source, svg;
-  desc.add_options()
-      ("source", po::value<std::string>(&source)->required(),
-       "gates folder (train-gates --out) or pruned checkpoint folder (positional)")
+  line.positional("source", "GATES_DIR|CHECKPOINT", &source,
+                  "gates folder (train-gates --out) or pruned checkpoint folder");
+  line.group(group::kOutput).add_options()
       ("json", "print JSON instead of the table")
-      ("svg", po::value<std::string>(&svg), "also write the heat-map picture to this SVG file");
+      ("svg", arg(&svg, "FILE"), "also write the heat-map picture to this SVG file");
+  line.example("report out/minilm-50", "which heads survived, layer by layer")
+      .example("report out/gates --svg heads.svg", "the same for a gates folder, with the picture");
   po::variables_map vm;
-  if (!parse_args(args, "headprune report GATES_DIR|CHECKPOINT [--json] [--svg FILE]", desc,
-                  {"source"}, vm))
-    return 0;
+  if (!line.parse(args, vm)) return 0;
   auto report = pruner::load_report(source);
   if (vm.count("json"))
     std::cout << pruner::to_json(report).dump(2) << "\n";

@@ -1,41 +1,58 @@
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "models/errors.h"
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
 #include "pruner/cli/training_flags.h"
 #include "pruner/jobs/sweep.h"
 
 namespace headprune::cli {
+namespace {
+
+/// The --targets list, each in [0, 1). @throws UsageError.
+std::vector<double> parse_targets(const std::string& text) {
+  const auto targets = parse_number_list(text, "--targets");
+  for (double t : targets)
+    if (!(t >= 0 && t < 1)) throw UsageError(fmt::format("--targets: {} is outside [0, 1)", t));
+  return targets;
+}
+
+}  // namespace
 
 int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  po::options_description desc("sweep options");
+  CommandLine line("sweep", "sweep MODEL --data FILE... [--targets 0.25,0.5,0.75] [--sts FILE] -o DIR [options]");
   std::string model, out, targets = "0.25,0.5,0.75", sts;
   PruneFlags prune;
-  desc.add_options()
-      ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
-      ("targets", po::value<std::string>(&targets)->default_value(targets),
-       "sparsity targets, comma-separated; one gate-training run each")
-      ("eval-sts", po::value<std::string>(&sts),
-       "STS-Benchmark file: quality = Spearman x100 (else: embedding cosine to the dense model)")
-      ("out", po::value<std::string>(&out)->required(), "sweep folder (target-XX/ + sweep.json/.txt/.svg)");
-  add_prune_flags(desc, prune);
-  pruner::add_training_options(desc);
+  line.positional("model", "MODEL", &model, "checkpoint folder");
+  add_prune_flags(line, prune, out, "sweep folder: target-XX/ checkpoints + sweep.json, sweep.txt, sweep.svg");
+  line.group(group::kTarget).add_options()
+      ("targets", arg(&targets, "S,...", targets), "sparsity targets, comma-separated; one gate-training run each");
+  line.group("Quality").add_options()
+      ("sts", arg(&sts, "FILE"),
+       "STS Benchmark file: quality = Spearman x100 (else: embedding cosine to the dense model)");
+  line.alias("--eval-sts", "--sts");
+  add_training_flags(line, {"target-sparsity", "l0-lambda"});
+  line.example("sweep MODEL --data train.txt --targets 0.25,0.5,0.75 --sts sts-dev.csv -o out/sweep",
+               "three pruned models, their STS-B quality and measured speedup; plot in out/sweep/sweep.svg")
+      .example("sweep MODEL --data train.txt --targets 0.3,0.6 --no-bench -o out/quick",
+               "quality only (speedup \"not measured\")");
   po::variables_map vm;
-  if (!parse_args(args, "headprune sweep MODEL --data CORPUS --targets 0.25,0.5,0.75 [--eval-sts FILE] --out DIR",
-                  desc, {"model"}, vm))
-    return 0;
-  if (vm.count("target-sparsity") || vm.count("l0-lambda"))
-    throw UsageError("sweep takes --targets, not --target-sparsity / --l0-lambda");
+  if (!line.parse(args, vm)) return 0;
   pruner::SweepOptions o;
-  o.targets = parse_number_list(targets, "--targets");
+  o.targets = parse_targets(targets);
   // The job template needs one target to validate its flags; each run sets its own.
   po::variables_map with_target = vm;
   with_target.insert({"target-sparsity", po::variable_value(o.targets.front(), false)});
   o.job = prune_job_options(prune, with_target, globals, model, out);
   o.out = out;
   if (!sts.empty()) o.sts = sts;
-  pruner::run_sweep(o);
-  std::cout << "sweep written to " << out << " (sweep.txt, sweep.json, sweep.svg)\n";
+  const auto sweep = pruner::run_sweep(o);
+  if (vm.count("json"))
+    std::cout << sweep.dump(2) << "\n";
+  else
+    std::cout << pruner::sweep_table(sweep) << fmt::format("written to {} (sweep.txt, sweep.json, sweep.svg)\n", out);
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include "models/errors.h"
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
 #include "pruner/cli/training_flags.h"
 #include "pruner/log.h"
 #include "pruner/training/gates_folder.h"
@@ -12,23 +13,29 @@
 namespace headprune::cli {
 
 int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  po::options_description desc("train-gates options");
+  CommandLine line("train-gates",
+                   "train-gates MODEL --data FILE... (--target-sparsity S | --l0-lambda X) -o DIR [options]");
   std::string model, out;
-  desc.add_options()
-      ("model", po::value<std::string>(&model)->required(), "checkpoint folder (positional)")
-      ("out", po::value<std::string>(&out)->required(), "gates folder to write")
-      ("resume", "continue an interrupted run from --out's snapshot")
+  line.positional("model", "MODEL", &model, "checkpoint folder");
+  for (const char* caption : {group::kRequired, group::kTarget, group::kOutput, group::kTraining,
+                              group::kText, group::kResume, group::kAdvanced})
+    line.group(caption);
+  line.group(group::kRequired).add_options()("out,o", arg(&out, "DIR")->required(), "gates folder to write");
+  line.group(group::kOutput).add_options()
       ("force", "replace an earlier run's files in --out (gates.json, train_log.jsonl, snapshot, "
                 "weights); other files stay")
-      ("stop-after", po::value<int64_t>(), "stop after N steps of this invocation, leaving a "
+      ("json", "print the result (heads kept, per layer, gates) as JSON on stdout");
+  line.group(group::kResume).add_options()
+      ("resume", "continue an interrupted run from --out's snapshot")
+      ("stop-after", arg<int64_t>(nullptr, "N"), "stop after N steps of this invocation, leaving a "
        "snapshot that --resume continues");
-  pruner::add_training_options(desc);
+  add_training_flags(line);
+  line.example("train-gates MODEL --data train.txt --target-sparsity 0.5 -o out/gates",
+               "learn which half of the heads to keep; then: headprune apply MODEL --gates out/gates -o out/pruned")
+      .example("train-gates MODEL --data train.txt --l0-lambda 0.01 -o out/gates-l0",
+               "a fixed L0 penalty (Voita et al.) instead of a target");
   po::variables_map vm;
-  if (!parse_args(args,
-                  "headprune train-gates MODEL --data CORPUS (--target-sparsity S | --l0-lambda X) "
-                  "--out GATES_DIR",
-                  desc, {"model"}, vm))
-    return 0;
+  if (!line.parse(args, vm)) return 0;
   const auto settings = training_settings(vm, globals);
   auto options = settings.training;
   options.out_dir = out;
@@ -40,19 +47,22 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
     log::warn("--out {} also holds {} file(s) gate training does not write; they are left as they "
               "are: {}",
               out, others.size(), fmt::join(others, ", "));
+  models::require_tokenizer_files(model, "train-gates");
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, options.device);
-  if (!ckpt.tokenizer)
-    throw Error(fmt::format("{} has no tokenizer (vocab.txt or tokenizer.bin; convert a llama2.c .bin with convert-llama2c --tokenizer): train-gates needs the model's tokenizer", model));
   auto corpus = pruner::load_corpus({settings.data.begin(), settings.data.end()}, *ckpt.tokenizer,
                                     settings.corpus);
   auto state = pruner::train_gates(ckpt, corpus, options);
   if (!state.complete) {
-    std::cout << fmt::format("stopped at step {} of {}; continue with --resume\n", state.step, options.steps);
+    std::cout << fmt::format("stopped at step {} of {}; continue with the same command and --resume\n",
+                             state.step, options.steps);
     return 0;
   }
-  std::cout << fmt::format("{} of {} heads kept; gates written to {}/gates.json\n", state.heads_kept(),
-                           state.heads_total(), out);
+  if (vm.count("json"))
+    std::cout << state.to_json().dump(2) << "\n";
+  else
+    std::cout << fmt::format("{} of {} heads kept; gates written to {}/gates.json\n", state.heads_kept(),
+                             state.heads_total(), out);
   return 0;
 }
 

@@ -3,22 +3,39 @@
 #include <fmt/format.h>
 
 #include "models/errors.h"
+#include "models/input_file.h"
 #include "pruner/log.h"
 
 namespace headprune::cli {
 
 pruner::TrainingSettings training_settings(const po::variables_map& vm, const GlobalOptions& globals) {
-  return pruner::training_settings(vm, globals.seed, globals.torch_device());
+  auto settings = pruner::training_settings(vm, globals.seed, globals.torch_device());
+  for (const auto& file : settings.data) models::open_input_file(file, "--data");
+  return settings;
 }
 
-void add_prune_flags(po::options_description& desc, PruneFlags& f) {
-  desc.add_options()
+void add_training_flags(CommandLine& line, const std::vector<std::string>& exclude) {
+  pruner::add_training_options([&](const std::string& caption) -> po::options_description& {
+    return line.group(caption);
+  }, exclude);
+}
+
+void add_prune_flags(CommandLine& line, PruneFlags& f, std::string& out, const char* out_help) {
+  for (const char* caption : {group::kRequired, group::kTarget, group::kOutput, group::kTraining,
+                              group::kText, group::kBench, group::kResume, group::kAdvanced})
+    line.group(caption);  // the order --help lists them in
+  line.group(group::kRequired).add_options()("out,o", arg(&out, "DIR")->required(), out_help);
+  line.group(group::kOutput).add_options()
       ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)")
-      ("resume", "continue the gate training of an interrupted run with the same --out")
       ("no-fold", "keep kept heads at gate 1 instead of folding their gate values")
+      ("json", "print the result as JSON on stdout");
+  line.group(group::kResume).add_options()
+      ("resume", "continue the gate training of an interrupted run with the same --out");
+  line.group(group::kBench).add_options()
       ("no-bench", "skip the benchmark stage")
-      ("bench-batch", po::value<std::string>(&f.batches)->default_value(f.batches), "benchmark batch sizes")
-      ("bench-seq", po::value<std::string>(&f.seqs)->default_value(f.seqs), "benchmark sequence lengths");
+      ("bench-batch-size", arg(&f.batches, "N,...", f.batches), "benchmark batch sizes")
+      ("bench-seq-len", arg(&f.seqs, "N,...", f.seqs), "benchmark sequence lengths (tokens)");
+  line.alias("--bench-batch", "--bench-batch-size").alias("--bench-seq", "--bench-seq-len");
 }
 
 pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::variables_map& vm,
@@ -35,8 +52,8 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   job.force = vm.count("force") > 0;
   job.fold_gates = !vm.count("no-fold");
   job.bench = !vm.count("no-bench");
-  job.bench_options.batches = parse_positive_list(prune.batches, "--bench-batch");
-  job.bench_options.seqs = parse_positive_list(prune.seqs, "--bench-seq");
+  job.bench_options.batches = parse_positive_list(prune.batches, "--bench-batch-size");
+  job.bench_options.seqs = parse_positive_list(prune.seqs, "--bench-seq-len");
   job.bench_options.device = job.training.device;
   return job;
 }

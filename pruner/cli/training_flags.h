@@ -5,14 +5,19 @@
 #include <string>
 
 #include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
 #include "pruner/jobs/prune_job.h"
 #include "pruner/training/training_options.h"
 
 namespace headprune::cli {
 
-/// Settings from the parsed training flags, with the global --seed and --device.
-/// @throws headprune::UsageError on a bad value or combination.
+/// Settings from the parsed training flags, with the global --seed and --device; every --data
+/// file is checked (exists, is a file, can be read) before anything loads.
+/// @throws headprune::UsageError on a bad value or combination, headprune::Error on a data file.
 pruner::TrainingSettings training_settings(const po::variables_map& vm, const GlobalOptions& globals);
+
+/// Declares the training table's flags on `line`, by group, except those in `exclude`.
+void add_training_flags(CommandLine& line, const std::vector<std::string>& exclude = {});
 
 /// Flags of the prune job beyond training (shared by `prune` and `sweep`).
 struct PruneFlags {
@@ -20,8 +25,9 @@ struct PruneFlags {
   std::string seqs = "128";
 };
 
-/// Adds --force, --resume, --no-fold, --no-bench, --bench-batch, --bench-seq.
-void add_prune_flags(po::options_description& desc, PruneFlags& flags);
+/// Adds -o/--out (folder, with `out_help`), --force, --resume, --no-fold, --no-bench,
+/// --bench-batch-size, --bench-seq-len (and their old spellings).
+void add_prune_flags(CommandLine& line, PruneFlags& flags, std::string& out, const char* out_help);
 
 /// Builds a prune job (model, data, out, training, corpus, bench) from parsed flags.
 /// @throws headprune::UsageError on bad values.

@@ -61,12 +61,11 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   const auto out_abs = fs::absolute(o.out);
   const auto work = out_abs.parent_path() / ("." + out_abs.filename().string() + ".gates");
   check_interrupted(o, work);
+  models::require_tokenizer_files(o.model, "prune");
 
   stage(1, "training gates");
   const auto device = o.training.device;
   auto student = models::load_checkpoint(o.model, device);
-  if (!student.tokenizer)
-    throw Error(fmt::format("{} has no tokenizer (vocab.txt or tokenizer.bin; convert a llama2.c .bin with convert-llama2c --tokenizer): prune needs the model's tokenizer", o.model.string()));
   auto corpus = load_corpus(o.data, *student.tokenizer, o.corpus);
   std::vector<std::string> data_names(o.data.begin(), o.data.end());
   log::info("corpus {}: {} documents, {} for training, {} held out", fmt::join(data_names, ", "),

@@ -30,7 +30,6 @@ std::optional<double> sts_of(const fs::path& model, const std::optional<std::vec
 }  // namespace
 
 nlohmann::json run_sweep(const SweepOptions& o) {
-  if (o.targets.empty()) throw Error("--targets is empty");
   if (fs::exists(o.out) && !fs::is_empty(o.out) && !o.job.force)
     throw Error(fmt::format("--out {} exists and is not empty; choose another folder or pass --force",
                             o.out.string()));
@@ -71,25 +70,33 @@ nlohmann::json run_sweep(const SweepOptions& o) {
       const auto& cell = summary["bench"]["results"].back();
       point["speedup"] = cell["speedup"];
       point["flops_ratio"] = cell["flops_ratio"];
-      point["bench_shape"] = {cell["batch"], cell["seq"]};
+      point["bench_shape"] = {{"batch_size", cell["batch_size"]}, {"seq_len", cell["seq_len"]}};
     }
     point["quality"] = sts ? nlohmann::json(*sts) : summary["fidelity"]["mean_cosine"];
     sweep["points"].push_back(point);
     write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");  // progress survives a crash
   }
-  std::string table = fmt::format("{:>8} {:>6} {:>10} {:>9} {:>11} {:>14}\n", "target", "heads",
-                                   o.sts ? "STS x100" : "cosine", "speedup", "FLOPs ratio", "parameters");
-  table += fmt::format("{:>8} {:>6} {:>10.3f} {:>9} {:>11} {:>14}\n", "dense",
-                       sweep["dense"]["heads_kept"].get<int64_t>(), sweep["dense"]["quality"].get<double>(),
-                       "1.000x", "1.000x", "");
-  for (const auto& p : sweep["points"])
-    table += fmt::format("{:>8.2f} {:>6} {:>10.3f} {:>8.3f}x {:>10.3f}x {:>14}\n", p["target"].get<double>(),
-                         p["heads_kept"].get<int64_t>(), p["quality"].get<double>(),
-                         p.value("speedup", 0.0), p.value("flops_ratio", 0.0), p["params_after"].get<int64_t>());
+  const auto table = sweep_table(sweep);
   write_file_atomic(o.out / "sweep.txt", table);
   write_file_atomic(o.out / "sweep.svg", sweep_svg(sweep));
-  log::info("\n{}", table);
   return sweep;
+}
+
+std::string sweep_table(const nlohmann::json& sweep) {
+  const bool sts = sweep.value("quality", std::string()) == "sts_spearman";
+  std::string table = fmt::format("{:>8} {:>6} {:>10} {:>13} {:>13} {:>14}\n", "target", "heads",
+                                  sts ? "STS x100" : "cosine", "speedup", "FLOPs ratio", "parameters");
+  table += fmt::format("{:>8} {:>6} {:>10.3f} {:>13} {:>13} {:>14}\n", "dense",
+                       sweep["dense"]["heads_kept"].get<int64_t>(), sweep["dense"]["quality"].get<double>(),
+                       "1.000x", "1.000x", "");
+  auto ratio = [](const nlohmann::json& p, const char* key) {
+    return p.contains(key) ? fmt::format("{:.3f}x", p[key].get<double>()) : std::string("not measured");
+  };
+  for (const auto& p : sweep["points"])
+    table += fmt::format("{:>8.2f} {:>6} {:>10.3f} {:>13} {:>13} {:>14}\n", p["target"].get<double>(),
+                         p["heads_kept"].get<int64_t>(), p["quality"].get<double>(), ratio(p, "speedup"),
+                         ratio(p, "flops_ratio"), p["params_after"].get<int64_t>());
+  return table;
 }
 
 std::string sweep_svg(const nlohmann::json& sweep) {

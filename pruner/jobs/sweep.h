@@ -29,6 +29,10 @@ struct SweepOptions {
 ///         or `out` exists and is not empty.
 nlohmann::json run_sweep(const SweepOptions& options);
 
+/// The table of sweep.txt: one row per target (and the dense baseline); a speedup that was
+/// not measured (--no-bench) reads "not measured".
+std::string sweep_table(const nlohmann::json& sweep);
+
 /// The plot alone, from a sweep.json object (for tests and re-plotting).
 std::string sweep_svg(const nlohmann::json& sweep);
 

@@ -68,8 +68,8 @@ std::string BenchReport::describe_threads() const {
 }
 
 nlohmann::json BenchCell::to_json() const {
-  return {{"batch", batch},
-          {"seq", seq},
+  return {{"batch_size", batch},
+          {"seq_len", seq},
           {"reps", reps},
           {"dense_ms", {{"median", dense_median_ms}, {"p25", dense_p25_ms}, {"p75", dense_p75_ms}}},
           {"pruned_ms", {{"median", pruned_median_ms}, {"p25", pruned_p25_ms}, {"p75", pruned_p75_ms}}},
@@ -123,8 +123,11 @@ BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pru
   pruned.eval();
   torch::NoGradGuard no_grad;
   const int64_t vocab = std::min(dense.config().vocab_size, pruned.config().vocab_size);
+  const std::size_t shapes = o.seqs.size() * o.batches.size();
   for (auto seq : o.seqs) {
     for (auto batch : o.batches) {
+      log::info("bench shape {}/{}: batch {} x seq {} (warm-up, then {}-{} timed pairs, at most ~{:g} s)...",
+                report.results.size() + 1, shapes, batch, seq, o.min_reps, o.max_reps, o.max_seconds_per_shape);
       torch::manual_seed(o.seed);
       auto ids = torch::randint(std::min<int64_t>(1000, vocab - 1), vocab, {batch, seq}, torch::kLong)
                      .to(o.device);

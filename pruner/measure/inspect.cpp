@@ -57,7 +57,7 @@ nlohmann::json to_json(const ModelSummary& s) {
           {"head_dim", s.head_dim},
           {"hidden_size", s.hidden_size},
           {"heads_per_layer", s.heads_per_layer},
-          {"total_heads", sum(s.heads_per_layer)},
+          {"heads", sum(s.heads_per_layer)},
           {"original_num_attention_heads", s.original_num_attention_heads},
           {"num_key_value_heads_per_layer", s.num_key_value_heads_per_layer},
           {"kept_heads", s.kept_heads},

@@ -6,10 +6,12 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include "models/errors.h"
 #include "models/input_file.h"
+#include "pruner/measure/csv_table.h"
 #include "pruner/measure/text_batches.h"
 
 namespace headprune::pruner {
@@ -44,8 +46,21 @@ std::vector<double> ranks(const std::vector<double>& v) {
 
 }  // namespace
 
-std::vector<StsPair> read_sts(const std::filesystem::path& file) {
-  auto in = models::open_input_file(file, "STS file");
+namespace {
+
+/// A score field as a number. @throws Error naming the file and line.
+double parse_score(const std::string& text, const std::filesystem::path& file, std::size_t line) {
+  try {
+    std::size_t used = 0;
+    const double score = std::stod(text, &used);
+    if (used == text.size()) return score;
+  } catch (const std::exception&) {
+  }
+  throw Error(fmt::format("{} line {}: score '{}' is not a number", file.string(), line, text));
+}
+
+/// The STS Benchmark's own layout: tab-separated, 7 or 9 fields.
+std::vector<StsPair> read_sts_tsv(std::istream& in, const std::filesystem::path& file) {
   std::vector<StsPair> pairs;
   std::string line;
   for (std::size_t n = 1; std::getline(in, line); ++n) {
@@ -56,18 +71,51 @@ std::vector<StsPair> read_sts(const std::filesystem::path& file) {
       throw Error(fmt::format("{} line {}: {} tab-separated fields, expected 7 or 9 (STS "
                               "Benchmark: genre, file, years, id, score, sentence1, sentence2)",
                               file.string(), n, f.size()));
-    StsPair p;
-    try {
-      std::size_t used = 0;
-      p.score = std::stod(f[4], &used);
-      if (used != f[4].size()) throw std::invalid_argument(f[4]);
-    } catch (const std::exception&) {
-      throw Error(fmt::format("{} line {}: score '{}' is not a number", file.string(), n, f[4]));
-    }
-    p.sentence1 = f[5];
-    p.sentence2 = f[6];
-    pairs.push_back(std::move(p));
+    pairs.push_back({parse_score(f[4], file, n), f[5], f[6]});
   }
+  return pairs;
+}
+
+/// The column of `header` named one of `names`. @throws Error listing the header.
+std::size_t column(const std::vector<std::string>& header, std::initializer_list<const char*> names,
+                   const std::filesystem::path& file) {
+  for (const char* name : names) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it != header.end()) return static_cast<std::size_t>(it - header.begin());
+  }
+  throw Error(fmt::format("{}: the CSV header has no column '{}' (header: {}; expected "
+                          "sentence1,sentence2,score as in the Hugging Face STS-B exports)",
+                          file.string(), *names.begin(), fmt::join(header, ",")));
+}
+
+/// The Hugging Face CSV layout: a header naming sentence1, sentence2 and score (or label).
+std::vector<StsPair> read_sts_csv(const std::filesystem::path& file) {
+  const auto rows = read_csv(file);
+  if (rows.empty()) return {};
+  const auto& header = rows.front();
+  const auto s1 = column(header, {"sentence1"}, file), s2 = column(header, {"sentence2"}, file);
+  const auto score = column(header, {"score", "label", "similarity_score"}, file);
+  std::vector<StsPair> pairs;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (rows[i].size() != header.size())
+      throw Error(fmt::format("{} record {}: {} fields, the header has {}", file.string(), i + 1,
+                              rows[i].size(), header.size()));
+    pairs.push_back({parse_score(rows[i][score], file, i + 1), rows[i][s1], rows[i][s2]});
+  }
+  return pairs;
+}
+
+}  // namespace
+
+std::vector<StsPair> read_sts(const std::filesystem::path& file) {
+  auto in = models::open_input_file(file, "STS file");
+  std::string first;
+  while (first.empty() && std::getline(in, first)) {
+  }
+  const bool csv = first.find('\t') == std::string::npos && first.find("sentence1") != std::string::npos;
+  in.clear();
+  in.seekg(0);
+  auto pairs = csv ? read_sts_csv(file) : read_sts_tsv(in, file);
   if (pairs.empty()) throw Error(fmt::format("{} holds no STS pairs", file.string()));
   return pairs;
 }

@@ -18,8 +18,11 @@ struct StsPair {
   std::string sentence1, sentence2;
 };
 
-/// Reads an STS-Benchmark file: tab-separated, no quoting, 7 or 9 fields per line; field 5 is
-/// the score, 6 and 7 the sentences (1-based). Blank lines are skipped.
+/// Reads an STS file in either common layout: the STS Benchmark's own (tab-separated, no
+/// quoting, 7 or 9 fields per line; field 5 is the score, 6 and 7 the sentences, 1-based; blank
+/// lines skipped) or the Hugging Face CSV export (a header naming `sentence1`, `sentence2` and
+/// `score` — or `label` / `similarity_score` — in any order; RFC 4180 quoting). Scores may be on
+/// any scale (Spearman uses ranks).
 /// @throws headprune::Error naming the file and line for a malformed line or an empty file.
 std::vector<StsPair> read_sts(const std::filesystem::path& file);
 

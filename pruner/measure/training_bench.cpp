@@ -23,8 +23,8 @@ double TrainingBenchReport::tokens_per_s(double ms) const {
 
 nlohmann::json TrainingBenchReport::to_json() const {
   auto kind = [&](double ms) { return nlohmann::json{{"median_ms", ms}, {"tokens_per_s", tokens_per_s(ms)}}; };
-  return {{"batch", batch},
-          {"seq", seq},
+  return {{"batch_size", batch},
+          {"seq_len", seq},
           {"reps", reps},
           {"threads", threads},
           {"blas", blas},

@@ -1,5 +1,6 @@
 #include "pruner/training/training_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -14,10 +15,10 @@ namespace {
 
 template <typename T>
 po::value_semantic* with_default(const T& v) {
-  return po::value<T>()->default_value(v);
+  return po::value<T>()->value_name(std::is_integral_v<T> ? "N" : "NAME")->default_value(v);
 }
 po::value_semantic* with_default(double v) {
-  return po::value<double>()->default_value(v, fmt::format("{}", v));  // 0.1, not 0.100000
+  return po::value<double>()->value_name("X")->default_value(v, fmt::format("{:.6g}", v));  // 0.1, not 0.100000
 }
 
 /// A check on a flag's value; throws UsageError(message) when `ok` is false.
@@ -53,7 +54,7 @@ std::function<void(const po::variable_value&, TrainingSettings&)> checked_apply(
 template <typename T, typename Field>
 TrainingOption run_option(const char* flag, T fallback, const char* json_key, Field field,
                           Check<T> ok, const char* requirement, const char* help) {
-  TrainingOption row{flag, help, json_key, *json_key != '\0', {}, {}, {}};
+  TrainingOption row{flag, help, json_key, *json_key != '\0', {}, {}, {}, ""};
   row.value = [fallback] { return with_default(fallback); };
   row.apply = checked_apply<T>(flag, ok, requirement,
                                [field](TrainingSettings& s, const T& v) { field(s.training) = v; });
@@ -66,7 +67,7 @@ TrainingOption run_option(const char* flag, T fallback, const char* json_key, Fi
 template <typename Field, typename Parse>
 TrainingOption choice_option(const char* flag, const char* fallback, const char* json_key, Field field,
                              Parse parse, const char* help) {
-  TrainingOption row{flag, help, json_key, true, {}, {}, {}};
+  TrainingOption row{flag, help, json_key, true, {}, {}, {}, ""};
   row.value = [fallback] { return with_default(std::string(fallback)); };
   row.apply = [field, parse](const po::variable_value& v, TrainingSettings& s) {
     try {
@@ -85,7 +86,7 @@ TrainingOption choice_option(const char* flag, const char* fallback, const char*
 template <typename T, typename Field>
 TrainingOption corpus_option(const char* flag, T fallback, Field field, Check<T> ok,
                              const char* requirement, const char* help) {
-  TrainingOption row{flag, help, "", false, {}, {}, {}};
+  TrainingOption row{flag, help, "", false, {}, {}, {}, ""};
   row.value = [fallback] { return with_default(fallback); };
   row.apply = checked_apply<T>(flag, ok, requirement,
                                [field](TrainingSettings& s, const T& v) { field(s.corpus) = v; });
@@ -95,14 +96,14 @@ TrainingOption corpus_option(const char* flag, T fallback, Field field, Check<T>
 /// A recorded setting with no flag of its own (fixed constants, the global --seed).
 template <typename Field>
 TrainingOption recorded_only(const char* json_key, Field field) {
-  TrainingOption row{"", "", json_key, true, {}, {}, {}};
+  TrainingOption row{"", "", json_key, true, {}, {}, {}, ""};
   row.record = [field](const GateTrainingOptions& o) { return nlohmann::json(field(o)); };
   return row;
 }
 
 /// A switch (no value): its effect is in apply_rules or the field it sets.
 TrainingOption switch_option(const char* flag, const char* help) {
-  TrainingOption row{flag, help, "", false, {}, {}, {}};
+  TrainingOption row{flag, help, "", false, {}, {}, {}, ""};
   row.apply = [](const po::variable_value&, TrainingSettings&) {};
   return row;
 }
@@ -110,8 +111,8 @@ TrainingOption switch_option(const char* flag, const char* help) {
 /// Rows whose value needs more than one field or a custom record.
 std::vector<TrainingOption> objective_rows() {
   TrainingOption target{"target-sparsity", "fraction to remove, in [0,1): trained by a Lagrangian "
-                        "and met exactly by the final mask", "target_sparsity", true, {}, {}, {}};
-  target.value = [] { return po::value<double>(); };
+                        "and met exactly by the final mask", "target_sparsity", true, {}, {}, {}, ""};
+  target.value = [] { return po::value<double>()->value_name("S"); };
   target.apply = [](const po::variable_value& v, TrainingSettings& s) {
     const double t = v.as<double>();
     if (!(t >= 0 && t < 1)) throw UsageError(fmt::format("--target-sparsity {} is outside [0, 1)", t));
@@ -121,8 +122,8 @@ std::vector<TrainingOption> objective_rows() {
     return o.target_sparsity ? nlohmann::json(*o.target_sparsity) : nlohmann::json();
   };
   TrainingOption lambda{"l0-lambda", "instead of a target: fixed L0 penalty lambda * sum P(gate != 0) "
-                        "(Voita et al. 2019)", "l0_lambda", true, {}, {}, {}};
-  lambda.value = [] { return po::value<double>(); };
+                        "(Voita et al. 2019)", "l0_lambda", true, {}, {}, {}, ""};
+  lambda.value = [] { return po::value<double>()->value_name("X"); };
   lambda.apply = [](const po::variable_value& v, TrainingSettings& s) {
     if (!(v.as<double>() >= 0)) throw UsageError("--l0-lambda must be >= 0");
     s.training.l0_lambda = v.as<double>();
@@ -131,14 +132,16 @@ std::vector<TrainingOption> objective_rows() {
   return {target, lambda,
           choice_option("sparsity-unit", "heads", "sparsity_unit",
                         [](auto& o) -> auto& { return o.unit; }, &gates::parse_unit,
-                        "what --target-sparsity counts: heads, attention-params or flops")};
+                        "what the target counts: heads, attention-params or flops")};
 }
 
 /// --data: the text files.
 std::vector<TrainingOption> data_rows() {
   TrainingOption data{"data", "training text file(s): UTF-8, one document or sentence per line (or "
-                      "see --paragraphs)", "", false, {}, {}, {}};
-  data.value = [] { return po::value<std::vector<std::string>>()->required()->multitoken(); };
+                      "see --paragraphs)", "", false, {}, {}, {}, ""};
+  data.value = [] {
+    return po::value<std::vector<std::string>>()->value_name("FILE...")->required()->multitoken();
+  };
   data.apply = [](const po::variable_value& v, TrainingSettings& s) {
     s.data = v.as<std::vector<std::string>>();
   };
@@ -148,7 +151,7 @@ std::vector<TrainingOption> data_rows() {
 /// The corpus flags; --max-length also sets the length FLOPs are counted at.
 std::vector<TrainingOption> corpus_rows() {
   TrainingOption max_length{"max-length", "tokens per sequence (longer lines are truncated)",
-                            "flops_seq_len", true, {}, {}, {}};
+                            "flops_seq_len", true, {}, {}, {}, ""};
   max_length.value = [] { return with_default(std::size_t{128}); };
   max_length.apply = [](const po::variable_value& v, TrainingSettings& s) {
     if (v.as<std::size_t>() < 3) throw UsageError("--max-length must be >= 3");
@@ -157,7 +160,7 @@ std::vector<TrainingOption> corpus_rows() {
   };
   max_length.record = [](const GateTrainingOptions& o) { return nlohmann::json(o.flops_seq_len); };
   TrainingOption paragraphs{"paragraphs", "a document is a paragraph (lines up to a blank line or a "
-                            "'%' line, as in fortune files), not a single line", "", false, {}, {}, {}};
+                            "'%' line, as in fortune files), not a single line", "", false, {}, {}, {}, ""};
   paragraphs.value = [] { return po::bool_switch(); };
   paragraphs.apply = [](const po::variable_value& v, TrainingSettings& s) {
     s.corpus.paragraphs = v.as<bool>();
@@ -268,17 +271,26 @@ void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
 const std::vector<TrainingOption>& training_option_table() {
   static const std::vector<TrainingOption> table = [] {
     std::vector<TrainingOption> rows;
-    for (auto part : {data_rows(), objective_rows(), step_rows(), corpus_rows(), rate_rows(),
-                      gate_rows(), phase_rows()})
-      rows.insert(rows.end(), part.begin(), part.end());
+    const std::pair<std::vector<TrainingOption>, const char*> parts[] = {
+        {data_rows(), "Required"},         {objective_rows(), "Target"},
+        {step_rows(), "Training"},         {rate_rows(), "Training"},
+        {corpus_rows(), "Training text"},  {gate_rows(), "Advanced training"},
+        {phase_rows(), "Advanced training"}};
+    for (const auto& [part, group] : parts)
+      for (auto row : part) {
+        row.group = group;
+        rows.push_back(row);
+      }
     return rows;
   }();
   return table;
 }
 
-void add_training_options(po::options_description& desc) {
+void add_training_options(const std::function<po::options_description&(const std::string&)>& group_of,
+                          const std::vector<std::string>& exclude) {
   for (const auto& row : training_option_table()) {
-    if (row.flag.empty()) continue;
+    if (row.flag.empty() || std::find(exclude.begin(), exclude.end(), row.flag) != exclude.end()) continue;
+    auto& desc = group_of(row.group);
     if (row.value)
       desc.add_options()(row.flag.c_str(), row.value(), row.help.c_str());
     else

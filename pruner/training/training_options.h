@@ -84,13 +84,18 @@ struct TrainingOption {
   std::function<void(const boost::program_options::variable_value&, TrainingSettings&)> apply;
   /// The value as gates.json records it.
   std::function<nlohmann::json(const GateTrainingOptions&)> record;
+  /// The --help group it is listed under ("Training", "Advanced training", ...).
+  std::string group;
 };
 
 /// The table, in --help order (training_options.cpp).
 const std::vector<TrainingOption>& training_option_table();
 
-/// Declares every flag of the table on `desc`.
-void add_training_options(boost::program_options::options_description& desc);
+/// Declares every flag of the table, each on the options of its group (`group_of(caption)`),
+/// except the flags in `exclude` (without "--").
+void add_training_options(
+    const std::function<boost::program_options::options_description&(const std::string&)>& group_of,
+    const std::vector<std::string>& exclude = {});
 
 /// Settings from parsed flags: each row's value, then the rules between flags (exactly one of
 /// --target-sparsity / --l0-lambda; --allow-empty-layers; --finetune-steps with --train-weights).

@@ -1,0 +1,51 @@
+#include "pruner/measure/csv_table.h"
+
+#include <csv.h>
+
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "models/errors.h"
+#include "models/input_file.h"
+
+namespace headprune::pruner {
+namespace {
+
+/// The records being built while libcsv calls back.
+struct Records {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+};
+
+void on_field(void* data, std::size_t size, void* sink) {
+  static_cast<Records*>(sink)->row.emplace_back(static_cast<const char*>(data), size);
+}
+
+void on_record(int, void* sink) {
+  auto* records = static_cast<Records*>(sink);
+  records->rows.push_back(std::move(records->row));
+  records->row.clear();
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& file) {
+  auto in = models::open_input_file(file, "CSV file");
+  csv_parser parser{};
+  if (csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI) != 0)
+    throw Error("libcsv could not be initialised");
+  std::unique_ptr<csv_parser, void (*)(csv_parser*)> guard(&parser, csv_free);
+  Records records;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (csv_parse(&parser, buffer, got, on_field, on_record, &records) != got)
+      throw Error(fmt::format("{} is not valid CSV: {}", file.string(), csv_strerror(csv_error(&parser))));
+  }
+  if (csv_fini(&parser, on_field, on_record, &records) != 0)
+    throw Error(fmt::format("{} is not valid CSV: {}", file.string(), csv_strerror(csv_error(&parser))));
+  return records.rows;
+}
+
+}  // namespace headprune::pruner
