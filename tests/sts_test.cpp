@@ -36,6 +36,30 @@ CATCH_TEST_CASE("STS files are read by the format's rules and bad lines are name
   CATCH_REQUIRE_THROWS_WITH(pruner::read_sts(dir / "short.tsv"), Catch::Contains("7 or 9"));
 }
 
+CATCH_TEST_CASE("Hugging Face STS CSV files (header, quoting) are read", "[sts]") {
+  auto dir = testing::temp_dir("sts-csv");
+  // The layout of the sentence-transformers/stsb export: columns by name, scores in [0, 1].
+  std::ofstream(dir / "hf.csv") << "sentence1,sentence2,score\n"
+                                << "A man runs.,\"A person, \"\"running\"\".\",0.9\r\n"
+                                << "\"Two\nlines\",x,0.0\n";
+  auto pairs = pruner::read_sts(dir / "hf.csv");
+  CATCH_REQUIRE(pairs.size() == 2);
+  CATCH_CHECK(pairs[0].sentence1 == "A man runs.");
+  CATCH_CHECK(pairs[0].sentence2 == "A person, \"running\".");
+  CATCH_CHECK(pairs[0].score == 0.9);
+  CATCH_CHECK(pairs[1].sentence1 == "Two\nlines");
+  std::ofstream(dir / "order.csv") << "score,sentence2,sentence1\n3.5,b,a\n";
+  pairs = pruner::read_sts(dir / "order.csv");
+  CATCH_REQUIRE(pairs.size() == 1);
+  CATCH_CHECK((pairs[0].sentence1 == "a" && pairs[0].sentence2 == "b" && pairs[0].score == 3.5));
+  std::ofstream(dir / "noscore.csv") << "sentence1,sentence2,similarity\na,b,1\n";
+  CATCH_CHECK_THROWS_WITH(pruner::read_sts(dir / "noscore.csv"), Catch::Contains("no column 'score'"));
+  std::ofstream(dir / "ragged.csv") << "sentence1,sentence2,score\na,b\n";
+  CATCH_CHECK_THROWS_WITH(pruner::read_sts(dir / "ragged.csv"), Catch::Contains("record 2"));
+  std::ofstream(dir / "open.csv") << "sentence1,sentence2,score\n\"a,b,1\n";
+  CATCH_CHECK_THROWS_WITH(pruner::read_sts(dir / "open.csv"), Catch::Contains("not valid CSV"));
+}
+
 CATCH_TEST_CASE("dense all-MiniLM-L6-v2 on STS-B dev matches sentence-transformers", "[sts][minilm]") {
   auto ckpt = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
   auto pairs = pruner::read_sts(testing::shared_data_dir() / "stsb/sts-dev.csv");

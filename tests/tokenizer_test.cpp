@@ -77,10 +77,8 @@ std::string first_difference(const std::vector<T>& expected, const std::vector<T
   return out.str();
 }
 
-}  // namespace
-
-CATCH_TEST_CASE("tokenizer matches HF BertTokenizerFast on the MiniLM fixture", "[tokenizer]") {
-  auto tokenizer = WordPieceTokenizer::from_directory(headprune::testing::minilm_dir());
+/// Checks `tokenizer` against the HF BertTokenizerFast fixture of MiniLM (tokens and ids).
+void check_minilm_fixture(const WordPieceTokenizer& tokenizer) {
   const auto path = headprune::testing::fixture_path("minilm/tokens.json");
   std::ifstream in(path);
   CATCH_REQUIRE(in.good());
@@ -107,6 +105,35 @@ CATCH_TEST_CASE("tokenizer matches HF BertTokenizerFast on the MiniLM fixture", 
     }
   }
   CATCH_CHECK(failures == 0);
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("tokenizer matches HF BertTokenizerFast on the MiniLM fixture", "[tokenizer]") {
+  check_minilm_fixture(WordPieceTokenizer::from_directory(headprune::testing::minilm_dir()));
+}
+
+CATCH_TEST_CASE("a folder with only tokenizer.json tokenizes as HF does", "[tokenizer]") {
+  const auto dir = headprune::testing::temp_dir("tokenizer-json");
+  std::filesystem::copy_file(headprune::testing::minilm_dir() / "tokenizer.json", dir / "tokenizer.json");
+  const auto tokenizer = WordPieceTokenizer::from_directory(dir);
+  CATCH_CHECK(tokenizer.vocab_size() == 30522);
+  check_minilm_fixture(tokenizer);
+}
+
+CATCH_TEST_CASE("a tokenizer.json that is not BERT WordPiece is refused by name", "[tokenizer]") {
+  const auto dir = headprune::testing::temp_dir("tokenizer-json-bpe");
+  std::ifstream in(headprune::testing::minilm_dir() / "tokenizer.json");
+  auto json = nlohmann::json::parse(in);
+  json["model"]["type"] = "BPE";
+  std::ofstream(dir / "tokenizer.json") << json.dump();
+  CATCH_CHECK_THROWS_WITH(WordPieceTokenizer::from_directory(dir),
+                          Catch::Contains("model 'BPE' is not supported"));
+  json["model"]["type"] = "WordPiece";
+  json["normalizer"] = {{"type", "NFC"}};
+  std::ofstream(dir / "tokenizer.json") << json.dump();
+  CATCH_CHECK_THROWS_WITH(WordPieceTokenizer::from_directory(dir),
+                          Catch::Contains("normalizer 'NFC' is not supported"));
 }
 
 CATCH_TEST_CASE("tokenizer loads the real MiniLM checkpoint", "[tokenizer]") {

@@ -66,19 +66,6 @@ const Command& find_command(const std::string& name) {
                                nearest ? "; did you mean '" + nearest->name + "'?" : ""));
 }
 
-/// Every subcommand's option rows, collected without running any.
-std::vector<OptionRow> all_option_rows() {
-  DescribeScope scope;
-  GlobalOptions g;
-  for (const auto& c : commands()) {
-    try {
-      c.run({}, g);
-    } catch (const DescribeOnly&) {
-    }
-  }
-  return scope.rows();
-}
-
 /// `headprune help [COMMAND | --markdown]`.
 int run_help(const std::vector<std::string>& rest) {
   if (rest.empty()) {

@@ -1,5 +1,7 @@
 #include "pruner/cli/option_table.h"
 
+#include "pruner/cli/command.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -49,6 +51,18 @@ const std::vector<VocabularyEntry>& vocabulary() {
       {"results as JSON on stdout", "--json", "", "every command that produces results"},
   };
   return entries;
+}
+
+std::vector<OptionRow> all_option_rows() {
+  DescribeScope scope;
+  GlobalOptions g;
+  for (const auto& c : commands()) {
+    try {
+      c.run({}, g);
+    } catch (const DescribeOnly&) {
+    }
+  }
+  return scope.rows();
 }
 
 std::string option_table_markdown(const std::vector<OptionRow>& rows) {

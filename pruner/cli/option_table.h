@@ -21,6 +21,9 @@ struct VocabularyEntry {
 /// The concepts every command spells the same way.
 const std::vector<VocabularyEntry>& vocabulary();
 
+/// Every subcommand's option rows, collected from their CommandLines without running any.
+std::vector<OptionRow> all_option_rows();
+
 /// The Markdown of docs/cli.md's "Vocabulary" and "Every option" tables, from `rows`
 /// (collected from the CommandLines) and vocabulary().
 std::string option_table_markdown(const std::vector<OptionRow>& rows);

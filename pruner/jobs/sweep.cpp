@@ -99,46 +99,107 @@ std::string sweep_table(const nlohmann::json& sweep) {
   return table;
 }
 
-std::string sweep_svg(const nlohmann::json& sweep) {
-  const double W = 560, H = 380, left = 70, right = 30, top = 40, bottom = 60;
-  std::vector<std::tuple<double, double, std::string>> pts;
-  pts.emplace_back(1.0, sweep["dense"]["quality"].get<double>(),
-                   fmt::format("dense ({} heads)", sweep["dense"]["heads_kept"].get<int64_t>()));
-  for (const auto& p : sweep["points"])
-    pts.emplace_back(p.value("speedup", 1.0), p["quality"].get<double>(),
-                     fmt::format("{:.0f}% ({} heads)", 100 * p["target"].get<double>(), p["heads_kept"].get<int64_t>()));
-  double x0 = 1e9, x1 = -1e9, y0 = 1e9, y1 = -1e9;
-  for (const auto& [x, y, label] : pts) {
-    x0 = std::min(x0, x); x1 = std::max(x1, x); y0 = std::min(y0, y); y1 = std::max(y1, y);
+namespace {
+
+constexpr double kW = 760, kH = 420, kLeft = 70, kRight = 440, kTop = 64, kBottom = 360;
+
+/// One plotted model: x, quality, its tag on the plot and its legend line.
+struct SweepPoint {
+  double x, y;
+  std::string tag, legend;
+};
+
+/// Axis ticks at 1, 2 or 5 times a power of ten, about four over [lo, hi].
+std::vector<double> nice_ticks(double lo, double hi) {
+  const double raw = (hi - lo) / 4, power = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = power;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * power) {
+      step = m * power;
+      break;
+    }
+  std::vector<double> ticks;
+  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push_back(t);
+  return ticks;
+}
+
+/// The points of a sweep: speedup (or share of heads removed, when not measured) vs quality.
+std::vector<SweepPoint> sweep_points(const nlohmann::json& sweep, bool measured) {
+  const auto dense_heads = sweep["dense"]["heads_kept"].get<int64_t>();
+  std::vector<SweepPoint> pts;
+  pts.push_back({measured ? 1.0 : 0.0, sweep["dense"]["quality"].get<double>(), "D",
+                 fmt::format("D  dense: {} heads, quality {:.4g}", dense_heads,
+                             sweep["dense"]["quality"].get<double>())});
+  for (const auto& p : sweep["points"]) {
+    const auto kept = p["heads_kept"].get<int64_t>();
+    const double removed = 100.0 * static_cast<double>(dense_heads - kept) / static_cast<double>(dense_heads);
+    const auto tag = std::to_string(pts.size());
+    pts.push_back({measured ? p["speedup"].get<double>() : removed, p["quality"].get<double>(), tag,
+                   fmt::format("{}  target {:.2f}: {} heads, quality {:.4g}{}", tag, p["target"].get<double>(), kept,
+                               p["quality"].get<double>(),
+                               measured ? fmt::format(", {:.3f}x", p["speedup"].get<double>()) : "")});
   }
-  const double xpad = std::max(0.05, (x1 - x0) * 0.1), ypad = std::max(1e-3, (y1 - y0) * 0.15);
-  x0 -= xpad; x1 += xpad; y0 -= ypad; y1 += ypad;
-  auto X = [&](double x) { return left + (x - x0) / (x1 - x0) * (W - left - right); };
-  auto Y = [&](double y) { return H - bottom - (y - y0) / (y1 - y0) * (H - top - bottom); };
-  const bool sts = sweep.value("quality", std::string()) == "sts_spearman";
+  return pts;
+}
+
+/// Both axes with their ticks and titles, for data ranges [x0,x1] x [y0,y1].
+std::string sweep_axes(double x0, double x1, double y0, double y1, const std::string& x_title,
+                       const std::string& y_title) {
+  auto X = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kRight - kLeft); };
+  auto Y = [&](double y) { return kBottom - (y - y0) / (y1 - y0) * (kBottom - kTop); };
   std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-      "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"22\" font-size=\"14\">{}: quality vs measured speedup</text>\n"
-      "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n"
-      "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n"
-      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">measured speedup (x)</text>\n"
-      "<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">{}</text>\n",
-      W, H, left, sweep.value("model", std::string("model")), left, H - bottom, W - right, H - bottom, left, top,
-      left, H - bottom, (left + W - right) / 2, H - 18, (top + H - bottom) / 2, (top + H - bottom) / 2,
-      sts ? "STS-B Spearman x100" : "embedding cosine to dense");
-  for (int i = 0; i <= 4; ++i) {
-    const double xv = x0 + (x1 - x0) * i / 4, yv = y0 + (y1 - y0) * i / 4;
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:.2f}</text>\n", X(xv), H - bottom + 16, xv);
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{:.3g}</text>\n", left - 6, Y(yv) + 4, yv);
-  }
+      "<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n"
+      "<line x1=\"{0}\" y1=\"{3}\" x2=\"{0}\" y2=\"{1}\" stroke=\"black\"/>\n"
+      "<text x=\"{4}\" y=\"{5}\" text-anchor=\"middle\">{6}</text>\n"
+      "<text x=\"18\" y=\"{7}\" transform=\"rotate(-90 18 {7})\" text-anchor=\"middle\">{8}</text>\n",
+      kLeft, kBottom, kRight, kTop, (kLeft + kRight) / 2, kBottom + 38, x_title, (kTop + kBottom) / 2, y_title);
+  for (double t : nice_ticks(x0, x1))
+    s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"black\"/>"
+                     "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:g}</text>\n",
+                     X(t), kBottom, kBottom + 4, kBottom + 17, t);
+  for (double t : nice_ticks(y0, y1))
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"black\"/>"
+                     "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>\n",
+                     kLeft - 4, Y(t), kLeft, kLeft - 7, Y(t) + 4, t);
+  return s;
+}
+
+}  // namespace
+
+std::string sweep_svg(const nlohmann::json& sweep) {
+  const auto& first = sweep["points"].empty() ? nlohmann::json::object() : sweep["points"].front();
+  const bool measured = first.contains("speedup");
+  const auto pts = sweep_points(sweep, measured);
+  double x0 = 1e9, x1 = -1e9, y0 = 1e9, y1 = -1e9;
+  for (const auto& p : pts) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
+  const double xpad = std::max(measured ? 0.05 : 5.0, (x1 - x0) * 0.1), ypad = std::max(1e-3, (y1 - y0) * 0.15);
+  x0 -= xpad, x1 += xpad, y0 -= ypad, y1 += ypad;
+  auto X = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kRight - kLeft); };
+  auto Y = [&](double y) { return kBottom - (y - y0) / (y1 - y0) * (kBottom - kTop); };
+  const bool sts = sweep.value("quality", std::string()) == "sts_spearman";
+  const auto model = fs::path(sweep.value("model", std::string("model"))).filename().string().substr(0, 40);
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"DejaVu Sans, sans-serif\" font-size=\"11\">\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"12\" y=\"22\" font-size=\"15\">{}: quality vs {}</text>\n"
+      "<text x=\"12\" y=\"40\" fill=\"#555\">{}</text>\n",
+      kW, kH, model, measured ? "measured speedup" : "heads removed",
+      measured ? "each point: one pruned model; speedup measured side by side with the dense model"
+               : "speedup not measured (--no-bench)");
+  s += sweep_axes(x0, x1, y0, y1, measured ? "measured speedup (x)" : "heads removed (%)",
+                  sts ? "STS-B Spearman x100" : "embedding cosine to dense");
   std::string path;
-  for (const auto& [x, y, label] : pts) path += fmt::format("{}{:.1f},{:.1f} ", path.empty() ? "M" : "L", X(x), Y(y));
+  for (const auto& p : pts) path += fmt::format("{}{:.1f},{:.1f} ", path.empty() ? "M" : "L", X(p.x), Y(p.y));
   s += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#2c7fb8\" stroke-width=\"1.5\"/>\n", path);
-  for (const auto& [x, y, label] : pts)
-    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"#2c7fb8\"/>\n"
-                     "<text x=\"{:.1f}\" y=\"{:.1f}\">{} {:.3g}</text>\n",
-                     X(x), Y(y), X(x) + 6, Y(y) - 6, label, y);
+  double legend_y = kTop + 6;
+  for (const auto& p : pts) {
+    s += fmt::format("<circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" fill=\"#2c7fb8\"/>"
+                     "<text x=\"{2:.1f}\" y=\"{3:.1f}\" font-weight=\"bold\">{4}</text>\n",
+                     X(p.x), Y(p.y), X(p.x) + 6, Y(p.y) - 6, p.tag);
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", kRight + 30, legend_y, p.legend);
+    legend_y += 18;
+  }
   return s + "</svg>\n";
 }
 

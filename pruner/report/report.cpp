@@ -158,59 +158,86 @@ std::string to_text(const HeadReport& r) {
   return out;
 }
 
-std::string to_svg(const HeadReport& r) {
-  const int cell = 28, left = 70, top = 50, bar_gap = 24, bar_width = 160;
-  const int heads = static_cast<int>(r.num_attention_heads);
-  const int rows = static_cast<int>(r.layers.size());
-  const int width = left + heads * cell + bar_gap + bar_width + 60;
-  const int height = top + rows * cell + 70;
+namespace {
+
+constexpr int kCell = 28, kLeft = 70, kTop = 96, kBarGap = 28, kBarWidth = 160;
+constexpr const char* kRemovedFill = "#f4f4f4";
+constexpr const char* kEarlierFill = "#bdbdbd";
+
+/// A kept head's colour: blue, darker for a higher gate value.
+std::string kept_fill(double gate) {
+  const int shade = static_cast<int>(std::lround(200 - 150 * std::clamp(gate, 0.0, 1.0)));
+  return fmt::format("rgb({},{},{})", shade / 4, shade / 2 + 20, std::min(255, shade + 55));
+}
+
+/// Title, subtitle and the legend of the three cell kinds.
+std::string svg_header(const HeadReport& r, int width, int height) {
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "font-family=\"sans-serif\" font-size=\"11\">\n"
+      "font-family=\"DejaVu Sans, sans-serif\" font-size=\"11\">\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"20\" font-size=\"14\">Surviving heads: {} of {} kept</text>\n"
-      "<text x=\"{}\" y=\"38\" fill=\"#555\">colour = gate value (dark = 1), x = removed, "
-      "grey = removed earlier</text>\n",
-      width, height, left, r.heads_kept(), r.heads_total(), left);
+      "<text x=\"12\" y=\"22\" font-size=\"15\">Surviving heads: {} of {} kept</text>\n",
+      width, height, r.heads_kept(), r.heads_total());
+  const int y = 42;
+  s += fmt::format("<rect x=\"12\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>"
+                   "<text x=\"31\" y=\"{}\">kept (darker = higher gate)</text>\n",
+                   y, kept_fill(1.0), y + 11);
+  s += fmt::format("<rect x=\"225\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\" stroke=\"#999\"/>"
+                   "<path d=\"M228 {} L236 {} M236 {} L228 {}\" stroke=\"#c0392b\" stroke-width=\"2\"/>"
+                   "<text x=\"244\" y=\"{}\">removed</text>\n",
+                   y, kRemovedFill, y + 3, y + 11, y + 3, y + 11, y + 11);
+  s += fmt::format("<rect x=\"305\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/>"
+                   "<text x=\"324\" y=\"{}\">removed before this run</text>\n",
+                   y, kEarlierFill, y + 11);
+  return s;
+}
+
+/// One head's cell (with a hover title).
+std::string svg_cell(const LayerReport& lr, std::size_t h, int l, int x, int y) {
+  const bool removed = lr.present[h] && !lr.kept[h];
+  const std::string fill = !lr.present[h] ? kEarlierFill : removed ? kRemovedFill
+                                                                    : kept_fill(lr.gate[h].value_or(1.0));
+  const std::string what = !lr.present[h] ? "removed earlier"
+                           : removed      ? "removed"
+                           : lr.gate[h]   ? fmt::format("kept, gate {:.3f}", *lr.gate[h])
+                                          : std::string("kept");
+  std::string s = fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
+                              "stroke=\"white\"><title>layer {} head {}: {}</title></rect>\n",
+                              x, y, kCell, kCell, fill, l, h, what);
+  if (removed)
+    s += fmt::format("<path d=\"M{} {} L{} {} M{} {} L{} {}\" stroke=\"#c0392b\" stroke-width=\"2\"/>\n",
+                     x + 8, y + 8, x + kCell - 8, y + kCell - 8, x + kCell - 8, y + 8, x + 8, y + kCell - 8);
+  return s;
+}
+
+}  // namespace
+
+std::string to_svg(const HeadReport& r) {
+  const int heads = static_cast<int>(r.num_attention_heads);
+  const int rows = static_cast<int>(r.layers.size());
+  const int bar_x = kLeft + heads * kCell + kBarGap;
+  const int width = std::max(bar_x + kBarWidth + 40, 500);
+  const int height = kTop + rows * kCell + 20;
+  std::string s = svg_header(r, width, height);
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#555\">head</text>\n", kLeft - 6,
+                   kTop - 8);
   for (int h = 0; h < heads; ++h)
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                     left + h * cell + cell / 2, top - 4, h);
+                     kLeft + h * kCell + kCell / 2, kTop - 8, h);
+  s += fmt::format("<text x=\"{}\" y=\"{}\">heads kept per layer</text>\n", bar_x, kTop - 8);
   for (int l = 0; l < rows; ++l) {
     const auto& lr = r.layers[static_cast<size_t>(l)];
-    const int y = top + l * cell;
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">layer {}</text>\n", left - 6,
-                     y + cell / 2 + 4, l);
-    for (int h = 0; h < heads; ++h) {
-      const int x = left + h * cell;
-      const auto hh = static_cast<size_t>(h);
-      std::string fill = "#dddddd";
-      if (lr.present[hh]) {
-        const double g = lr.kept[hh] ? lr.gate[hh].value_or(1.0) : lr.gate[hh].value_or(0.0);
-        const int shade = static_cast<int>(std::lround(235 - 200 * std::clamp(g, 0.0, 1.0)));
-        fill = fmt::format("rgb({},{},{})", shade / 3, shade / 2 + 40, shade);
-      }
-      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
-                       "stroke=\"white\"><title>layer {} head {}: {}</title></rect>\n",
-                       x, y, cell, cell, fill, l, h,
-                       !lr.present[hh] ? "removed earlier"
-                                       : lr.kept[hh] ? (lr.gate[hh] ? fmt::format("kept, gate {:.3f}", *lr.gate[hh]) : std::string("kept"))
-                                                     : "removed");
-      if (lr.present[hh] && !lr.kept[hh])
-        s += fmt::format("<path d=\"M{} {} L{} {} M{} {} L{} {}\" stroke=\"#c0392b\" "
-                         "stroke-width=\"2\"/>\n",
-                         x + 7, y + 7, x + cell - 7, y + cell - 7, x + cell - 7, y + 7, x + 7, y + cell - 7);
-    }
+    const int y = kTop + l * kCell;
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">layer {}</text>\n", kLeft - 6,
+                     y + kCell / 2 + 4, l);
+    for (int h = 0; h < heads; ++h) s += svg_cell(lr, static_cast<size_t>(h), l, kLeft + h * kCell, y);
     const auto kept = static_cast<int>(lr.kept_indices().size());
-    const int bx = left + heads * cell + bar_gap;
+    const int bar = heads > 0 ? kBarWidth * kept / heads : 0;
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#2c7fb8\"/>\n"
                      "<text x=\"{}\" y=\"{}\">{}</text>\n",
-                     bx, y + 6, heads > 0 ? bar_width * kept / heads : 0, cell - 12,
-                     bx + (heads > 0 ? bar_width * kept / heads : 0) + 4, y + cell / 2 + 4, kept);
+                     bar_x, y + 6, bar, kCell - 12, bar_x + bar + 4, y + kCell / 2 + 4, kept);
   }
-  s += fmt::format("<text x=\"{}\" y=\"{}\">heads kept per layer</text>\n",
-                   left + heads * cell + bar_gap, top - 4);
-  s += "</svg>\n";
-  return s;
+  return s + "</svg>\n";
 }
 
 }  // namespace headprune::pruner
