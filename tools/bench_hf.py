@@ -9,10 +9,10 @@ on an otherwise idle machine, for the same models and shapes on both sides:
     scripts/fetch-model        # once: .cache/models/all-MiniLM-L6-v2
     tools/setup-reference-env  # once: .venv-ref/
     build/headprune bench .cache/models/all-MiniLM-L6-v2 out/minilm-50 \
-        --batch 1,8,32 --seq 32,128,512 --json > bench-headprune.json
+        --batch-size 1,8,32 --seq-len 32,128,512 --json > bench-headprune.json
     .venv-ref/bin/python tools/bench_hf.py \
         --dense .cache/models/all-MiniLM-L6-v2 --pruned out/minilm-50 \
-        --batch 1,8,32 --seq 32,128,512 --threads $(nproc) \
+        --batch-size 1,8,32 --seq-len 32,128,512 --threads $(nproc) \
         --headprune-json bench-headprune.json --out bench-hf.json
 
 Threads: give both the same cores. headprune's JSON "threads" is LibTorch's intra-op count only;
@@ -24,7 +24,7 @@ OPENBLAS_NUM_THREADS is set). To pin both to N cores instead: OPENBLAS_NUM_THREA
 headprune and --threads N here.
 
 Options: --dense DIR, --pruned DIR (HF folders; the pruned one carries `pruned_heads` in
-config.json, which transformers 4.x honours), --batch 1,8,32, --seq 32,128,512, --threads N
+config.json, which transformers 4.x honours), --batch-size 1,8,32, --seq-len 32,128,512, --threads N
 (default: torch's default), --warmup 2, --min-reps 5, --max-reps 30, --max-seconds 60 (per
 shape), --attn sdpa|eager (default sdpa, transformers' default for BERT), --seed 1234,
 --headprune-json FILE (the output of `headprune bench --json` for the same models and shapes),
@@ -142,8 +142,8 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dense", required=True, help="dense HF checkpoint folder")
     p.add_argument("--pruned", required=True, help="pruned HF checkpoint folder (pruned_heads)")
-    p.add_argument("--batch", type=positive_list, default=[1, 8, 32])
-    p.add_argument("--seq", type=positive_list, default=[32, 128, 512])
+    p.add_argument("--batch-size", "--batch", dest="batch", type=positive_list, default=[1, 8, 32])
+    p.add_argument("--seq-len", "--seq", dest="seq", type=positive_list, default=[32, 128, 512])
     p.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--min-reps", type=int, default=5)

@@ -75,7 +75,7 @@ std::vector<std::string> CommandLine::rewrite_aliases(const std::vector<std::str
     for (const auto& [old_flag, new_flag] : aliases_) {
       const bool with_value = a.rfind(old_flag + "=", 0) == 0;
       if (a != old_flag && !with_value) continue;
-      log::warn("{} is now spelled {} (the old spelling will be removed in a later release)", old_flag,
+      log::warn("{} is now spelled {} (the old spelling is accepted until headprune 0.3)", old_flag,
                 new_flag);
       word = new_flag + a.substr(old_flag.size());
     }

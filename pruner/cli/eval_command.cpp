@@ -4,6 +4,7 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "models/input_file.h"
 #include "pruner/measure/classification.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
@@ -43,6 +44,9 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
   if (batch_size < 1) throw UsageError("--batch-size must be >= 1");
   if (max_length < 3) throw UsageError("--max-length must be >= 3");
   const auto device = globals.torch_device();
+  // Every input is checked before the model loads.
+  for (const auto& [file, what] : {std::pair{sts, "--sts"}, {classification, "--classification"}, {data, "--data"}})
+    if (!file.empty()) models::open_input_file(file, what);
   models::require_tokenizer_files(model, "eval");
   auto ckpt = models::load_checkpoint(model, device);
   nlohmann::json result = {{"model", model}};

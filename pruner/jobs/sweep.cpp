@@ -41,9 +41,9 @@ nlohmann::json run_sweep(const SweepOptions& o) {
       gates::validate_target(t, config.heads_per_layer(), measure,
                              constraints_for(config, o.job.training.constraints));
   }
-  fs::create_directories(o.out);
   std::optional<std::vector<StsPair>> pairs;
-  if (o.sts) pairs = read_sts(*o.sts);
+  if (o.sts) pairs = read_sts(*o.sts);  // a bad STS file is refused before anything is written
+  fs::create_directories(o.out);
 
   nlohmann::json sweep = {{"model", o.job.model.string()}, {"targets", o.targets},
                           {"quality", o.sts ? "sts_spearman" : "fidelity_mean_cosine"},
@@ -135,7 +135,7 @@ std::vector<SweepPoint> sweep_points(const nlohmann::json& sweep, bool measured)
     const double removed = 100.0 * static_cast<double>(dense_heads - kept) / static_cast<double>(dense_heads);
     const auto tag = std::to_string(pts.size());
     pts.push_back({measured ? p["speedup"].get<double>() : removed, p["quality"].get<double>(), tag,
-                   fmt::format("{}  target {:.2f}: {} heads, quality {:.4g}{}", tag, p["target"].get<double>(), kept,
+                   fmt::format("{}  target {:.2f}: {} heads, {:.4g}{}", tag, p["target"].get<double>(), kept,
                                p["quality"].get<double>(),
                                measured ? fmt::format(", {:.3f}x", p["speedup"].get<double>()) : "")});
   }
