@@ -47,11 +47,18 @@ std::vector<std::string> wordpiece_from_tokenizer_json(const nlohmann::json& tok
       throw Error(fmt::format("{}: continuing_subword_prefix other than '##' is not supported", file.string()));
     apply_normalizer(tokenizer.at("normalizer"), file, options);
     options.unk_token = model.value("unk_token", options.unk_token);
-    options.max_input_chars_per_word = model.value("max_input_chars_per_word", options.max_input_chars_per_word);
+    if (const auto it = model.find("max_input_chars_per_word"); it != model.end()) {
+      if (!it->is_number_unsigned())
+        throw Error(fmt::format("{}: max_input_chars_per_word must be a non-negative integer, not {}",
+                                file.string(), it->dump()));
+      options.max_input_chars_per_word = it->get<std::size_t>();
+    }
     const auto& map = model.at("vocab");
     std::vector<std::string> vocab(map.size());
     std::vector<bool> seen(map.size(), false);
     for (const auto& [token, id_json] : map.items()) {
+      if (!id_json.is_number_integer())
+        throw Error(fmt::format("{}: vocab id of '{}' is not an integer: {}", file.string(), token, id_json.dump()));
       const auto id = id_json.get<int64_t>();
       if (id < 0 || static_cast<std::size_t>(id) >= vocab.size() || seen[static_cast<std::size_t>(id)])
         throw Error(fmt::format("{}: vocab ids are not 0..{} (token '{}' has id {})", file.string(),
