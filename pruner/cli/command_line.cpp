@@ -139,6 +139,8 @@ bool CommandLine::parse(const std::vector<std::string>& args, po::variables_map&
       std::cout << help();
       return false;
     }
+    for (const auto& p : positionals_)  // the arguments before the options they precede
+      if (!p.optional && vm.count(p.key) == 0) explain_missing(p.key, vm);
     po::notify(vm);
   } catch (const po::required_option& e) {
     explain_missing(e.get_option_name().substr(2), vm);
