@@ -121,7 +121,7 @@ def run_headprune(args, exe, what, expect_ok=True):
 
 def headprune_embed(exe, model_dir, text_file, work, tag):
     out = work / f"emb-{tag}.safetensors"
-    run_headprune(["embed", model_dir, "--input", text_file, "--out", out], exe, f"headprune embed {tag}")
+    run_headprune(["embed", model_dir, "--data", text_file, "--embeddings", out], exe, f"headprune embed {tag}")
     emb = load_file(str(out))["embeddings"]
     return emb.astype(np.float64)
 
@@ -289,7 +289,7 @@ def case_llama(case, exe, stories, work):
         ids = model.eval().generate(torch.tensor([[1]]), max_new_tokens=40, do_sample=False,
                                     pad_token_id=0)[0].tolist()
     proc = run_headprune(["--log-level", "debug", "generate", pruned, "--temperature", "0",
-                          "--steps", "40"], exe, "headprune generate")
+                          "--max-new-tokens", "40"], exe, "headprune generate")
     ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
     if not ours:
         raise CheckFailed(f"headprune generate printed no token ids:\n{proc.stderr}")
