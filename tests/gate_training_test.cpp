@@ -1,11 +1,21 @@
-// Gate training on small random models: exact targets, planted heads, resumption.
+// Gate training on small random models: exact targets, planted heads, resumption,
+// interruption by a signal.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <fstream>
+#include <iterator>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "pruner/training/gate_training.h"
+#include "pruner/training/interruption.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
 
@@ -113,4 +123,45 @@ CATCH_TEST_CASE("an unreachable target fails before training", "[training]") {
   o.constraints.min_heads_per_layer = 1;
   CATCH_REQUIRE_THROWS_WITH(pruner::train_gates(ckpt, corpus, o), Catch::Contains("cannot be reached"));
   CATCH_CHECK_FALSE(std::filesystem::exists(o.out_dir / "gates.json"));
+}
+
+CATCH_TEST_CASE("SIGTERM mid-run saves a snapshot that --resume continues to the same result",
+                "[training][signal]") {
+  auto corpus = testing::random_corpus(64, 8, 3);
+  auto full_ckpt = testing::tiny_checkpoint(2, 4);
+  auto full = pruner::train_gates(full_ckpt, corpus, quick_options("sig-full", 0.25, 400));
+
+  // A late signal (after the run) must not end the test process: ignore it outside the guard.
+  const auto previous = std::signal(SIGTERM, SIG_IGN);
+  auto ckpt = testing::tiny_checkpoint(2, 4);
+  auto o = quick_options("sig-resumed", 0.25, 400);
+  o.log_every = 1;
+  std::thread preemption([log = o.out_dir / "train_log.jsonl"] {
+    for (int i = 0; i < 20000; ++i) {  // after the fifth step has been logged
+      std::ifstream in(log);
+      const auto lines = std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n');
+      if (lines >= 5) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ::kill(::getpid(), SIGTERM);
+  });
+  int signal_number = 0;
+  try {
+    pruner::train_gates(ckpt, corpus, o);
+  } catch (const pruner::Interrupted& e) {
+    signal_number = e.signal_number();
+    CATCH_CHECK_THAT(e.what(), Catch::Contains("SIGTERM received") && Catch::Contains("--resume"));
+  }
+  preemption.join();
+  std::signal(SIGTERM, previous);
+  CATCH_REQUIRE(signal_number == SIGTERM);
+  const auto snapshot = pruner::GateState::load(o.out_dir);
+  CATCH_CHECK_FALSE(snapshot.complete);
+  CATCH_CHECK((snapshot.step >= 5 && snapshot.step < 400));
+  o.resume = true;
+  auto resumed = pruner::train_gates(ckpt, corpus, o);
+  CATCH_REQUIRE(resumed.complete);
+  for (size_t l = 0; l < full.layers.size(); ++l)
+    for (size_t h = 0; h < full.layers[l].log_alpha.size(); ++h)
+      CATCH_CHECK(resumed.layers[l].log_alpha[h] == Approx(full.layers[l].log_alpha[h]).margin(1e-6));
 }

@@ -11,6 +11,7 @@
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/option_table.h"
 #include "pruner/log.h"
+#include "pruner/training/interruption.h"
 
 namespace headprune::cli {
 
@@ -50,7 +51,8 @@ void print_overview() {
              "the option table of docs/cli.md");
   std::cout << "\n" << global_options_help()
             << "\nExit codes: 0 ok, 1 error (a file, model or run failed), 2 usage (the command line "
-               "is wrong).\n";
+               "is wrong), 130 / 143 training stopped by Ctrl-C / SIGTERM after saving a snapshot "
+               "(continue with --resume).\n";
 }
 
 /// The command called `name`. @throws UsageError naming the nearest command.
@@ -200,6 +202,9 @@ int run(int argc, const char* const* argv) {
   } catch (const UsageError& e) {
     fmt::print(stderr, "headprune: usage error: {}\n", e.what());
     return 2;
+  } catch (const pruner::Interrupted& e) {
+    fmt::print(stderr, "headprune: {}\n", e.what());
+    return 128 + e.signal_number();
   } catch (const std::exception& e) {
     fmt::print(stderr, "headprune: error: {}\n", e.what());
     return 1;

@@ -13,6 +13,7 @@
 #include "pruner/report/format.h"
 #include "pruner/training/sparsity_measure.h"
 #include "pruner/log.h"
+#include "pruner/training/interruption.h"
 #include "pruner/training/teacher_cache.h"
 #include "pruner/training/training_progress.h"
 #include "pruner/training/training_run.h"
@@ -167,14 +168,22 @@ class GateTrainer {
 
   GateState run() {
     log_start();
+    const InterruptGuard guard;  // SIGINT / SIGTERM: finish the step, snapshot, stop
     const auto t0 = std::chrono::steady_clock::now();
+    auto last_save = t0;
     for (int64_t step = start_; step < total_steps_; ++step) {
       const auto result = train_step(step);
       const int64_t done = step + 1;
       if (done % o_.log_every == 0 || done == o_.steps || done == total_steps_)
         log_step(done, result, seconds_since(t0));
-      if (o_.save_every > 0 && done % o_.save_every == 0 && done < total_steps_) save(done);
-      if (o_.stop_after > 0 && done - start_ >= o_.stop_after && done < total_steps_) {
+      if (done == total_steps_) break;
+      if (const int signal_number = interrupt_signal()) stop_on_signal(signal_number, done);
+      const bool by_time = o_.save_every_minutes > 0 && seconds_since(last_save) >= 60 * o_.save_every_minutes;
+      if ((o_.save_every > 0 && done % o_.save_every == 0) || by_time) {
+        save(done);
+        last_save = std::chrono::steady_clock::now();
+      }
+      if (o_.stop_after > 0 && done - start_ >= o_.stop_after) {
         save(done);
         log::info("stopped after {} steps as asked; continue with --resume", done - start_);
         return GateState::load(o_.out_dir);
@@ -281,6 +290,15 @@ class GateTrainer {
     p.seconds = seconds;
     p.eta_seconds = seconds / static_cast<double>(done - start_) * static_cast<double>(total_steps_ - done);
     progress_.log(p);
+  }
+
+  /// Saves a snapshot after step `done` and ends the run with Interrupted.
+  [[noreturn]] void stop_on_signal(int signal_number, int64_t done) {
+    save(done);
+    throw Interrupted(signal_number,
+                      fmt::format("{} received: stopped after step {} of {} with a snapshot in {}; "
+                                  "continue with the same command and --resume",
+                                  signal_name(signal_number), done, total_steps_, o_.out_dir.string()));
   }
 
   /// A snapshot for --resume: the gate state so far (gates.json, incomplete) and train_state.pt.

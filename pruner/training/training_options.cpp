@@ -249,6 +249,10 @@ std::vector<TrainingOption> phase_rows() {
                  &positive<int64_t>, ">= 1", "progress line every N steps"),
       run_option("save-every", int64_t{50}, "", [](auto& o) -> auto& { return o.save_every; }, nullptr, "",
                  "snapshot for --resume every N steps (0 = never)"),
+      run_option("save-every-minutes", 5.0, "", [](auto& o) -> auto& { return o.save_every_minutes; },
+                 &non_negative<double>, ">= 0",
+                 "also snapshot when this many minutes passed since the last one (0 = never); a "
+                 "killed run loses at most that much"),
       recorded_only("seed", [](auto& o) -> auto& { return o.seed; })};
 }
 

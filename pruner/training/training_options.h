@@ -45,6 +45,7 @@ struct GateTrainingOptions {
   double weights_learning_rate = 1e-4;
   int64_t log_every = 10;            ///< progress line interval (steps)
   int64_t save_every = 50;           ///< snapshot interval for --resume (steps; 0 = never)
+  double save_every_minutes = 5;     ///< also snapshot when this much wall time passed (0 = never)
   uint64_t seed = 42;
   std::filesystem::path out_dir;     ///< gates folder (gates.json, train_log.jsonl, snapshot)
   bool resume = false;               ///< continue from out_dir's snapshot
