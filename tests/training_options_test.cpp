@@ -38,7 +38,7 @@ CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[option
                               "target_sparsity", "sparsity_unit", "flops_seq_len", "l0_lambda",
                               "warmup_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
                               "min_heads_per_layer", "gqa_mode", "embedding_weight", "train_weights",
-                              "finetune_steps", "weights_learning_rate", "seed"});
+                              "finetune_steps", "weights_learning_rate", "seed", "corpus"});
 }
 
 CATCH_TEST_CASE("flags land in the settings, their defaults where not given", "[options]") {
@@ -85,4 +85,11 @@ CATCH_TEST_CASE("resuming refuses a changed recorded setting and allows a change
   CATCH_CHECK(parse({"--data", "a", "--target-sparsity", "0.5", "--beta", "0.33"})
                   .training.resume_difference(recorded) ==
               "setting 'beta' was 0.6666666666666666 when the run started, now 0.33");
+  // The corpus is part of the run: other text or another split is not a continuation.
+  CATCH_CHECK_THAT(parse({"--data", "b", "--target-sparsity", "0.5"}).training.resume_difference(recorded),
+                   Catch::StartsWith("setting 'corpus' was"));
+  CATCH_CHECK_THAT(parse({"--data", "a", "--target-sparsity", "0.5", "--holdout", "0.2"})
+                       .training.resume_difference(recorded),
+                   Catch::StartsWith("setting 'corpus' was"));
+  CATCH_CHECK(parse({"--data", "./a", "--target-sparsity", "0.5"}).training.resume_difference(recorded).empty());
 }

@@ -82,7 +82,7 @@ TrainingOption choice_option(const char* flag, const char* fallback, const char*
   return row;
 }
 
-/// A row of the corpus settings (not recorded: the corpus is read again on --resume).
+/// A row of the corpus settings (recorded together, as "corpus", by training_settings).
 template <typename T, typename Field>
 TrainingOption corpus_option(const char* flag, T fallback, Field field, Check<T> ok,
                              const char* requirement, const char* help) {
@@ -93,7 +93,7 @@ TrainingOption corpus_option(const char* flag, T fallback, Field field, Check<T>
   return row;
 }
 
-/// A recorded setting with no flag of its own (fixed constants, the global --seed).
+/// A recorded setting with no flag of its own (fixed constants, the global --seed, the corpus).
 template <typename Field>
 TrainingOption recorded_only(const char* json_key, Field field) {
   TrainingOption row{"", "", json_key, true, {}, {}, {}, ""};
@@ -253,7 +253,8 @@ std::vector<TrainingOption> phase_rows() {
                  &non_negative<double>, ">= 0",
                  "also snapshot when this many minutes passed since the last one (0 = never); a "
                  "killed run loses at most that much"),
-      recorded_only("seed", [](auto& o) -> auto& { return o.seed; })};
+      recorded_only("seed", [](auto& o) -> auto& { return o.seed; }),
+      recorded_only("corpus", [](auto& o) -> auto& { return o.corpus; })};
 }
 
 /// The rules between flags, after every row has been applied.
@@ -307,6 +308,12 @@ TrainingSettings training_settings(const po::variables_map& vm, uint64_t seed, c
   for (const auto& row : training_option_table())
     if (!row.flag.empty() && vm.count(row.flag)) row.apply(vm[row.flag], s);
   apply_rules(vm, s);
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& file : s.data) files.push_back(std::filesystem::weakly_canonical(std::filesystem::absolute(file)).string());
+  s.training.corpus = {{"data", files},
+                       {"max_lines", s.corpus.max_lines},
+                       {"holdout", s.corpus.holdout_fraction},
+                       {"paragraphs", s.corpus.paragraphs}};
   s.training.seed = seed;
   s.training.device = device;
   s.corpus.seed = seed;

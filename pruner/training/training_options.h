@@ -55,6 +55,9 @@ struct GateTrainingOptions {
   /// With frozen weights the teacher's outputs never change: keep up to this many MiB of them
   /// so later epochs skip the teacher's forward pass (0 = no cache).
   int64_t teacher_cache_mib = 2048;
+  /// The training text as given (files made absolute, --max-lines, --holdout, --paragraphs):
+  /// recorded so that --resume refuses a different corpus. Null when not set (API callers).
+  nlohmann::json corpus;
   std::string model_path;            ///< recorded in the gate state
   torch::Device device = torch::kCPU;
 
