@@ -47,6 +47,18 @@ std::vector<std::vector<int64_t>> removed_heads(const pruner::GateState& s) {
   return out;
 }
 
+/// Continues the run of `o` with --resume and checks it ends where the uninterrupted `full` did.
+void resume_and_compare(models::Checkpoint& ckpt, const pruner::Corpus& corpus, pruner::GateTrainingOptions o,
+                        const pruner::GateState& full) {
+  o.stop_after = 0;
+  o.resume = true;
+  auto resumed = pruner::train_gates(ckpt, corpus, o);
+  CATCH_REQUIRE(resumed.complete);
+  for (size_t l = 0; l < full.layers.size(); ++l)
+    for (size_t h = 0; h < full.layers[l].log_alpha.size(); ++h)
+      CATCH_CHECK(resumed.layers[l].log_alpha[h] == Approx(full.layers[l].log_alpha[h]).margin(1e-6));
+}
+
 }  // namespace
 
 CATCH_TEST_CASE("a Lagrangian run drives the expected sparsity to the target", "[training]") {
@@ -107,13 +119,7 @@ CATCH_TEST_CASE("an interrupted run resumed with --resume equals an uninterrupte
   auto partial = pruner::train_gates(ckpt, corpus, o);
   CATCH_CHECK_FALSE(partial.complete);
   CATCH_CHECK(partial.step == 12);
-  o.stop_after = 0;
-  o.resume = true;
-  auto resumed = pruner::train_gates(ckpt, corpus, o);
-  CATCH_REQUIRE(resumed.complete);
-  for (size_t l = 0; l < full.layers.size(); ++l)
-    for (size_t h = 0; h < full.layers[l].log_alpha.size(); ++h)
-      CATCH_CHECK(resumed.layers[l].log_alpha[h] == Approx(full.layers[l].log_alpha[h]).margin(1e-6));
+  resume_and_compare(ckpt, corpus, o, full);
 }
 
 CATCH_TEST_CASE("an unreachable target fails before training", "[training]") {
@@ -158,10 +164,5 @@ CATCH_TEST_CASE("SIGTERM mid-run saves a snapshot that --resume continues to the
   const auto snapshot = pruner::GateState::load(o.out_dir);
   CATCH_CHECK_FALSE(snapshot.complete);
   CATCH_CHECK((snapshot.step >= 5 && snapshot.step < 400));
-  o.resume = true;
-  auto resumed = pruner::train_gates(ckpt, corpus, o);
-  CATCH_REQUIRE(resumed.complete);
-  for (size_t l = 0; l < full.layers.size(); ++l)
-    for (size_t h = 0; h < full.layers[l].log_alpha.size(); ++h)
-      CATCH_CHECK(resumed.layers[l].log_alpha[h] == Approx(full.layers[l].log_alpha[h]).margin(1e-6));
+  resume_and_compare(ckpt, corpus, o, full);
 }
