@@ -135,12 +135,12 @@ CATCH_TEST_CASE("SIGTERM mid-run saves a snapshot that --resume continues to the
                 "[training][signal]") {
   auto corpus = testing::random_corpus(64, 8, 3);
   auto full_ckpt = testing::tiny_checkpoint(2, 4);
-  auto full = pruner::train_gates(full_ckpt, corpus, quick_options("sig-full", 0.25, 400));
+  auto full = pruner::train_gates(full_ckpt, corpus, quick_options("sig-full", 0.25, 1000));
 
   // A late signal (after the run) must not end the test process: ignore it outside the guard.
   const auto previous = std::signal(SIGTERM, SIG_IGN);
   auto ckpt = testing::tiny_checkpoint(2, 4);
-  auto o = quick_options("sig-resumed", 0.25, 400);
+  auto o = quick_options("sig-resumed", 0.25, 1000);
   o.log_every = 1;
   std::thread preemption([log = o.out_dir / "train_log.jsonl"] {
     for (int i = 0; i < 20000; ++i) {  // after the fifth step has been logged
@@ -163,6 +163,6 @@ CATCH_TEST_CASE("SIGTERM mid-run saves a snapshot that --resume continues to the
   CATCH_REQUIRE(signal_number == SIGTERM);
   const auto snapshot = pruner::GateState::load(o.out_dir);
   CATCH_CHECK_FALSE(snapshot.complete);
-  CATCH_CHECK((snapshot.step >= 5 && snapshot.step < 400));
+  CATCH_CHECK((snapshot.step >= 5 && snapshot.step < 1000));
   resume_and_compare(ckpt, corpus, o, full);
 }
