@@ -3,6 +3,7 @@
 #include <csv.h>
 
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -30,22 +31,22 @@ void on_record(int, void* sink) {
 
 }  // namespace
 
-std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& file) {
-  auto in = models::open_input_file(file, "CSV file");
+std::vector<std::vector<std::string>> parse_csv(const std::string& text, const std::string& name) {
   csv_parser parser{};
-  if (csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI) != 0)
-    throw Error("libcsv could not be initialised");
+  if (csv_init(&parser, CSV_STRICT | CSV_STRICT_FINI) != 0) throw Error("libcsv could not be initialised");
   std::unique_ptr<csv_parser, void (*)(csv_parser*)> guard(&parser, csv_free);
   Records records;
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    const auto got = static_cast<std::size_t>(in.gcount());
-    if (csv_parse(&parser, buffer, got, on_field, on_record, &records) != got)
-      throw Error(fmt::format("{} is not valid CSV: {}", file.string(), csv_strerror(csv_error(&parser))));
-  }
-  if (csv_fini(&parser, on_field, on_record, &records) != 0)
-    throw Error(fmt::format("{} is not valid CSV: {}", file.string(), csv_strerror(csv_error(&parser))));
+  if (csv_parse(&parser, text.data(), text.size(), on_field, on_record, &records) != text.size() ||
+      csv_fini(&parser, on_field, on_record, &records) != 0)
+    throw Error(fmt::format("{} is not valid CSV: {}", name, csv_strerror(csv_error(&parser))));
   return records.rows;
+}
+
+std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& file) {
+  auto in = models::open_input_file(file, "CSV file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_csv(text.str(), file.string());
 }
 
 }  // namespace headprune::pruner

@@ -14,4 +14,7 @@ namespace headprune::pruner {
 ///         unterminated quote), naming the file.
 std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& file);
 
+/// The same for CSV text already in memory; `name` labels the errors.
+std::vector<std::vector<std::string>> parse_csv(const std::string& text, const std::string& name);
+
 }  // namespace headprune::pruner
