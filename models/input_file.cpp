@@ -1,5 +1,7 @@
 #include "models/input_file.h"
 
+#include <sstream>
+
 #include <fmt/format.h>
 
 #include "models/errors.h"
@@ -15,6 +17,13 @@ std::ifstream open_input_file(const std::filesystem::path& file, const std::stri
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(fmt::format("cannot open {} {} for reading (permissions?)", what, file.string()));
   return in;
+}
+
+std::string read_input_file(const std::filesystem::path& file, const std::string& what) {
+  auto in = open_input_file(file, what);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace headprune::models

@@ -12,4 +12,7 @@ namespace headprune::models {
 ///         "cannot open WHAT FILE for reading (permissions?)".
 std::ifstream open_input_file(const std::filesystem::path& file, const std::string& what);
 
+/// The whole content of `file`, opened as open_input_file does (same errors).
+std::string read_input_file(const std::filesystem::path& file, const std::string& what);
+
 }  // namespace headprune::models

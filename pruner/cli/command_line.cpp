@@ -44,9 +44,8 @@ CommandLine::CommandLine(std::string name, std::string usage)
 
 CommandLine& CommandLine::positional(const char* key, const char* metavar, std::string* target,
                                      const char* help, bool optional) {
-  auto* value = po::value<std::string>(target)->value_name(metavar);
-  if (!optional) value->required();
-  hidden_.add_options()(key, value, help);
+  // Not po-required: parse() names a missing argument itself, before any missing option.
+  hidden_.add_options()(key, po::value<std::string>(target)->value_name(metavar), help);
   positionals_.push_back({key, metavar, help, optional});
   return *this;
 }
@@ -97,8 +96,6 @@ std::string CommandLine::nearest_option(const std::string& typed) const {
   };
   for (const auto& [caption, desc] : groups_)
     for (const auto& o : desc->options()) consider("--" + o->long_name());
-  for (const auto& [old_flag, new_flag] : aliases_)
-    if (old_flag == typed) return new_flag;
   for (const auto& o : global_options_help().options()) consider("--" + o->long_name());
   return best;
 }

@@ -14,8 +14,7 @@ namespace {
 /// The --targets list, each in [0, 1). @throws UsageError.
 std::vector<double> parse_targets(const std::string& text) {
   const auto targets = parse_number_list(text, "--targets");
-  for (double t : targets)
-    if (!(t >= 0 && t < 1)) throw UsageError(fmt::format("--targets: {} is outside [0, 1)", t));
+  for (double t : targets) pruner::check_target_sparsity(t, "--targets");
   return targets;
 }
 

@@ -3,12 +3,10 @@
 #include <csv.h>
 
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "models/errors.h"
-#include "models/input_file.h"
 
 namespace headprune::pruner {
 namespace {
@@ -40,13 +38,6 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text, const s
       csv_fini(&parser, on_field, on_record, &records) != 0)
     throw Error(fmt::format("{} is not valid CSV: {}", name, csv_strerror(csv_error(&parser))));
   return records.rows;
-}
-
-std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& file) {
-  auto in = models::open_input_file(file, "CSV file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_csv(text.str(), file.string());
 }
 
 }  // namespace headprune::pruner

@@ -3,18 +3,14 @@
 // evaluation sets (e.g. STS-B with a `sentence1,sentence2,score` header).
 #pragma once
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
 namespace headprune::pruner {
 
-/// Every record of `file`, each a list of fields (quotes removed). Empty lines are skipped.
-/// @throws headprune::Error if the file cannot be opened or is not well-formed CSV (an
-///         unterminated quote), naming the file.
-std::vector<std::vector<std::string>> read_csv(const std::filesystem::path& file);
-
-/// The same for CSV text already in memory; `name` labels the errors.
+/// Every record of the CSV `text`, each a list of fields (quotes removed). Empty lines are
+/// skipped. @throws headprune::Error if it is not well-formed CSV (an unterminated quote),
+/// naming `name` (the file).
 std::vector<std::vector<std::string>> parse_csv(const std::string& text, const std::string& name);
 
 }  // namespace headprune::pruner

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -89,8 +90,8 @@ std::size_t column(const std::vector<std::string>& header, std::initializer_list
 }
 
 /// The Hugging Face CSV layout: a header naming sentence1, sentence2 and score (or label).
-std::vector<StsPair> read_sts_csv(const std::filesystem::path& file) {
-  const auto rows = read_csv(file);
+std::vector<StsPair> read_sts_csv(const std::string& text, const std::filesystem::path& file) {
+  const auto rows = parse_csv(text, file.string());
   if (rows.empty()) return {};
   const auto& header = rows.front();
   const auto s1 = column(header, {"sentence1"}, file), s2 = column(header, {"sentence2"}, file);
@@ -108,14 +109,12 @@ std::vector<StsPair> read_sts_csv(const std::filesystem::path& file) {
 }  // namespace
 
 std::vector<StsPair> read_sts(const std::filesystem::path& file) {
-  auto in = models::open_input_file(file, "STS file");
-  std::string first;
-  while (first.empty() && std::getline(in, first)) {
-  }
+  const auto text = models::read_input_file(file, "STS file");
+  const auto start = std::min(text.find_first_not_of('\n'), text.size());
+  const auto first = text.substr(start, text.find('\n', start) - start);  // first non-empty line
   const bool csv = first.find('\t') == std::string::npos && first.find("sentence1") != std::string::npos;
-  in.clear();
-  in.seekg(0);
-  auto pairs = csv ? read_sts_csv(file) : read_sts_tsv(in, file);
+  std::istringstream lines(text);
+  auto pairs = csv ? read_sts_csv(text, file) : read_sts_tsv(lines, file);
   if (pairs.empty()) throw Error(fmt::format("{} holds no STS pairs", file.string()));
   return pairs;
 }

@@ -115,7 +115,7 @@ std::vector<TrainingOption> objective_rows() {
   target.value = [] { return po::value<double>()->value_name("S"); };
   target.apply = [](const po::variable_value& v, TrainingSettings& s) {
     const double t = v.as<double>();
-    if (!(t >= 0 && t < 1)) throw UsageError(fmt::format("--target-sparsity {} is outside [0, 1)", t));
+    check_target_sparsity(t, "--target-sparsity");
     s.training.target_sparsity = t;
   };
   target.record = [](const GateTrainingOptions& o) {
@@ -301,6 +301,10 @@ void add_training_options(const std::function<po::options_description&(const std
     else
       desc.add_options()(row.flag.c_str(), row.help.c_str());
   }
+}
+
+void check_target_sparsity(double target, const std::string& flag) {
+  if (!(target >= 0 && target < 1)) throw UsageError(fmt::format("{} {} is outside [0, 1)", flag, target));
 }
 
 TrainingSettings training_settings(const po::variables_map& vm, uint64_t seed, const torch::Device& device) {

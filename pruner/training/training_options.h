@@ -101,6 +101,10 @@ void add_training_options(
     const std::function<boost::program_options::options_description&(const std::string&)>& group_of,
     const std::vector<std::string>& exclude = {});
 
+/// Checks a sparsity target given with `flag` (--target-sparsity, sweep's --targets).
+/// @throws headprune::UsageError "FLAG T is outside [0, 1)".
+void check_target_sparsity(double target, const std::string& flag);
+
 /// Settings from parsed flags: each row's value, then the rules between flags (exactly one of
 /// --target-sparsity / --l0-lambda; --allow-empty-layers; --finetune-steps with --train-weights).
 /// @throws headprune::UsageError on a bad value or combination.
