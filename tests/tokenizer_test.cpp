@@ -134,6 +134,11 @@ CATCH_TEST_CASE("a tokenizer.json that is not BERT WordPiece is refused by name"
   std::ofstream(dir / "tokenizer.json") << json.dump();
   CATCH_CHECK_THROWS_WITH(WordPieceTokenizer::from_directory(dir),
                           Catch::Contains("normalizer 'NFC' is not supported"));
+  json["normalizer"] = {{"type", "BertNormalizer"}, {"lowercase", true}};
+  json["added_tokens"].push_back({{"id", 30522}, {"content", "<new>"}, {"special", false}});
+  std::ofstream(dir / "tokenizer.json") << json.dump();
+  CATCH_CHECK_THROWS_WITH(WordPieceTokenizer::from_directory(dir),
+                          Catch::Contains("added token '<new>' is not supported"));
 }
 
 CATCH_TEST_CASE("tokenizer loads the real MiniLM checkpoint", "[tokenizer]") {

@@ -33,6 +33,26 @@ void apply_normalizer(const nlohmann::json& n, const std::filesystem::path& file
   if (accents != n.end()) o.strip_accents = accents->is_null() ? -1 : (accents->get<bool>() ? 1 : 0);
 }
 
+/// Added tokens change how text splits: only the five BERT special tokens (kept whole by the
+/// tokenizer) are modelled. A post-processor other than BERT's [CLS] A [SEP] is refused too.
+void check_added_tokens(const nlohmann::json& tokenizer, const std::filesystem::path& file,
+                        const WordPieceOptions& o) {
+  const auto post = type_of(tokenizer, "post_processor");
+  if (!post.empty() && post != "TemplateProcessing" && post != "BertProcessing")
+    throw Error(fmt::format("{}: post_processor '{}' is not supported (BERT's [CLS] ... [SEP] only)",
+                            file.string(), post));
+  const auto added = tokenizer.find("added_tokens");
+  if (added == tokenizer.end() || added->is_null()) return;
+  for (const auto& token : *added) {
+    const auto content = token.at("content").get<std::string>();
+    if (content != o.unk_token && content != o.cls_token && content != o.sep_token &&
+        content != o.pad_token && content != o.mask_token)
+      throw Error(fmt::format("{}: added token '{}' is not supported (only {}, {}, {}, {}, {})",
+                              file.string(), content, o.unk_token, o.cls_token, o.sep_token,
+                              o.pad_token, o.mask_token));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> wordpiece_from_tokenizer_json(const nlohmann::json& tokenizer,
@@ -47,6 +67,7 @@ std::vector<std::string> wordpiece_from_tokenizer_json(const nlohmann::json& tok
       throw Error(fmt::format("{}: continuing_subword_prefix other than '##' is not supported", file.string()));
     apply_normalizer(tokenizer.at("normalizer"), file, options);
     options.unk_token = model.value("unk_token", options.unk_token);
+    check_added_tokens(tokenizer, file, options);
     if (const auto it = model.find("max_input_chars_per_word"); it != model.end()) {
       if (!it->is_number_unsigned())
         throw Error(fmt::format("{}: max_input_chars_per_word must be a non-negative integer, not {}",

@@ -20,7 +20,8 @@ namespace headprune::models {
 /// "WordPiece", normalizer "BertNormalizer", pre_tokenizer "BertPreTokenizer".
 /// @throws headprune::Error naming `file` and the part that is not a BERT WordPiece pipeline
 ///         (another model or normalizer type, a subword prefix other than "##", clean_text
-///         false, ids that are not 0..n-1).
+///         false, ids that are not 0..n-1, an added token other than the five BERT special
+///         tokens, a post-processor other than BERT's).
 std::vector<std::string> wordpiece_from_tokenizer_json(const nlohmann::json& tokenizer,
                                                        const std::filesystem::path& file,
                                                        WordPieceOptions& options);
