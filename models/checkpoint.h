@@ -25,8 +25,10 @@ struct Checkpoint {
   /// LLaMA; null when the folder has none.
   std::shared_ptr<Tokenizer> tokenizer;
   SentencePooling pooling;
-  /// Longest input the folder is meant for: sentence-transformers' max_seq_length if set,
-  /// else max_position_embeddings.
+  /// Longest input the folder is meant for: sentence-transformers' max_seq_length if set;
+  /// else, in a sentence-transformers folder, min(max_position_embeddings, the tokenizer's
+  /// model_max_length) as sentence-transformers 3 and 6 compute it; else
+  /// max_position_embeddings.
   int64_t max_seq_length = 0;
   /// The classifier of a BertForSequenceClassification checkpoint ("classifier.weight" in
   /// the file), else empty.

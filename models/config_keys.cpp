@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "models/errors.h"
+#include "models/remote_code.h"
 
 namespace headprune::models {
 namespace {
@@ -49,6 +50,14 @@ void check_config_keys(const nlohmann::json& config, const ModelFamily& family,
   const auto& modelled = family.modelled_keys();
   for (const auto& [key, value] : config.items()) {
     if (kModelledCommon.count(key) || modelled.count(key) || kInert.count(key)) continue;
+    if (key == "auto_map") {
+      // headprune's own export (the family's remote code) computes what the family does.
+      const auto* ours = family.remote_code();
+      if (ours && value == ours->auto_map) continue;
+      throw Error(fmt::format("{}: 'auto_map' {} names custom modelling code that headprune does "
+                              "not run; only checkpoints of the built-in '{}' class are supported",
+                              source, value.dump(), family.model_type()));
+    }
     if (auto required = kRequiredValue.find(key); required != kRequiredValue.end()) {
       if (value == required->second || value.is_null()) continue;
       throw Error(fmt::format("{}: '{}' is {}, but headprune implements only {}", source, key,

@@ -14,6 +14,7 @@
 namespace headprune::models {
 
 struct ModelConfig;
+struct RemoteCode;
 class AttentionModel;
 
 /// What the rest of headprune asks about an architecture instead of branching on `model_type`.
@@ -64,6 +65,10 @@ class ModelFamily {
   virtual std::optional<std::string> layout_warning(const ModelConfig& config) const;
   /// The `headprune.note` of an exported config: who can load it and how.
   virtual std::string export_note(const ModelConfig& config) const = 0;
+  /// Modelling code written into every export of this family and registered in config.json's
+  /// `auto_map` (models/remote_code.h), or nullptr. A config whose `auto_map` equals this one
+  /// is headprune's own export and loads; any other `auto_map` is refused (custom code).
+  virtual const RemoteCode* remote_code() const { return nullptr; }
 };
 
 /// Builds a model with random weights shaped by `config`'s kept heads; `weight_names` are the

@@ -1,6 +1,7 @@
 #include "models/sentence_pooling.h"
 
 #include <cmath>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -39,24 +40,48 @@ bool flag(const nlohmann::json& cfg, const char* key, const fs::path& file) {
   return cfg.at(key).get<bool>();
 }
 
-/// `<dir>/<path>/config.json` of a Pooling module -> the modes it concatenates.
+/// sentence-transformers 6's `pooling_mode` (a name or a list of names, concatenated in the
+/// list's order) -> the modes. @throws headprune::Error naming an unsupported mode.
+std::vector<SentencePooling::Mode> pooling_modes(const nlohmann::json& value, const fs::path& file) {
+  using Mode = SentencePooling::Mode;
+  static const std::map<std::string, Mode> kModes = {
+      {"cls", Mode::kCls}, {"max", Mode::kMax}, {"mean", Mode::kMean},
+      {"mean_sqrt_len_tokens", Mode::kMeanSqrtLen}};
+  const auto names = value.is_array() ? value : nlohmann::json::array({value});
+  std::vector<Mode> modes;
+  for (const auto& name : names) {
+    if (!name.is_string() || !kModes.count(name.get<std::string>()))
+      throw Error(fmt::format("{}: pooling_mode {} is not supported (supported: cls, max, mean, "
+                              "mean_sqrt_len_tokens)",
+                              file.string(), name.dump()));
+    modes.push_back(kModes.at(name.get<std::string>()));
+  }
+  return modes;
+}
+
+/// `<dir>/<path>/config.json` of a Pooling module -> the modes it concatenates. Reads both
+/// sentence-transformers 6's `pooling_mode` / `embedding_dimension` and the older
+/// `pooling_mode_*` flags / `word_embedding_dimension`; like sentence-transformers 6,
+/// `pooling_mode` wins when both are present.
 std::vector<SentencePooling::Mode> read_pooling(const fs::path& dir, const std::string& path,
                                                 int64_t hidden_size) {
   const auto file = dir / path / "config.json";
   const auto cfg = read_json_file(file);
-  check_keys(cfg, {"word_embedding_dimension", "pooling_mode_cls_token", "pooling_mode_mean_tokens",
-                   "pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
-                   "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken", "include_prompt"},
+  check_keys(cfg, {"word_embedding_dimension", "embedding_dimension", "pooling_mode",
+                   "pooling_mode_cls_token", "pooling_mode_mean_tokens", "pooling_mode_max_tokens",
+                   "pooling_mode_mean_sqrt_len_tokens", "pooling_mode_weightedmean_tokens",
+                   "pooling_mode_lasttoken", "include_prompt"},
              file);
+  for (const char* key : {"word_embedding_dimension", "embedding_dimension"})
+    if (cfg.contains(key) && cfg.at(key) != nlohmann::json(hidden_size))
+      throw Error(fmt::format("{}: {} {} differs from the model's hidden_size {}", file.string(),
+                              key, cfg.at(key).dump(), hidden_size));
+  if (cfg.contains("pooling_mode")) return pooling_modes(cfg.at("pooling_mode"), file);
   for (const char* key : {"pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"})
     if (flag(cfg, key, file))
       throw Error(fmt::format("{}: '{}' is not supported (supported pooling: cls, max, mean, "
                               "mean_sqrt_len)",
                               file.string(), key));
-  if (cfg.contains("word_embedding_dimension") &&
-      cfg.at("word_embedding_dimension") != nlohmann::json(hidden_size))
-    throw Error(fmt::format("{}: word_embedding_dimension {} differs from the model's hidden_size {}",
-                            file.string(), cfg.at("word_embedding_dimension").dump(), hidden_size));
   using Mode = SentencePooling::Mode;
   std::vector<Mode> modes;
   // sentence-transformers' Pooling.forward concatenates in this order.
@@ -70,6 +95,24 @@ std::vector<SentencePooling::Mode> read_pooling(const fs::path& dir, const std::
   return modes;
 }
 
+/// sentence-transformers 6's Dense and Normalize may act on another feature (e.g. token
+/// embeddings): only "sentence_embedding" in and out is what headprune computes.
+void check_reads_sentence_embedding(const nlohmann::json& cfg, const fs::path& file) {
+  for (const char* key : {"module_input_name", "module_output_name"})
+    if (cfg.contains(key) && cfg.at(key) != "sentence_embedding")
+      throw Error(fmt::format("{}: {} {} is not supported (only \"sentence_embedding\")",
+                              file.string(), key, cfg.at(key).dump()));
+}
+
+/// A Normalize module's optional config.json (sentence-transformers 6 writes one).
+void check_normalize(const fs::path& dir, const std::string& path) {
+  const auto file = dir / path / "config.json";
+  if (path.empty() || !fs::exists(file)) return;
+  const auto cfg = read_json_file(file);
+  check_keys(cfg, {"module_input_name", "module_output_name"}, file);
+  check_reads_sentence_embedding(cfg, file);
+}
+
 /// A Dense module's config and weights; `in_features` is what the pipeline feeds it.
 SentenceDense read_dense(const fs::path& dir, const std::string& path, int64_t in_features) {
   const auto file = dir / path / "config.json";
@@ -77,10 +120,7 @@ SentenceDense read_dense(const fs::path& dir, const std::string& path, int64_t i
   check_keys(cfg, {"in_features", "out_features", "bias", "activation_function",
                    "module_input_name", "module_output_name"},
              file);
-  for (const char* key : {"module_input_name", "module_output_name"})
-    if (cfg.contains(key) && cfg.at(key) != "sentence_embedding")
-      throw Error(fmt::format("{}: {} {} is not supported (only \"sentence_embedding\")",
-                              file.string(), key, cfg.at(key).dump()));
+  check_reads_sentence_embedding(cfg, file);
   SentenceDense d;
   d.path = path;
   const auto act = cfg.value("activation_function", std::string("torch.nn.modules.activation.Tanh"));
@@ -121,17 +161,31 @@ SentenceDense read_dense(const fs::path& dir, const std::string& path, int64_t i
   return d;
 }
 
-/// sentence_bert_config.json: max_seq_length; do_lower_case (true would lower-case text before
-/// the tokenizer, which headprune does not do) is refused.
+/// sentence_bert_config.json: max_seq_length (0 when absent: sentence-transformers 6 no longer
+/// writes it); do_lower_case (true would lower-case text before the tokenizer, which headprune
+/// does not do) is refused; sentence-transformers 6's task, modality and output keys are
+/// accepted with the one value of a text encoder's token embeddings.
 int64_t read_transformer_config(const fs::path& dir) {
   const auto file = dir / "sentence_bert_config.json";
   if (!fs::exists(file)) return 0;
   const auto cfg = read_json_file(file);
-  check_keys(cfg, {"max_seq_length", "do_lower_case"}, file);
+  check_keys(cfg, {"max_seq_length", "do_lower_case", "transformer_task", "modality_config",
+                   "module_output_name"},
+             file);
   if (flag(cfg, "do_lower_case", file))
     throw Error(fmt::format("{}: do_lower_case true is not supported (headprune passes text to "
                             "the tokenizer unchanged)",
                             file.string()));
+  const std::map<std::string, nlohmann::json> kFixed = {
+      {"transformer_task", "feature-extraction"},
+      {"modality_config",
+       {{"text", {{"method", "forward"}, {"method_output_name", "last_hidden_state"}}}}},
+      {"module_output_name", "token_embeddings"}};
+  for (const auto& [key, value] : kFixed)
+    if (cfg.contains(key) && cfg.at(key) != value)
+      throw Error(fmt::format("{}: {} {} is not supported (only {}: a text encoder's token "
+                              "embeddings)",
+                              file.string(), key, cfg.at(key).dump(), value.dump()));
   if (!cfg.contains("max_seq_length") || cfg["max_seq_length"].is_null()) return 0;
   const auto length = json_integer(cfg["max_seq_length"], file.string() + ": max_seq_length");
   if (length < 1) throw Error(fmt::format("{}: max_seq_length must be positive", file.string()));
@@ -188,6 +242,7 @@ SentencePooling SentencePooling::from_directory(const fs::path& dir, int64_t hid
       p.dense.push_back(read_dense(dir, path, features));
       features = p.dense.back().weight.size(0);
     } else {
+      check_normalize(dir, path);
       p.normalize = true;
     }
   }

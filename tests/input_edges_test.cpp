@@ -13,6 +13,8 @@
 #include "models/flops.h"
 #include "models/head_costs.h"
 #include "models/inputs.h"
+#include "models/model_family.h"
+#include "models/remote_code.h"
 #include "models/formats/llama2c.h"
 #include "models/formats/safetensors.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
@@ -209,6 +211,49 @@ CATCH_TEST_CASE("sentence-transformers content headprune does not model is refus
                    Contains("sentence_transformers.models.LayerNorm"));
 }
 
+CATCH_TEST_CASE("a folder saved by sentence-transformers 6 is read as sentence-transformers 6 reads it", "[edges][minilm]") {
+  const auto dir = minilm_copy("st6");
+  // What SentenceTransformer.save writes in 6.x: no max_seq_length (the tokenizer's
+  // model_max_length is the limit), pooling_mode as a list concatenated in its order, module
+  // input/output names on Normalize.
+  write_json(dir / "sentence_bert_config.json",
+             {{"transformer_task", "feature-extraction"},
+              {"modality_config", {{"text", {{"method", "forward"}, {"method_output_name", "last_hidden_state"}}}}},
+              {"module_output_name", "token_embeddings"}});
+  auto tokenizer_config = models::read_json_file(dir / "tokenizer_config.json");
+  tokenizer_config["model_max_length"] = 128;
+  tokenizer_config["backend"] = "tokenizers";
+  write_json(dir / "tokenizer_config.json", tokenizer_config);
+  write_json(dir / "1_Pooling/config.json", {{"embedding_dimension", 384}, {"pooling_mode", {"mean", "max"}}});
+  write_json(dir / "modules.json",
+             nlohmann::json::parse(R"([{"idx":0,"name":"0","path":"","type":"sentence_transformers.base.modules.transformer.Transformer"},
+               {"idx":1,"name":"1","path":"1_Pooling","type":"sentence_transformers.sentence_transformer.modules.pooling.Pooling"},
+               {"idx":2,"name":"2","path":"2_Normalize","type":"sentence_transformers.base.modules.normalize.Normalize"}])"));
+  write_json(dir / "2_Normalize/config.json", {{"module_input_name", "sentence_embedding"},
+                                               {"module_output_name", "sentence_embedding"}});
+  auto ckpt = models::load_checkpoint(dir, torch::kCPU);
+  CATCH_CHECK(ckpt.max_seq_length == 128);
+  CATCH_CHECK(ckpt.pooling.describe() == "mean+max+normalize");
+
+  const auto refused = [&](const fs::path& file, const char* key, const nlohmann::json& value) {
+    auto cfg = models::read_json_file(file);
+    const auto saved = cfg;
+    cfg[key] = value;
+    write_json(file, cfg);
+    const auto message = error_of([&] { models::load_checkpoint(dir, torch::kCPU); });
+    write_json(file, saved);
+    return message;
+  };
+  CATCH_CHECK_THAT(refused(dir / "2_Normalize/config.json", "module_input_name", "token_embeddings"),
+                   Contains("module_input_name"));
+  CATCH_CHECK_THAT(refused(dir / "1_Pooling/config.json", "pooling_mode", "lasttoken"), Contains("lasttoken"));
+  CATCH_CHECK_THAT(refused(dir / "sentence_bert_config.json", "transformer_task", "text-generation"),
+                   Contains("transformer_task"));
+  CATCH_CHECK_THAT(refused(dir / "sentence_bert_config.json", "modality_config",
+                           {{"text", {{"method", "forward"}, {"method_output_name", "hidden_states"}}}}),
+                   Contains("modality_config"));
+}
+
 CATCH_TEST_CASE("tensors the architecture does not use: carried through, or refused inside its modules", "[edges][minilm]") {
   const auto dir = minilm_copy("unused");
   auto weights = models::load_safetensors(dir / "model.safetensors");
@@ -291,6 +336,10 @@ CATCH_TEST_CASE("config keys outside the allow-list are refused by name", "[edge
   CATCH_CHECK_THAT(with("embedding_size", 128), Contains("'embedding_size'"));
   CATCH_CHECK_THAT(with("problem_type", "regression"), Contains("problem_type"));
   CATCH_CHECK(with("hidden_dropout_prob", 0.3) == "(no error)");  // training only
+  // Custom modelling code is refused; headprune's own auto_map (its exports) is accepted.
+  CATCH_CHECK_THAT(with("auto_map", {{"AutoModel", "modeling_x.XModel"}}), Contains("auto_map"));
+  CATCH_CHECK(with("auto_map", models::ModelConfig::from_json(config, "c").family().remote_code()->auto_map) ==
+              "(no error)");
   auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
   llama["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
   CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("rope_scaling"));

@@ -92,6 +92,13 @@ CATCH_TEST_CASE("export reloads exactly, shrinks by the removed heads, and can b
                         "1_Pooling/config.json", "sentence_bert_config.json"})
     CATCH_CHECK(std::filesystem::exists(out / f));
 
+  // transformers 5's route: headprune's modelling file, registered in auto_map, byte for byte
+  // the repository's models/bert/modeling_headprune_bert.py (tools/check_interop.py runs it).
+  const auto cfg_written = models::read_json_file(out / "config.json");
+  CATCH_CHECK(cfg_written["auto_map"]["AutoModel"] == "modeling_headprune_bert.HeadpruneBertModel");
+  CATCH_CHECK(testing::read_text(out / "modeling_headprune_bert.py") ==
+              testing::read_text(testing::source_dir() / "models/bert/modeling_headprune_bert.py"));
+
   auto reloaded = models::load_checkpoint(out, torch::kCPU);
   torch::NoGradGuard no_grad;
   CATCH_CHECK(torch::equal(ckpt.model->forward(in, nullptr).last_hidden_state,

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <unistd.h>
@@ -42,6 +43,12 @@ inline std::filesystem::path shared_data_dir() {
   if (!std::filesystem::exists(dir / "README.md"))
     CATCH_FAIL("shared data not found at " << dir << ": set HEADPRUNE_SHARED_DATA");
   return dir;
+}
+
+/// A whole file as bytes (empty if it cannot be read).
+inline std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 /// Bytes of tensor data in a safetensors file: its size less the 8-byte length and the header

@@ -1,11 +1,19 @@
 #!/usr/bin/env python3
-"""Interop check: folders written by `headprune apply` load in HF transformers 4.x and
+"""Interop check: folders written by `headprune apply` load in HF transformers and
 sentence-transformers, and their embeddings match `headprune embed`.
 
-Run from the repository root, with the pinned reference environment (tools/setup-reference-env):
+Run from the repository root with either pinned environment (tools/setup-reference-env):
 
     .venv-ref/bin/python tools/check_interop.py --headprune build/headprune \
         --model .cache/models/all-MiniLM-L6-v2 [--work DIR] [--keep]
+    .venv-current/bin/python tools/check_interop.py ...      # transformers 5 / ST 6
+
+Routes by transformers version:
+  4.x  pruned folders load natively (config.json's pruned_heads, no remote code); the uneven
+       case also loads them with trust_remote_code=True (headprune's modeling file runs on 4.x).
+  5.x  pruned BERT folders load only with trust_remote_code=True (modeling_headprune_bert.py,
+       registered in auto_map); without it transformers 5 must refuse them (size mismatch),
+       which is recorded as the expected failure. LLaMA with uniform layers loads natively.
 
 Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
 
@@ -17,12 +25,12 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
   repruned    apply --remove-heads {"0":[3],"3":[1]} on the "uneven" folder: config.json's
               pruned_heads holds the union in original head indices, then the same checks
   zero-head   apply --remove-heads {"2":[0..11]}: apply must warn on stderr (older
-              transformers/torch fail on empty layers, transformers issue 17475; transformers 5
-              ignores pruned_heads), headprune embed must work, and the pinned transformers
-              4.46.3 + torch 2.5.1 must load the folder and match headprune's embeddings.
+              transformers/torch fail on empty layers, transformers issue 17475), headprune
+              embed must work, and the pinned transformers (4.46.3 + torch 2.5.1 natively,
+              5.x with remote code) must load the folder and match headprune's embeddings.
   classifier  all-MiniLM-L6-v2 + the SST-2 probe of tests/fixtures/minilm (composed as
               tools/make_classifier_fixture.py does), apply --remove-heads (uneven):
-              BertForSequenceClassification loads the folder cleanly, and `headprune eval
+              AutoModelForSequenceClassification loads the folder cleanly, and `headprune eval
               --classification` on the fixture's 16 texts, labelled with transformers'
               predictions, scores 100%.
   st-dense    sentence-transformers saves all-MiniLM-L6-v2 + Pooling(mean, max) + Dense(768->4,
@@ -74,6 +82,9 @@ import transformers  # noqa: E402
 from safetensors.numpy import load_file  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 from transformers import AutoModel  # noqa: E402
+
+# transformers 5 removed head pruning: pruned BERT folders need headprune's remote code there.
+REMOTE = int(transformers.__version__.split(".")[0]) >= 5
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = REPO / ".cache" / "models" / "all-MiniLM-L6-v2"
@@ -157,10 +168,11 @@ def captured_transformers_log():
             logger.removeHandler(handler)
 
 
-def hf_load(folder):
+def hf_load(folder, remote=REMOTE):
     """AutoModel.from_pretrained with loading info; returns (model, info, log text)."""
     with captured_transformers_log() as (stream, caught):
-        model, info = AutoModel.from_pretrained(str(folder), output_loading_info=True)
+        model, info = AutoModel.from_pretrained(str(folder), output_loading_info=True,
+                                                trust_remote_code=remote)
     log = stream.getvalue().strip()
     notes = [str(w.message) for w in caught]
     return model.eval(), info, log, notes
@@ -175,7 +187,7 @@ def hf_params(model):
 
 
 def st_embed(folder, texts):
-    st = SentenceTransformer(str(folder), device="cpu")
+    st = SentenceTransformer(str(folder), device="cpu", trust_remote_code=REMOTE)
     emb = st.encode(texts, batch_size=32, convert_to_numpy=True, show_progress_bar=False)
     return st, np.asarray(emb, dtype=np.float64)
 
@@ -218,6 +230,7 @@ def check_loadable_and_matching(case, folder, exe, texts, text_file, work, thres
         raise CheckFailed(f"parameters: transformers {params}, headprune inspect {insp['parameters']}")
     case.notes.append(f"heads {heads}, {params} params")
     del model
+    check_other_route(case, folder, heads)
 
     ours = headprune_embed(exe, folder, text_file, work, tag)
     st, ref = st_embed(folder, texts)
@@ -226,6 +239,26 @@ def check_loadable_and_matching(case, folder, exe, texts, text_file, work, thres
         raise CheckFailed(f"heads per layer in sentence-transformers' model: {st_heads}, "
                           f"headprune {insp['heads_per_layer']}")
     check_cosines(case, cosines(ours, ref), texts, threshold, ours, ref)
+
+
+def check_other_route(case, folder, heads):
+    """4.x: the remote code loads the folder too, with the same heads. 5.x: the built-in
+    BertModel must refuse the folder (the expected failure the remote code exists for)."""
+    if REMOTE:
+        try:
+            with captured_transformers_log():
+                AutoModel.from_pretrained(str(folder))
+        except Exception as e:  # noqa: BLE001 - any refusal is the expected outcome
+            case.notes.append(f"without trust_remote_code: refused as expected "
+                              f"({type(e).__name__}: {str(e).splitlines()[0][:70]})")
+            return
+        raise CheckFailed("transformers 5 loaded the pruned folder without remote code: it "
+                          "cannot hold per-layer heads, so it must have changed the model")
+    model, _, _, _ = hf_load(folder, remote=True)
+    if hf_heads(model) != heads or "modeling_headprune_bert" not in type(model).__module__:
+        raise CheckFailed(f"trust_remote_code=True on {transformers.__version__} built "
+                          f"{type(model).__module__} with heads {hf_heads(model)}")
+    case.notes.append("trust_remote_code=True loads it too (headprune's modeling file)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,12 +277,12 @@ def case_classifier(case, exe, model_dir, work):
     pruned = work / "classifier-pruned"
     headprune_apply(exe, dense, UNEVEN, pruned)
     with captured_transformers_log() as (stream, _):
-        model, info = transformers.BertForSequenceClassification.from_pretrained(
-            str(pruned), output_loading_info=True)
+        model, info = transformers.AutoModelForSequenceClassification.from_pretrained(
+            str(pruned), output_loading_info=True, trust_remote_code=REMOTE)
     problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys",
                                          "error_msgs") if info.get(k)}
     if problems:
-        raise CheckFailed(f"BertForSequenceClassification loading info not clean: {problems}\n"
+        raise CheckFailed(f"{type(model).__name__} loading info not clean: {problems}\n"
                           f"{stream.getvalue()}")
     tok = transformers.AutoTokenizer.from_pretrained(str(pruned))
     texts = reference["texts"]
@@ -263,7 +296,8 @@ def case_classifier(case, exe, model_dir, work):
     accuracy = json.loads(proc.stdout)["classification"]["accuracy"]
     if accuracy != 1.0:
         raise CheckFailed(f"headprune agrees with transformers on {accuracy:.0%} of the texts")
-    case.notes.append(f"heads {hf_heads(model.bert)}; predictions agree on {len(texts)} texts")
+    case.notes.append(f"{type(model).__name__} heads {hf_heads(model.bert)}; predictions agree "
+                      f"on {len(texts)} texts")
 
 
 def case_llama(case, exe, stories, work):

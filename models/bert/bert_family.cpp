@@ -5,6 +5,12 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/json_get.h"
+#include "models/remote_code.h"
+
+namespace headprune::generated {
+/// models/bert/modeling_headprune_bert.py, embedded by CMakeLists.txt (headprune_embed_text).
+extern const char* const kModelingHeadpruneBertPy;
+}  // namespace headprune::generated
 
 namespace headprune::models::bert {
 namespace {
@@ -56,12 +62,23 @@ class BertFamily final : public ModelFamily {
     return fmt::format(
         "layer {} has no heads left: headprune and transformers 4.46 (with torch 2.5) load "
         "this checkpoint, older transformers/torch versions fail on empty layers "
-        "(transformers issue 17475) and transformers 5 ignores pruned_heads",
+        "(transformers issue 17475); transformers 5 loads it with trust_remote_code=True",
         layer);
   }
   std::string export_note(const ModelConfig&) const override {
-    return "pruned_heads is honoured by transformers 4.x; transformers 5 removed head pruning and "
-           "ignores it";
+    return "transformers 4.x loads this folder natively (pruned_heads); transformers 5 removed head "
+           "pruning: load it there with trust_remote_code=True (modeling_headprune_bert.py, "
+           "registered in auto_map)";
+  }
+  /// models/bert/modeling_headprune_bert.py: BertModel / BertForSequenceClassification with
+  /// per-layer head counts read from pruned_heads, for transformers 5.
+  const RemoteCode* remote_code() const override {
+    static const RemoteCode code{
+        "modeling_headprune_bert.py", generated::kModelingHeadpruneBertPy,
+        nlohmann::json{{"AutoModel", "modeling_headprune_bert.HeadpruneBertModel"},
+                       {"AutoModelForSequenceClassification",
+                        "modeling_headprune_bert.HeadpruneBertForSequenceClassification"}}};
+    return &code;
   }
 };
 

@@ -380,7 +380,10 @@ void check_tokenizer_keys(const nlohmann::json& json, const std::filesystem::pat
       "model_input_names", "max_length", "stride", "truncation_strategy", "pad_to_multiple_of",
       "pad_token_type_id", "bos_token", "eos_token", "added_tokens_decoder",
       "additional_special_tokens", "extra_special_tokens", "do_basic_tokenize", "never_split",
-      "tokenizer_class", "padding_side", "truncation_side", "split_special_tokens"};
+      "tokenizer_class", "padding_side", "truncation_side", "split_special_tokens",
+      // transformers 5: which implementation of the same BertTokenizer runs, and how the
+      // folder was loaded when it was saved.
+      "backend", "is_local", "local_files_only"};
   const auto fail = [&](const std::string& key, const std::string& why) {
     throw Error(file.string() + ": \"" + key + "\" " + why);
   };

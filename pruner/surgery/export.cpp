@@ -9,6 +9,7 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/model_family.h"
+#include "models/remote_code.h"
 #include "models/formats/safetensors.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "pruner/surgery/atomic_write.h"
@@ -168,12 +169,18 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
                                          {"record", record},
                                          {"note", config.family().export_note(config)}});
 
+  auto files = extra_files;
+  if (const auto* remote = config.family().remote_code()) {
+    cfg["auto_map"] = remote->auto_map;
+    files[remote->file_name] = remote->source;
+  }
+
   const auto replaced = build_folder_atomic(out, force, [&](const fs::path& tmp) {
     models::save_safetensors(tmp / "model.safetensors", models::checkpoint_state_dict(checkpoint),
                              {{"format", "pt"}});
     write_file_atomic(tmp / "config.json", cfg.dump(2) + "\n");
     copy_source_files(checkpoint.dir, tmp, result);
-    write_extra_files(tmp, extra_files);
+    write_extra_files(tmp, files);
     result.weights_bytes = weights_file_bytes(tmp);
     if (finish) write_extra_files(tmp, finish(tmp, result));
   });

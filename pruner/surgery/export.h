@@ -44,6 +44,9 @@ void check_export_target(const std::filesystem::path& source, const std::filesys
 ///                      earlier prunings) and a `headprune` key: version, per layer the heads
 ///                      present before, kept and removed (original indices) and the gate values
 ///                      folded into the kept heads, plus `record` (the command's settings)
+///   <remote code>.py   the family's modelling file for readers without per-layer heads
+///                      (ModelFamily::remote_code; BERT: transformers 5), registered in
+///                      config.json's `auto_map`
 ///   everything else in `source` (tokenizer, modules.json, 1_Pooling/, README...) copied,
 ///   except weights in other formats (*.bin, *.h5, *.msgpack, *.onnx, *.ot, onnx/, openvino/),
 ///   which would still describe the dense model.
