@@ -43,6 +43,9 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               standard config (4 query heads, 4 KV heads, head_dim 8) cleanly, and greedy
               decoding of 40 tokens from BOS gives the same token ids in transformers and in
               `headprune generate --temperature 0`.
+  llama-6     the converted stories260K with KV group 3 removed in every layer (6 query heads,
+              3 KV heads, hidden 64): apply warns that transformers 5 refuses it; 4.x loads it
+              and decodes 20 greedy tokens as headprune does; 5.x refuses it (expected).
 
 Every required cosine must be >= --min-cosine (default 0.99999). Exit 0 when every required
 check passes, 1 otherwise (the reason is printed), 2 for usage errors.
@@ -334,6 +337,39 @@ def case_llama(case, exe, stories, work):
                       f"{proc.stdout.strip()[:60]!r}")
 
 
+def case_llama_indivisible(case, exe, stories, work):
+    """KV group 3 (query heads 6, 7) removed in every layer: 6 query heads, 3 KV heads,
+    head_dim 8, hidden 64. apply must warn that transformers 5 refuses it; 4.x must load it and
+    decode as headprune does, 5.x must refuse it (LlamaConfig: hidden % heads != 0)."""
+    converted = work / "stories"
+    if not (converted / "config.json").is_file():
+        raise CheckFailed("needs the converted 'stories' folder, which was not written")
+    pruned = work / "stories-6-heads"
+    proc = headprune_apply(exe, converted, {str(l): [6, 7] for l in range(5)}, pruned)
+    if "transformers 5" not in proc.stderr:
+        raise CheckFailed(f"apply did not warn that transformers 5 refuses 6 heads:\n{proc.stderr}")
+    if REMOTE:
+        try:
+            with captured_transformers_log():
+                transformers.LlamaForCausalLM.from_pretrained(str(pruned))
+        except Exception as e:  # noqa: BLE001 - the refusal apply announced
+            case.notes.append(f"refused as apply announced ({str(e).splitlines()[0][:80]})")
+            return
+        raise CheckFailed("transformers 5 loaded 6 heads with hidden 64; update the warning")
+    with captured_transformers_log():
+        model = transformers.LlamaForCausalLM.from_pretrained(str(pruned)).eval()
+    with torch.no_grad():
+        ids = model.generate(torch.tensor([[1]]), max_new_tokens=20, do_sample=False,
+                             pad_token_id=0)[0].tolist()
+    proc = run_headprune(["--log-level", "debug", "generate", pruned, "--temperature", "0",
+                          "--max-new-tokens", "20"], exe, "headprune generate")
+    ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
+    our_ids = [int(t) for t in ours[-1].split("token ids:")[1].split()] if ours else []
+    if len(our_ids) < 2 or our_ids != ids[:len(our_ids)]:
+        raise CheckFailed(f"greedy ids differ:\n  transformers {ids}\n  headprune    {our_ids}")
+    case.notes.append(f"loads on {transformers.__version__}; {len(our_ids) - 1} greedy tokens identical")
+
+
 def case_dense(case, exe, model_dir, texts, text_file, work, threshold):
     ours = headprune_embed(exe, model_dir, text_file, work, "dense")
     _, ref = st_embed(model_dir, texts)
@@ -488,7 +524,7 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="headprune-interop-")) if own_work else Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
-                "stories-uniform", "st-dense", "st-dense-pruned"):  # apply refuses a non-empty --out
+                "stories-uniform", "stories-6-heads", "st-dense", "st-dense-pruned"):  # apply refuses a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
     with open(text_file, "w", encoding="utf-8", newline="\n") as f:
@@ -511,6 +547,7 @@ def main():
         (Case("st Dense + mean/max pooling"),
          lambda c: case_dense_module(c, exe, model_dir, texts, text_file, work, thr)),
         (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
+        (Case("llama 6 of 8 heads"), lambda c: case_llama_indivisible(c, exe, Path(args.stories).resolve(), work)),
     ]
     try:
         for case, step in steps:

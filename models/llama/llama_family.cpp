@@ -144,17 +144,30 @@ class LlamaFamily final : public ModelFamily {
         layer);
   }
   std::optional<std::string> layout_warning(const ModelConfig& c) const override {
-    if (c.uniform_groups()) return {};
-    return "the layers keep different query/KV head counts: the config records them in "
-           "headprune.kept_heads, which only headprune reads; for a checkpoint transformers loads, "
-           "every layer must keep the same heads per KV group (apply --remove-heads with the same "
-           "pattern in every layer)";
+    if (!c.uniform_groups())
+      return "the layers keep different query/KV head counts: the config records them in "
+             "headprune.kept_heads, which only headprune reads; for a checkpoint transformers "
+             "loads, every layer must keep the same heads per KV group (apply --remove-heads with "
+             "the same pattern in every layer)";
+    if (const auto heads = static_cast<int64_t>(c.kept_heads.front().size());
+        heads > 0 && c.hidden_size % heads != 0)
+      return fmt::format(
+          "every layer keeps {} query heads, which do not divide hidden_size {}: transformers "
+          "4.x loads this config (explicit head_dim), transformers 5's LlamaConfig refuses it "
+          "(\"hidden size is not a multiple of the number of attention heads\"); keep a head count "
+          "that divides {} for a folder both load",
+          heads, c.hidden_size, c.hidden_size);
+    return {};
   }
   std::string export_note(const ModelConfig& c) const override {
-    return c.uniform_groups() ? "a standard LLaMA config: every layer keeps the same query/KV "
-                                "heads, renumbered 0..n-1"
-                              : "layers keep different heads: only headprune reads "
-                                "headprune.kept_heads; transformers cannot load this checkpoint";
+    if (!c.uniform_groups())
+      return "layers keep different heads: only headprune reads headprune.kept_heads; "
+             "transformers cannot load this checkpoint";
+    return c.hidden_size % static_cast<int64_t>(std::max<size_t>(c.kept_heads.front().size(), 1)) == 0
+               ? "a standard LLaMA config: every layer keeps the same query/KV heads, renumbered "
+                 "0..n-1; transformers 4.x and 5.x load it"
+               : "a standard LLaMA config (explicit head_dim) that transformers 4.x loads; "
+                 "transformers 5 refuses a head count that does not divide hidden_size";
   }
 };
 
