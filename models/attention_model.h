@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -35,6 +36,14 @@ struct ModelOutput {
   torch::Tensor logits;             ///< [batch, seq, vocab] for models with an LM head, else undefined
 };
 
+class OnnxGraph;
+
+/// Value names of what a model's ONNX graph computes (models/formats/onnx_graph.h).
+struct OnnxModelOutputs {
+  std::string last_hidden_state;  ///< [batch, seq, hidden_size]
+  std::string logits;             ///< [batch, seq, vocab] for models with an LM head, else empty
+};
+
 /// A transformer whose attention heads can be gated and removed.
 class AttentionModel : public torch::nn::Module {
  public:
@@ -58,6 +67,12 @@ class AttentionModel : public torch::nn::Module {
 
   /// Parameter counts: all, and the attention projections' share (Q, K, V, O weights+biases).
   virtual int64_t attention_parameter_count() const = 0;
+
+  /// Adds this model's forward pass (eval mode, no multipliers) to `graph`: declares the int64
+  /// [batch_size, sequence_length] inputs it reads (`input_ids`, `attention_mask`, and
+  /// `token_type_ids` for BERT, named as Optimum's exports name them) and returns the values it
+  /// computes. @throws headprune::Error for a model that cannot be written as ONNX.
+  virtual OnnxModelOutputs add_to_onnx(OnnxGraph& graph) const = 0;
 };
 
 }  // namespace headprune::models

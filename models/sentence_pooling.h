@@ -10,6 +10,8 @@
 
 namespace headprune::models {
 
+class OnnxGraph;
+
 /// A sentence-transformers `Dense` module (sentence_transformers/models/Dense.py):
 /// y = activation(x·Wᵀ + b), weights from `<path>/model.safetensors` (`linear.weight`
 /// [out_features, in_features], `linear.bias` [out_features] when `bias` is true).
@@ -28,8 +30,9 @@ struct SentenceDense {
 /// configs that changes the result is modelled; anything else is refused by name.
 struct SentencePooling {
   enum class Mode { kCls, kMax, kMean, kMeanSqrtLen };
-  /// Pooling modes, concatenated in sentence-transformers' order (cls, max, mean,
-  /// mean_sqrt_len): an embedding of modes.size() × hidden_size before any Dense layer.
+  /// Pooling modes, concatenated in sentence-transformers' order (the `pooling_mode` list's
+  /// order in 6.x; cls, max, mean, mean_sqrt_len for the older flags): an embedding of
+  /// modes.size() × hidden_size before any Dense layer.
   std::vector<Mode> modes = {Mode::kMean};
   std::vector<SentenceDense> dense;  ///< Dense modules after pooling, in order
   bool normalize = false;           ///< an L2 `Normalize` module ends the pipeline
@@ -49,6 +52,11 @@ struct SentencePooling {
   /// token 0; max: padded positions set to -1e9 first; modes concatenated; then each Dense;
   /// then L2 normalisation (eps 1e-12) if `normalize`.
   torch::Tensor embed(const torch::Tensor& hidden, const torch::Tensor& attention_mask) const;
+
+  /// embed() as ONNX (models/sentence_pooling_onnx.cpp): `hidden` names a float [B, T, H] value
+  /// of `graph`, `attention_mask` an int64 [B, T] one; returns the embedding's value name [B, D].
+  std::string add_to_onnx(OnnxGraph& graph, const std::string& hidden,
+                          const std::string& attention_mask) const;
 
   /// Width of the embedding embed() returns for a model of width `hidden_size`.
   int64_t embedding_size(int64_t hidden_size) const;

@@ -43,6 +43,14 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               standard config (4 query heads, 4 KV heads, head_dim 8) cleanly, and greedy
               decoding of 40 tokens from BOS gives the same token ids in transformers and in
               `headprune generate --temperature 0`.
+  onnx-*      (where onnxruntime is installed: .venv-current) ONNX Runtime on headprune's ONNX:
+              the uneven MiniLM prune (apply --onnx) and the zero-head folder (export-onnx):
+              last_hidden_state within 1e-4 of transformers' on real tokens, sentence_embedding
+              within the cosine threshold of headprune embed; export-onnx over an existing file
+              refused (exit 1); the pruned classifier's logits within 1e-4 of transformers';
+              the uniform stories260K prune's logits within 1e-4 of LlamaForCausalLM's (a padded
+              row too), and an uneven one (5, 8, 7, 8, 4 heads) decoding 40 greedy tokens as
+              headprune generate does.
   llama-6     the converted stories260K with KV group 3 removed in every layer (6 query heads,
               3 KV heads, hidden 64): apply warns that transformers 5 refuses it; 4.x loads it
               and decodes 20 greedy tokens as headprune does; 5.x refuses it (expected).
@@ -85,6 +93,12 @@ import transformers  # noqa: E402
 from safetensors.numpy import load_file  # noqa: E402
 from sentence_transformers import SentenceTransformer  # noqa: E402
 from transformers import AutoModel  # noqa: E402
+
+try:
+    import onnxruntime  # noqa: E402,F401 - ONNX cases run where it is installed (.venv-current)
+    HAVE_ORT = True
+except ImportError:
+    HAVE_ORT = False
 
 # transformers 5 removed head pruning: pruned BERT folders need headprune's remote code there.
 REMOTE = int(transformers.__version__.split(".")[0]) >= 5
@@ -370,6 +384,116 @@ def case_llama_indivisible(case, exe, stories, work):
     case.notes.append(f"loads on {transformers.__version__}; {len(our_ids) - 1} greedy tokens identical")
 
 
+def ort_session(path):
+    import onnxruntime  # noqa: E402 - only in the current environment
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def ort_run(session, batch):
+    feeds = {i.name: np.asarray(batch[i.name], dtype=np.int64) for i in session.get_inputs()}
+    return dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+
+
+def check_max_diff(case, what, ours, ref, mask=None, limit=1e-4):
+    diff = np.abs(ours - ref) if mask is None else np.abs((ours - ref) * mask)
+    case.max_diff = max(case.max_diff or 0.0, float(diff.max()))
+    if diff.max() > limit:
+        raise CheckFailed(f"{what}: max |diff| {diff.max():.2e} > {limit:g}")
+
+
+def case_onnx_encoder(case, exe, folder, onnx_file, texts, text_file, work, threshold, tag):
+    """ONNX Runtime on headprune's ONNX of a pruned BERT folder: last_hidden_state within 1e-4 of
+    transformers' (real tokens), sentence_embedding within cosine threshold of headprune embed."""
+    session = ort_session(onnx_file)
+    names = [o.name for o in session.get_outputs()]
+    if names != ["last_hidden_state", "sentence_embedding"]:
+        raise CheckFailed(f"ONNX outputs {names}")
+    tok = transformers.AutoTokenizer.from_pretrained(str(folder))
+    batch = tok(texts, padding=True, truncation=True, max_length=256, return_tensors="np")
+    out = ort_run(session, batch)
+    model, _, _, _ = hf_load(folder)
+    with torch.no_grad():
+        ref = model(**{k: torch.from_numpy(v) for k, v in batch.items()}).last_hidden_state.numpy()
+    check_max_diff(case, "last_hidden_state vs transformers", out["last_hidden_state"], ref,
+                   batch["attention_mask"][..., None])
+    ours = headprune_embed(exe, folder, text_file, work, tag)
+    check_cosines(case, cosines(out["sentence_embedding"].astype(np.float64), ours), texts, threshold)
+    case.notes.append(f"ONNX Runtime: outputs {names}; {len(texts)} texts")
+
+
+def case_onnx_minilm(case, exe, model_dir, texts, text_file, work, threshold):
+    folder = work / "onnx-uneven"
+    run_headprune(["apply", model_dir, "--remove-heads", json.dumps(UNEVEN), "--out", folder, "--onnx"],
+                  exe, "headprune apply --onnx")
+    case_onnx_encoder(case, exe, folder, folder / "onnx" / "model.onnx", texts, text_file, work,
+                      threshold, "onnx-uneven")
+    zero = work / "zero-head"
+    if not (zero / "config.json").is_file():
+        raise CheckFailed("needs the 'zero-head' folder, which was not written")
+    onnx_file = work / "zero-head.onnx"
+    run_headprune(["export-onnx", zero, "-o", onnx_file], exe, "headprune export-onnx")
+    case_onnx_encoder(case, exe, zero, onnx_file, texts, text_file, work, threshold, "onnx-zero")
+    again = run_headprune(["export-onnx", zero, "-o", onnx_file], exe, "export-onnx again", expect_ok=False)
+    if again.returncode != 1 or "exists" not in again.stderr:
+        raise CheckFailed(f"export-onnx over an existing file: exit {again.returncode}, {again.stderr!r}")
+    case.notes.append("uneven (apply --onnx) and zero-head (export-onnx); an existing --out refused")
+
+
+def case_onnx_classifier(case, exe, work):
+    folder = work / "classifier-pruned"
+    if not (folder / "config.json").is_file():
+        raise CheckFailed("needs the 'classifier-pruned' folder, which was not written")
+    onnx_file = work / "classifier.onnx"
+    run_headprune(["export-onnx", folder, "-o", onnx_file], exe, "headprune export-onnx")
+    reference = json.loads((REPO / "tests/fixtures/minilm/sst2_reference.json").read_text(encoding="utf-8"))
+    tok = transformers.AutoTokenizer.from_pretrained(str(folder))
+    batch = tok(reference["texts"], padding=True, truncation=True, max_length=256, return_tensors="np")
+    out = ort_run(ort_session(onnx_file), batch)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(str(folder), trust_remote_code=REMOTE)
+    with torch.no_grad():
+        ref = model.eval()(**{k: torch.from_numpy(v) for k, v in batch.items()}).logits.numpy()
+    check_max_diff(case, "classifier logits vs transformers", out["logits"], ref)
+    case.notes.append(f"logits of {len(ref)} SST-2 texts")
+
+
+def onnx_greedy(session, steps):
+    ids = [1]
+    for _ in range(steps):
+        batch = {"input_ids": np.array([ids]), "attention_mask": np.ones((1, len(ids)), dtype=np.int64)}
+        ids.append(int(ort_run(session, batch)["logits"][0, -1].argmax()))
+    return ids
+
+
+def case_onnx_llama(case, exe, work):
+    uniform, converted = work / "stories-uniform", work / "stories"
+    if not (uniform / "config.json").is_file():
+        raise CheckFailed("needs the 'stories-uniform' folder, which was not written")
+    onnx_file = work / "stories-uniform.onnx"
+    run_headprune(["export-onnx", uniform, "-o", onnx_file], exe, "headprune export-onnx")
+    batch = {"input_ids": np.array([[1, 403, 407, 261, 378, 280, 103, 418], [1, 403, 407, 261, 0, 0, 0, 0]]),
+             "attention_mask": np.array([[1] * 8, [1] * 4 + [0] * 4])}
+    out = ort_run(ort_session(onnx_file), batch)
+    model = transformers.LlamaForCausalLM.from_pretrained(str(uniform)).eval()
+    with torch.no_grad():
+        ref = model(**{k: torch.from_numpy(v) for k, v in batch.items()}).logits.numpy()
+    check_max_diff(case, "uniform LLaMA logits vs transformers", out["logits"], ref,
+                   batch["attention_mask"][..., None])
+    uneven = work / "stories-uneven"
+    headprune_apply(exe, converted, {"0": [0, 1, 2], "2": [5], "4": [1, 3, 5, 7]}, uneven)
+    run_headprune(["export-onnx", uneven, "-o", work / "stories-uneven.onnx"], exe, "headprune export-onnx")
+    ids = onnx_greedy(ort_session(work / "stories-uneven.onnx"), 40)
+    proc = run_headprune(["--log-level", "debug", "generate", uneven, "--temperature", "0",
+                          "--max-new-tokens", "40"], exe, "headprune generate")
+    ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
+    our_ids = [int(t) for t in ours[-1].split("token ids:")[1].split()] if ours else []
+    if len(our_ids) < 2 or our_ids != ids[:len(our_ids)]:
+        raise CheckFailed(f"greedy ids differ:\n  ONNX Runtime {ids}\n  headprune    {our_ids}")
+    case.notes.append(f"uniform: logits vs transformers; uneven (5, 8, 7, 8, 4 heads): "
+                      f"{len(our_ids) - 1} greedy tokens identical")
+
+
 def case_dense(case, exe, model_dir, texts, text_file, work, threshold):
     ours = headprune_embed(exe, model_dir, text_file, work, "dense")
     _, ref = st_embed(model_dir, texts)
@@ -513,7 +637,7 @@ def main():
     if not (model_dir / "config.json").is_file():
         ap.error(f"--model {model_dir} has no config.json (run scripts/fetch-model)")
     help_text = subprocess.run([str(exe), "--help"], capture_output=True, text=True).stdout
-    for cmd in ("apply", "embed", "inspect", "eval", "generate", "convert-llama2c"):
+    for cmd in ("apply", "embed", "inspect", "eval", "generate", "convert-llama2c", "export-onnx"):
         if f"  {cmd} " not in help_text:
             print(f"check_interop: {exe} has no '{cmd}' command (stale build?)", file=sys.stderr)
             return 1
@@ -524,7 +648,8 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="headprune-interop-")) if own_work else Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
-                "stories-uniform", "stories-6-heads", "st-dense", "st-dense-pruned"):  # apply refuses a non-empty --out
+                "stories-uniform", "stories-6-heads", "stories-uneven", "st-dense", "st-dense-pruned",
+                "onnx-uneven"):  # apply refuses a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
     with open(text_file, "w", encoding="utf-8", newline="\n") as f:
@@ -549,6 +674,13 @@ def main():
         (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama 6 of 8 heads"), lambda c: case_llama_indivisible(c, exe, Path(args.stories).resolve(), work)),
     ]
+    if HAVE_ORT:
+        steps += [
+            (Case("onnx minilm uneven, zero-head"),
+             lambda c: case_onnx_minilm(c, exe, model_dir, texts, text_file, work, thr)),
+            (Case("onnx classifier"), lambda c: case_onnx_classifier(c, exe, work)),
+            (Case("onnx llama uniform, uneven"), lambda c: case_onnx_llama(c, exe, work)),
+        ]
     try:
         for case, step in steps:
             print(f"\n[{case.name}]", flush=True)

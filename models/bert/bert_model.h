@@ -109,6 +109,9 @@ class BertModel : public AttentionModel {
   void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
                    const torch::Tensor& scale) override;
   int64_t attention_parameter_count() const override;
+  /// HF BertModel as ONNX (models/bert/bert_onnx.cpp): a layer with no heads adds only its
+  /// output projection's bias before the residual LayerNorm.
+  OnnxModelOutputs add_to_onnx(OnnxGraph& graph) const override;
 
   BertEmbeddings embeddings{nullptr};
   std::vector<BertLayer> layers;  ///< registered as "encoder.layer.N"

@@ -28,6 +28,12 @@ class SequenceClassificationHeadImpl : public torch::nn::Module {
   /// logits [batch, num_labels]. @throws headprune::Error if the encoder has no pooler.
   torch::Tensor forward(BertModel& encoder, const torch::Tensor& last_hidden_state);
 
+  /// The same as ONNX (models/bert/bert_onnx.cpp): `last_hidden_state` names a [batch, seq,
+  /// hidden] value of `graph`; returns the logits' value name [batch, num_labels].
+  /// @throws headprune::Error if the encoder has no pooler.
+  std::string add_to_onnx(OnnxGraph& graph, const BertModel& encoder,
+                          const std::string& last_hidden_state) const;
+
   int64_t num_labels() const { return static_cast<int64_t>(labels.size()); }
 
   Linear classifier{nullptr};      ///< "classifier": [num_labels, hidden]

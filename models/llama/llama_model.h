@@ -115,6 +115,9 @@ class LlamaModel : public AttentionModel {
   void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
                    const torch::Tensor& scale) override;
   int64_t attention_parameter_count() const override;
+  /// HF LlamaForCausalLM as ONNX without a KV cache (models/llama/llama_onnx.cpp): inputs
+  /// input_ids and attention_mask, outputs last_hidden_state (after the final norm) and logits.
+  OnnxModelOutputs add_to_onnx(OnnxGraph& graph) const override;
 
   torch::nn::Embedding embed_tokens{nullptr};  ///< "model.embed_tokens"
   std::vector<LlamaDecoderLayer> layers;        ///< "model.layers.N"

@@ -147,6 +147,7 @@ const std::vector<Command>& commands() {
       {"train-gates", "learn which heads matter (hard-concrete L0 gates, self-distillation)",
        run_train_gates},
       {"apply", "remove heads (from gates or a list) and write a smaller checkpoint", run_apply},
+      {"export-onnx", "write a checkpoint as one ONNX model for ONNX Runtime", run_export_onnx},
       {"bench", "time a dense and a pruned checkpoint side by side", run_bench},
       {"bench-training", "time a gate-training step against a plain dense forward+backward",
        run_bench_training},

@@ -5,6 +5,7 @@
 
 #include "models/errors.h"
 #include "pruner/surgery/apply.h"
+#include "pruner/surgery/onnx_export.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/training/gate_state.h"
@@ -25,6 +26,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
       ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)")
       ("no-fold", "keep kept heads at gate 1 instead of folding their gate values into the "
                   "output projection")
+      ("onnx", "also write onnx/model.onnx (the pruned model for ONNX Runtime, as export-onnx)")
       ("json", "print the result as JSON on stdout");
   line.example("apply MODEL --gates out/gates -o out/pruned", "remove the heads the trained gates closed")
       .example("apply MODEL --remove-heads '{\"0\": [1, 5], \"3\": [0]}' -o out/pruned",
@@ -61,7 +63,13 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   nlohmann::json record = {{"command", "apply"}, {"source", model}, {"fold_gates", fold}};
   if (gates) record["gates"] = {{"path", gates_dir}, {"settings", gates->settings}};
   else record["remove_heads"] = spec;
-  auto result = pruner::apply_and_export(ckpt, plan, out, vm.count("force") > 0, record, device);
+  auto result = pruner::apply_in_memory(ckpt, plan);
+  pruner::LateFiles onnx;
+  if (vm.count("onnx"))
+    onnx = [&](const pruner::ApplyResult&) -> std::map<std::string, std::string> {
+      return {{pruner::kOnnxFolderFile, pruner::build_onnx(ckpt, true).bytes}};
+    };
+  pruner::export_and_verify(result, ckpt, out, vm.count("force") > 0, record, device, {}, onnx);
   if (vm.count("json"))
     std::cout << result.to_json().dump(2) << "\n";
   else

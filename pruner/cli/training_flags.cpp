@@ -28,6 +28,7 @@ void add_prune_flags(CommandLine& line, PruneFlags& f, std::string& out, const c
   line.group(group::kOutput).add_options()
       ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)")
       ("no-fold", "keep kept heads at gate 1 instead of folding their gate values")
+      ("onnx", "also write onnx/model.onnx (the pruned model for ONNX Runtime, as export-onnx)")
       ("json", "print the result as JSON on stdout");
   line.group(group::kResume).add_options()
       ("resume", "continue the gate training of an interrupted run with the same --out");
@@ -45,6 +46,7 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   pruner::PruneJobOptions job;
   job.training = settings.training;
   job.training.resume = vm.count("resume") > 0;
+  job.onnx = vm.count("onnx") > 0;
   job.corpus = settings.corpus;
   job.model = model;
   job.data.assign(settings.data.begin(), settings.data.end());

@@ -13,6 +13,7 @@
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/surgery/export.h"
+#include "pruner/surgery/onnx_export.h"
 #include "pruner/measure/fidelity.h"
 #include "pruner/report/format.h"
 #include "pruner/log.h"
@@ -121,9 +122,12 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   export_and_verify(applied, student, o.out, o.force, record, device, extra,
                     [&](const ApplyResult& done) -> std::map<std::string, std::string> {
                       summary["apply"] = done.to_json();
+                      std::map<std::string, std::string> late;
+                      if (o.onnx) late[kOnnxFolderFile] = build_onnx(student, true).bytes;
                       summary["seconds"] = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - t0).count();
-                      return {{"headprune/summary.json", summary.dump(2) + "\n"}};
+                      late["headprune/summary.json"] = summary.dump(2) + "\n";
+                      return late;
                     });
   fs::remove_all(work);
   return summary;

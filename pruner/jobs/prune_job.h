@@ -19,6 +19,7 @@ struct PruneJobOptions {
   bool force = false;
   bool fold_gates = true;
   bool bench = true;
+  bool onnx = false;  ///< also write onnx/model.onnx (pruner/surgery/onnx_export.h)
   CorpusOptions corpus;
   GateTrainingOptions training;  ///< out_dir is set by the job (a work folder beside --out)
   BenchOptions bench_options;
@@ -29,6 +30,7 @@ struct PruneJobOptions {
 ///   <out>/                  the pruned checkpoint (loads in headprune and transformers 4.x)
 ///   <out>/headprune/        gates.json, train_log.jsonl, report.txt, report.json, heads.svg,
 ///                           bench.json, summary.json
+///   <out>/onnx/model.onnx   with `onnx`
 /// Gate training works in `<out-parent>/.<out-name>.gates/` (kept on failure, so `--resume`
 /// can continue; removed on success).
 /// @throws headprune::Error before any training if the output folder cannot be used, the

@@ -1,0 +1,84 @@
+// HF BertModel (and BertForSequenceClassification's head) as an ONNX graph: the same
+// computation as bert_model.cpp's forward, per layer with that layer's heads.
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "models/bert/bert_model.h"
+#include "models/bert/sequence_classification.h"
+#include "models/errors.h"
+#include "models/formats/onnx_graph.h"
+
+namespace headprune::models {
+namespace {
+
+/// Word + position + token-type embeddings, then LayerNorm: [B, T, H].
+std::string embeddings_to_onnx(OnnxGraph& g, const BertEmbeddingsImpl& e, double eps) {
+  auto word = g.op("Gather", {g.weight("embeddings.word_embeddings.weight", e.word_embeddings->weight), "input_ids"});
+  auto types = g.op("Gather", {g.weight("embeddings.token_type_embeddings.weight", e.token_type_embeddings->weight),
+                               "token_type_ids"});
+  auto positions = g.op("Range", {g.int64_constant({0}, true), g.sequence_length("input_ids"),
+                                  g.int64_constant({1}, true)});
+  auto position = g.op("Gather", {g.weight("embeddings.position_embeddings.weight", e.position_embeddings->weight),
+                                  positions});
+  auto sum = g.op("Add", {g.op("Add", {word, types}), position});
+  return g.layer_norm(sum, "embeddings.LayerNorm", e.LayerNorm->weight, e.LayerNorm->bias, eps);
+}
+
+/// HF's extended attention mask: (1 - mask) · lowest float, [B, 1, 1, T].
+std::string padding_bias(OnnxGraph& g) {
+  auto mask = g.op("Cast", {"attention_mask"}, {{"to", int64_t{1}}});  // FLOAT
+  auto bias = g.op("Mul", {g.op("Sub", {g.float_constant(1.0F), mask}),
+                           g.float_constant(std::numeric_limits<float>::lowest())});
+  return g.op("Unsqueeze", {bias, g.int64_constant({1, 2})});
+}
+
+/// One encoder layer: self-attention over the layer's heads, output projection, residual
+/// LayerNorm, then the feed-forward block.
+std::string layer_to_onnx(OnnxGraph& g, const BertLayerImpl& layer, const std::string& prefix, const std::string& x,
+                          const std::string& mask_bias, const ModelConfig& c) {
+  const auto& self = *layer.attention->self;
+  const auto& out = *layer.attention->output;
+  std::string projected;
+  if (self.num_heads == 0) {
+    projected = g.op("Add", {x, g.weight(prefix + "attention.output.dense.bias", out.dense->bias)});
+  } else {
+    const auto at = prefix + "attention.self.";
+    auto q = g.split_heads(g.linear(x, at + "query", self.query->weight, self.query->bias), self.num_heads, self.head_dim);
+    auto k = g.split_heads(g.linear(x, at + "key", self.key->weight, self.key->bias), self.num_heads, self.head_dim, true);
+    auto v = g.split_heads(g.linear(x, at + "value", self.value->weight, self.value->bias), self.num_heads, self.head_dim);
+    auto context = g.merge_heads(g.attention(q, k, v, mask_bias, self.head_dim), self.num_heads, self.head_dim);
+    projected = g.op("Add", {g.linear(context, prefix + "attention.output.dense", out.dense->weight, out.dense->bias), x});
+  }
+  auto a = g.layer_norm(projected, prefix + "attention.output.LayerNorm", out.LayerNorm->weight, out.LayerNorm->bias,
+                        c.layer_norm_eps);
+  const auto& inter = *layer.intermediate->dense;
+  auto h = g.activation(g.linear(a, prefix + "intermediate.dense", inter.weight, inter.bias), c.hidden_act);
+  const auto& ffn = *layer.output;
+  auto y = g.op("Add", {g.linear(h, prefix + "output.dense", ffn.dense->weight, ffn.dense->bias), a});
+  return g.layer_norm(y, prefix + "output.LayerNorm", ffn.LayerNorm->weight, ffn.LayerNorm->bias, c.layer_norm_eps);
+}
+
+}  // namespace
+
+OnnxModelOutputs BertModel::add_to_onnx(OnnxGraph& g) const {
+  for (const char* name : {"input_ids", "attention_mask", "token_type_ids"})
+    g.int64_input(name, {"batch_size", "sequence_length"});
+  auto x = embeddings_to_onnx(g, *embeddings, config_.layer_norm_eps);
+  const auto mask_bias = padding_bias(g);
+  for (size_t l = 0; l < layers.size(); ++l)
+    x = layer_to_onnx(g, *layers[l], "encoder.layer." + std::to_string(l) + ".", x, mask_bias, config_);
+  return {x, ""};
+}
+
+std::string SequenceClassificationHeadImpl::add_to_onnx(OnnxGraph& g, const BertModel& encoder,
+                                                        const std::string& last_hidden_state) const {
+  if (!encoder.pooler_dense)
+    throw Error("the checkpoint has a classifier but no pooler (pooler.dense): "
+                "BertForSequenceClassification needs both");
+  auto first = g.op("Gather", {last_hidden_state, g.int64_constant({0}, true)}, {{"axis", int64_t{1}}});
+  auto pooled = g.op("Tanh", {g.linear(first, "pooler.dense", encoder.pooler_dense->weight, encoder.pooler_dense->bias)});
+  return g.linear(pooled, "classifier", classifier->weight, classifier->bias);
+}
+
+}  // namespace headprune::models

@@ -1,0 +1,105 @@
+// HF LlamaForCausalLM as an ONNX graph (no KV cache): the same computation as
+// llama_model.cpp's forward — RMSNorm, rotary positions 0..T-1, causal + padding mask, each
+// query head reading its own KV head (uneven groups after pruning), SwiGLU MLP, LM head.
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "models/formats/onnx_graph.h"
+#include "models/llama/llama_model.h"
+
+namespace headprune::models {
+namespace {
+
+/// cos and sin tables [T, head_dim] for positions 0..T-1 (rotary_tables, in the graph).
+std::pair<std::string, std::string> rotary_to_onnx(OnnxGraph& g, const std::string& seq_len,
+                                                   int64_t head_dim, double theta) {
+  // inv_freq as rotary_tables computes it: the positions-1 table's second row is 1·inv_freq.
+  auto inv_freq = torch::arange(0, head_dim, 2, torch::kLong).to(torch::kFloat) / static_cast<double>(head_dim);
+  inv_freq = 1.0 / torch::pow(theta, inv_freq);
+  auto positions = g.op("Cast", {g.op("Range", {g.int64_constant({0}, true), seq_len, g.int64_constant({1}, true)})},
+                        {{"to", int64_t{1}}});
+  auto freqs = g.op("Mul", {g.op("Unsqueeze", {positions, g.int64_constant({1})}), g.weight("rotary.inv_freq", inv_freq)});
+  auto emb = g.op("Concat", {freqs, freqs}, {{"axis", int64_t{-1}}});
+  return {g.op("Cos", {emb}), g.op("Sin", {emb})};
+}
+
+/// x·cos + rotate_half(x)·sin for x [B, n, T, d]; rotate_half([x1, x2]) = [-x2, x1].
+std::string apply_rotary(OnnxGraph& g, const std::string& x, const std::string& cos, const std::string& sin,
+                         int64_t head_dim) {
+  const int64_t half = head_dim / 2;
+  auto axis = g.int64_constant({3});
+  auto x1 = g.op("Slice", {x, g.int64_constant({0}), g.int64_constant({half}), axis});
+  auto x2 = g.op("Slice", {x, g.int64_constant({half}), g.int64_constant({head_dim}), axis});
+  auto rotated = g.op("Concat", {g.op("Neg", {x2}), x1}, {{"axis", int64_t{3}}});
+  return g.op("Add", {g.op("Mul", {x, cos}), g.op("Mul", {rotated, sin})});
+}
+
+/// 0 where key j is visible to query i (j <= i, j not padding), lowest float elsewhere: [B, 1, T, T].
+std::string causal_bias(OnnxGraph& g, const std::string& seq_len) {
+  auto t = g.op("Unsqueeze", {seq_len, g.int64_constant({0})});
+  auto ones = g.op("Expand", {g.float_constant(1.0F), g.op("Concat", {t, t}, {{"axis", int64_t{0}}})});
+  auto causal = g.op("Trilu", {ones}, {{"upper", int64_t{0}}});
+  auto padding = g.op("Unsqueeze", {g.op("Cast", {"attention_mask"}, {{"to", int64_t{1}}}), g.int64_constant({1, 2})});
+  auto allowed = g.op("Mul", {causal, padding});
+  return g.op("Mul", {g.op("Sub", {g.float_constant(1.0F), allowed}),
+                      g.float_constant(std::numeric_limits<float>::lowest())});
+}
+
+std::string attention_to_onnx(OnnxGraph& g, const LlamaAttentionImpl& a, const std::string& prefix,
+                              const std::string& x, const std::string& mask_bias,
+                              const std::pair<std::string, std::string>& rotary) {
+  const auto d = a.head_dim;
+  auto q = g.split_heads(g.linear(x, prefix + "q_proj", a.q_proj->weight, a.q_proj->bias), a.num_heads, d);
+  auto k = g.split_heads(g.linear(x, prefix + "k_proj", a.k_proj->weight, a.k_proj->bias), a.num_kv_heads, d);
+  auto v = g.split_heads(g.linear(x, prefix + "v_proj", a.v_proj->weight, a.v_proj->bias), a.num_kv_heads, d);
+  q = apply_rotary(g, q, rotary.first, rotary.second, d);
+  k = apply_rotary(g, k, rotary.first, rotary.second, d);
+  // Each query head reads its own KV head.
+  auto index = g.int64_constant(a.kv_of_query);
+  k = g.op("Transpose", {g.op("Gather", {k, index}, {{"axis", int64_t{1}}})},
+           {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  v = g.op("Gather", {v, index}, {{"axis", int64_t{1}}});
+  auto context = g.merge_heads(g.attention(q, k, v, mask_bias, d), a.num_heads, d);
+  return g.linear(context, prefix + "o_proj", a.o_proj->weight, a.o_proj->bias);
+}
+
+std::string layer_to_onnx(OnnxGraph& g, const LlamaDecoderLayerImpl& layer, const std::string& prefix,
+                          const std::string& x, const std::string& mask_bias,
+                          const std::pair<std::string, std::string>& rotary, double eps) {
+  auto h = x;
+  const auto& attn = *layer.self_attn;
+  if (attn.num_heads > 0) {
+    auto normed = g.rms_norm(x, prefix + "input_layernorm", layer.input_layernorm->weight, eps);
+    h = g.op("Add", {x, attention_to_onnx(g, attn, prefix + "self_attn.", normed, mask_bias, rotary)});
+  } else if (attn.o_proj->bias.defined()) {
+    h = g.op("Add", {x, g.weight(prefix + "self_attn.o_proj.bias", attn.o_proj->bias)});
+  }
+  const auto& mlp = *layer.mlp;
+  auto normed = g.rms_norm(h, prefix + "post_attention_layernorm", layer.post_attention_layernorm->weight, eps);
+  auto gate = g.activation(g.linear(normed, prefix + "mlp.gate_proj", mlp.gate_proj->weight, mlp.gate_proj->bias), "silu");
+  auto up = g.linear(normed, prefix + "mlp.up_proj", mlp.up_proj->weight, mlp.up_proj->bias);
+  auto down = g.linear(g.op("Mul", {gate, up}), prefix + "mlp.down_proj", mlp.down_proj->weight, mlp.down_proj->bias);
+  return g.op("Add", {h, down});
+}
+
+}  // namespace
+
+OnnxModelOutputs LlamaModel::add_to_onnx(OnnxGraph& g) const {
+  for (const char* name : {"input_ids", "attention_mask"}) g.int64_input(name, {"batch_size", "sequence_length"});
+  const auto embed = g.weight("model.embed_tokens.weight", embed_tokens->weight);
+  auto x = g.op("Gather", {embed, "input_ids"});
+  const auto seq_len = g.sequence_length("input_ids");
+  const auto rotary = rotary_to_onnx(g, seq_len, config_.head_dim, config_.rope_theta);
+  const auto mask_bias = causal_bias(g, seq_len);
+  for (size_t l = 0; l < layers.size(); ++l)
+    x = layer_to_onnx(g, *layers[l], "model.layers." + std::to_string(l) + ".", x, mask_bias, rotary,
+                      config_.rms_norm_eps);
+  x = g.rms_norm(x, "model.norm", norm->weight, config_.rms_norm_eps);
+  // A tied LM head reads the embedding matrix (no second copy).
+  auto logits = lm_head ? g.linear(x, "lm_head", lm_head->weight, lm_head->bias)
+                        : g.op("MatMul", {x, g.op("Transpose", {embed}, {{"perm", std::vector<int64_t>{1, 0}}})});
+  return {x, logits};
+}
+
+}  // namespace headprune::models

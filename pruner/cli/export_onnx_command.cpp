@@ -1,0 +1,48 @@
+#include <iostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/checkpoint.h"
+#include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
+#include "pruner/log.h"
+#include "pruner/surgery/onnx_export.h"
+
+namespace headprune::cli {
+
+int run_export_onnx(const std::vector<std::string>& args, const GlobalOptions& globals) {
+  CommandLine line("export-onnx", "export-onnx MODEL -o FILE [--force] [--no-sentence-embedding] [--json]");
+  std::string model, out;
+  line.positional("model", "MODEL", &model, "checkpoint folder (or llama2.c .bin file), pruned or not");
+  line.group(group::kRequired).add_options()
+      ("out,o", arg(&out, "FILE")->required(), "the .onnx file to write (new, or --force)");
+  line.group(group::kOutput).add_options()
+      ("force", "replace an existing FILE")
+      ("no-sentence-embedding", "leave out the sentence-transformers pooling output "
+                                "(sentence_embedding) of a sentence-transformers folder")
+      ("json", "print what was written as JSON on stdout");
+  line.example("export-onnx out/minilm-50 -o out/minilm-50.onnx",
+               "last_hidden_state and sentence_embedding, for ONNX Runtime")
+      .example("apply MODEL --remove-heads '{\"0\": [1]}' -o out/p --onnx",
+               "the same inside an exported folder (onnx/model.onnx)");
+  po::variables_map vm;
+  if (!line.parse(args, vm)) return 0;
+  log::info("loading {}", model);
+  auto ckpt = models::load_checkpoint(model, globals.torch_device());
+  const auto written = pruner::export_onnx(ckpt, out, vm.count("force") > 0, !vm.count("no-sentence-embedding"));
+  const nlohmann::json json = {{"file", out},
+                               {"bytes", written.bytes.size()},
+                               {"opset", pruner::kOnnxOpset},
+                               {"inputs", written.inputs},
+                               {"outputs", written.outputs},
+                               {"heads_per_layer", ckpt.model->config().heads_per_layer()}};
+  emit_result(json,
+              fmt::format("ONNX model written to {} ({:.1f} MiB, opset {}; inputs {}; outputs {})\n", out,
+                          static_cast<double>(written.bytes.size()) / (1 << 20), pruner::kOnnxOpset,
+                          fmt::join(written.inputs, ", "), fmt::join(written.outputs, ", ")),
+              "", vm.count("json") > 0);
+  return 0;
+}
+
+}  // namespace headprune::cli
