@@ -96,10 +96,10 @@ OnnxModelOutputs LlamaModel::add_to_onnx(OnnxGraph& g) const {
     x = layer_to_onnx(g, *layers[l], "model.layers." + std::to_string(l) + ".", x, mask_bias, rotary,
                       config_.rms_norm_eps);
   x = g.rms_norm(x, "model.norm", norm->weight, config_.rms_norm_eps);
+  if (lm_head) return {x, g.linear(x, "lm_head", lm_head->weight, lm_head->bias)};
   // A tied LM head reads the embedding matrix (no second copy).
-  auto logits = lm_head ? g.linear(x, "lm_head", lm_head->weight, lm_head->bias)
-                        : g.op("MatMul", {x, g.op("Transpose", {embed}, {{"perm", std::vector<int64_t>{1, 0}}})});
-  return {x, logits};
+  const auto embed_t = g.op("Transpose", {embed}, {{"perm", std::vector<int64_t>{1, 0}}});
+  return {x, g.op("MatMul", {x, embed_t})};
 }
 
 }  // namespace headprune::models

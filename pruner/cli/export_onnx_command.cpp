@@ -28,6 +28,7 @@ int run_export_onnx(const std::vector<std::string>& args, const GlobalOptions& g
                "the same inside an exported folder (onnx/model.onnx)");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
+  pruner::check_onnx_target(out, vm.count("force") > 0);  // before the (slow) load
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, globals.torch_device());
   const auto written = pruner::export_onnx(ckpt, out, vm.count("force") > 0, !vm.count("no-sentence-embedding"));

@@ -66,8 +66,7 @@ OnnxModel build_onnx(const models::Checkpoint& ckpt, bool sentence_embedding) {
   return result;
 }
 
-OnnxModel export_onnx(const models::Checkpoint& ckpt, const std::filesystem::path& file, bool force,
-                      bool sentence_embedding) {
+void check_onnx_target(const std::filesystem::path& file, bool force) {
   namespace fs = std::filesystem;
   if (fs::is_directory(file))
     throw Error(fmt::format("--out {} is a folder; give the .onnx file to write", file.string()));
@@ -77,6 +76,11 @@ OnnxModel export_onnx(const models::Checkpoint& ckpt, const std::filesystem::pat
   const auto parent = file.has_parent_path() ? file.parent_path() : fs::path(".");
   if (!fs::is_directory(parent))
     throw Error(fmt::format("--out {}: folder {} does not exist", file.string(), parent.string()));
+}
+
+OnnxModel export_onnx(const models::Checkpoint& ckpt, const std::filesystem::path& file, bool force,
+                      bool sentence_embedding) {
+  check_onnx_target(file, force);
   auto model = build_onnx(ckpt, sentence_embedding);
   write_file_atomic(file, model.bytes);
   return model;

@@ -38,7 +38,12 @@ struct OnnxModel {
 ///         external data is not written), or the checker rejects the graph.
 OnnxModel build_onnx(const models::Checkpoint& checkpoint, bool sentence_embedding);
 
-/// Writes build_onnx's model to `file` atomically (temporary file, then rename).
+/// Checks, before any work, that `file` can receive an export: not a folder, in an existing
+/// folder, new unless `force`. @throws headprune::Error saying what to change.
+void check_onnx_target(const std::filesystem::path& file, bool force);
+
+/// Writes build_onnx's model to `file` atomically (temporary file, then rename), after
+/// check_onnx_target.
 /// @throws headprune::Error if `file` exists and not `force`, is a folder, or its folder is
 ///         missing; nothing is written then.
 OnnxModel export_onnx(const models::Checkpoint& checkpoint, const std::filesystem::path& file,
