@@ -25,12 +25,13 @@ std::string embeddings_to_onnx(OnnxGraph& g, const BertEmbeddingsImpl& e, double
   return g.layer_norm(sum, "embeddings.LayerNorm", e.LayerNorm->weight, e.LayerNorm->bias, eps);
 }
 
-/// HF's extended attention mask: (1 - mask) · lowest float, [B, 1, 1, T].
+/// HF's extended attention mask: (1 - mask) · lowest float, [B, 1, 1, T]; in the order
+/// torch.onnx writes it (Unsqueeze, Unsqueeze, Cast, Sub, Mul), which ONNX Runtime's
+/// transformer optimizer recognises when it fuses attention.
 std::string padding_bias(OnnxGraph& g) {
-  auto mask = g.op("Cast", {"attention_mask"}, {{"to", int64_t{1}}});  // FLOAT
-  auto bias = g.op("Mul", {g.op("Sub", {g.float_constant(1.0F), mask}),
-                           g.float_constant(std::numeric_limits<float>::lowest())});
-  return g.op("Unsqueeze", {bias, g.int64_constant({1, 2})});
+  auto mask = g.op("Unsqueeze", {g.op("Unsqueeze", {"attention_mask", g.int64_constant({1})}), g.int64_constant({2})});
+  auto inverted = g.op("Sub", {g.float_constant(1.0F), g.op("Cast", {mask}, {{"to", int64_t{1}}})});  // FLOAT
+  return g.op("Mul", {inverted, g.float_constant(std::numeric_limits<float>::lowest())});
 }
 
 /// One encoder layer: self-attention over the layer's heads, output projection, residual

@@ -135,8 +135,8 @@ std::string OnnxGraph::rms_norm(const std::string& x, const std::string& name, c
 }
 
 std::string OnnxGraph::activation(const std::string& x, const std::string& name) {
-  if (name == "gelu") {  // 0.5·x·(1 + erf(x/√2))
-    auto erf = op("Erf", {op("Mul", {x, float_constant(static_cast<float>(M_SQRT1_2))})});
+  if (name == "gelu") {  // 0.5·x·(1 + erf(x/√2)), in the form ONNX Runtime fuses into Gelu
+    auto erf = op("Erf", {op("Div", {x, float_constant(static_cast<float>(M_SQRT2))})});
     return op("Mul", {op("Mul", {x, float_constant(0.5F)}), op("Add", {erf, float_constant(1.0F)})});
   }
   if (name == "gelu_new" || name == "gelu_pytorch_tanh") {  // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
@@ -166,8 +166,9 @@ std::string OnnxGraph::merge_heads(const std::string& x, int64_t heads, int64_t 
 
 std::string OnnxGraph::attention(const std::string& q, const std::string& k_transposed, const std::string& v,
                                  const std::string& mask_bias, int64_t head_dim) {
-  auto scores = op("Mul", {op("MatMul", {q, k_transposed}),
-                           float_constant(static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim))))});
+  // Divided by √d as transformers does (and as ONNX Runtime's attention fusion expects).
+  auto scores = op("Div", {op("MatMul", {q, k_transposed}),
+                           float_constant(static_cast<float>(std::sqrt(static_cast<double>(head_dim))))});
   auto probs = op("Softmax", {op("Add", {scores, mask_bias})}, {{"axis", int64_t{-1}}});
   return op("MatMul", {probs, v});
 }
