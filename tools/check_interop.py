@@ -317,6 +317,20 @@ def case_classifier(case, exe, model_dir, work):
                       f"on {len(texts)} texts")
 
 
+def check_greedy(exe, folder, reference_ids, steps, reference_name):
+    """`headprune generate --temperature 0` from BOS must give `reference_ids`' tokens; returns
+    (number of tokens compared, headprune's stdout)."""
+    proc = run_headprune(["--log-level", "debug", "generate", folder, "--temperature", "0",
+                          "--max-new-tokens", str(steps)], exe, "headprune generate")
+    ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
+    if not ours:
+        raise CheckFailed(f"headprune generate printed no token ids:\n{proc.stderr}")
+    our_ids = [int(t) for t in ours[-1].split("token ids:")[1].split()]
+    if len(our_ids) < 2 or our_ids != reference_ids[:len(our_ids)]:
+        raise CheckFailed(f"greedy ids differ:\n  {reference_name:<12} {reference_ids}\n  headprune    {our_ids}")
+    return len(our_ids) - 1, proc.stdout
+
+
 def case_llama(case, exe, stories, work):
     if not (stories / "stories260K.bin").is_file():
         raise CheckFailed(f"{stories}/stories260K.bin not found: give --stories or set "
@@ -339,16 +353,8 @@ def case_llama(case, exe, stories, work):
     with torch.no_grad():
         ids = model.eval().generate(torch.tensor([[1]]), max_new_tokens=40, do_sample=False,
                                     pad_token_id=0)[0].tolist()
-    proc = run_headprune(["--log-level", "debug", "generate", pruned, "--temperature", "0",
-                          "--max-new-tokens", "40"], exe, "headprune generate")
-    ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
-    if not ours:
-        raise CheckFailed(f"headprune generate printed no token ids:\n{proc.stderr}")
-    our_ids = [int(t) for t in ours[-1].split("token ids:")[1].split()]
-    if our_ids != ids[:len(our_ids)] or len(our_ids) < 2:
-        raise CheckFailed(f"greedy ids differ:\n  transformers {ids}\n  headprune    {our_ids}")
-    case.notes.append(f"{len(our_ids) - 1} greedy tokens identical; text: "
-                      f"{proc.stdout.strip()[:60]!r}")
+    count, text = check_greedy(exe, pruned, ids, 40, "transformers")
+    case.notes.append(f"{count} greedy tokens identical; text: {text.strip()[:60]!r}")
 
 
 def case_llama_indivisible(case, exe, stories, work):
@@ -375,13 +381,8 @@ def case_llama_indivisible(case, exe, stories, work):
     with torch.no_grad():
         ids = model.generate(torch.tensor([[1]]), max_new_tokens=20, do_sample=False,
                              pad_token_id=0)[0].tolist()
-    proc = run_headprune(["--log-level", "debug", "generate", pruned, "--temperature", "0",
-                          "--max-new-tokens", "20"], exe, "headprune generate")
-    ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
-    our_ids = [int(t) for t in ours[-1].split("token ids:")[1].split()] if ours else []
-    if len(our_ids) < 2 or our_ids != ids[:len(our_ids)]:
-        raise CheckFailed(f"greedy ids differ:\n  transformers {ids}\n  headprune    {our_ids}")
-    case.notes.append(f"loads on {transformers.__version__}; {len(our_ids) - 1} greedy tokens identical")
+    count, _ = check_greedy(exe, pruned, ids, 20, "transformers")
+    case.notes.append(f"loads on {transformers.__version__}; {count} greedy tokens identical")
 
 
 def ort_session(path):
@@ -484,14 +485,9 @@ def case_onnx_llama(case, exe, work):
     headprune_apply(exe, converted, {"0": [0, 1, 2], "2": [5], "4": [1, 3, 5, 7]}, uneven)
     run_headprune(["export-onnx", uneven, "-o", work / "stories-uneven.onnx"], exe, "headprune export-onnx")
     ids = onnx_greedy(ort_session(work / "stories-uneven.onnx"), 40)
-    proc = run_headprune(["--log-level", "debug", "generate", uneven, "--temperature", "0",
-                          "--max-new-tokens", "40"], exe, "headprune generate")
-    ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
-    our_ids = [int(t) for t in ours[-1].split("token ids:")[1].split()] if ours else []
-    if len(our_ids) < 2 or our_ids != ids[:len(our_ids)]:
-        raise CheckFailed(f"greedy ids differ:\n  ONNX Runtime {ids}\n  headprune    {our_ids}")
+    count, _ = check_greedy(exe, uneven, ids, 40, "ONNX Runtime")
     case.notes.append(f"uniform: logits vs transformers; uneven (5, 8, 7, 8, 4 heads): "
-                      f"{len(our_ids) - 1} greedy tokens identical")
+                      f"{count} greedy tokens identical")
 
 
 def case_dense(case, exe, model_dir, texts, text_file, work, threshold):
