@@ -2,6 +2,8 @@
 // artefacts each stage leaves.
 #include <fstream>
 
+#include <onnx/onnx_pb.h>
+
 #include "models/config.h"
 #include "tests/cli_support.h"
 #include "pruner/report/report.h"
@@ -95,11 +97,19 @@ CATCH_TEST_CASE("prune runs every stage and leaves every artefact", "[cli][e2e]"
   const auto out = w.dir / "pruned";
   CATCH_REQUIRE(run({"prune", w.model.string(), "--data", w.corpus.string(), "--target-sparsity", "0.5",
                      "--steps", "16", "--batch-size", "8", "--max-length", "32", "--out", out.string(),
-                     "--bench-batch", "2", "--bench-seq", "16,32"}) == 0);
+                     "--bench-batch", "2", "--bench-seq", "16,32", "--onnx"}) == 0);
   for (const auto* f : {"config.json", "model.safetensors", "vocab.txt", "headprune/gates.json",
                         "headprune/train_log.jsonl", "headprune/report.txt", "headprune/report.json",
-                        "headprune/heads.svg", "headprune/bench.json", "headprune/summary.json"})
+                        "headprune/heads.svg", "headprune/bench.json", "headprune/summary.json",
+                        "onnx/model.onnx"})
     CATCH_CHECK(fs::exists(out / f));
+  // --onnx: the pruned model (4 heads left), not the dense one.
+  onnx::ModelProto onnx_model;
+  CATCH_REQUIRE(onnx_model.ParseFromString(testing::read_text(out / "onnx/model.onnx")));
+  int64_t query_columns = 0;
+  for (const auto& init : onnx_model.graph().initializer())
+    if (init.name().find("attention.self.query.weight") != std::string::npos) query_columns += init.dims(1);
+  CATCH_CHECK(query_columns == 4 * models::ModelConfig::from_directory(out).head_dim);
   const auto summary = models::read_json_file(out / "headprune/summary.json");
   CATCH_CHECK(summary["heads_kept"] == 4);
   CATCH_CHECK(summary["bench"]["results"].size() == 2);
