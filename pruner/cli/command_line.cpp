@@ -161,8 +161,11 @@ std::string CommandLine::help() const {
     if (c.name == name_) out << "\n" << c.summary << "\n";
   if (!positionals_.empty()) {
     out << "\nArguments:\n";
-    for (const auto& p : positionals_)
-      out << fmt::format("  {:<22}{}{}\n", p.metavar, p.help, p.optional ? " (optional)" : "");
+    for (const auto& p : positionals_) {
+      // A metavariable too wide for the column gets its description on the next line.
+      const auto pad = p.metavar.size() < 22 ? "" : "\n                        ";
+      out << fmt::format("  {:<22}{}{}{}\n", p.metavar, pad, p.help, p.optional ? " (optional)" : "");
+    }
   }
   for (const auto& [caption, desc] : groups_) out << "\n" << *desc;
   out << "\n" << global_options_help();
