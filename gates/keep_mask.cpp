@@ -40,9 +40,9 @@ int64_t layer_minimum(int64_t heads, const MaskConstraints& c) {
   return std::min(heads, std::max<int64_t>(0, c.min_heads_per_layer));
 }
 
-/// A set of heads removed together.
+/// A set of heads removed together (of one layer, or of every layer with uniform_layers).
 struct Unit {
-  int64_t layer = 0;
+  int64_t layer = 0;  ///< the layer of its (first) head
   std::vector<int64_t> heads;
   double score = 0;  ///< mean score of its heads
   double cost = 0;   ///< sum of the heads' costs
@@ -58,6 +58,30 @@ std::vector<std::map<int64_t, std::vector<int64_t>>> groups_by_layer(
   for (size_t i = 0; i < layer.size(); ++i)
     groups[layer[i]][c.head_group.empty() ? static_cast<int64_t>(i) : c.head_group[i]].push_back(static_cast<int64_t>(i));
   return groups;
+}
+
+/// uniform_layers: level k joins the k-th unit (ascending score) of every layer, so removing
+/// levels keeps the layers alike. @throws headprune::Error if the layers' units differ.
+std::vector<Unit> layer_levels(const std::vector<Unit>& units, size_t layers) {
+  std::vector<std::vector<const Unit*>> per_layer(layers);
+  for (const auto& u : units) per_layer[u.layer].push_back(&u);
+  std::vector<Unit> levels;
+  for (size_t k = 0; k < per_layer.front().size(); ++k) {
+    Unit level;
+    for (size_t l = 0; l < layers; ++l) {
+      if (per_layer[l].size() != per_layer[0].size() || per_layer[l][k]->heads.size() != per_layer[0][k]->heads.size())
+        throw Error(fmt::format("--uniform-layers needs every layer to hold the same heads; layer {} "
+                                "differs from layer 0 (prune the dense model instead)",
+                                l));
+      const auto& u = *per_layer[l][k];
+      level.heads.insert(level.heads.end(), u.heads.begin(), u.heads.end());
+      level.score += u.score * static_cast<double>(u.heads.size());
+      level.cost += u.cost;
+    }
+    level.score /= static_cast<double>(level.heads.size());
+    levels.push_back(std::move(level));
+  }
+  return levels;
 }
 
 /// The removal units of the constraints' group rule, in ascending order of score.
@@ -106,11 +130,28 @@ std::vector<Unit> removal_units(const std::vector<double>& score, const std::vec
   // Ascending score; within a layer a uniform level never precedes a lower one (its mean is
   // at least as large, and ties keep the creation order).
   std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.score < b.score; });
-  return units;
+  return c.uniform_layers ? layer_levels(units, heads_per_layer.size()) : units;
 }
 
 /// Every number of heads that can be removed under the constraints (heads unit).
 std::set<int64_t> reachable_counts(const std::vector<int64_t>& heads_per_layer, const MaskConstraints& c) {
+  if (c.uniform_layers) {  // whole levels: the sizes removal_units gives them, in order
+    const std::vector<double> zero(static_cast<size_t>(std::accumulate(heads_per_layer.begin(), heads_per_layer.end(), int64_t{0})), 0.0);
+    SparsityMeasure heads;
+    heads.head_cost.assign(zero.size(), 1.0);
+    heads.total_cost = static_cast<double>(zero.size());
+    std::set<int64_t> counts = {0};
+    int64_t removed = 0;
+    std::vector<int64_t> kept(heads_per_layer);
+    const auto layer = layer_of_heads(heads_per_layer);
+    for (const auto& level : removal_units(zero, heads_per_layer, heads, c)) {
+      for (auto h : level.heads) --kept[layer[h]];
+      for (size_t l = 0; l < kept.size(); ++l)
+        if (kept[l] < layer_minimum(heads_per_layer[l], c)) return counts;
+      counts.insert(removed += static_cast<int64_t>(level.heads.size()));
+    }
+    return counts;
+  }
   const auto groups = groups_by_layer(heads_per_layer, c);
   std::set<int64_t> total = {0};
   for (size_t l = 0; l < groups.size(); ++l) {
@@ -145,8 +186,11 @@ std::vector<bool> select(const std::vector<Unit>& units, const std::vector<int64
   std::vector<int64_t> kept(heads_per_layer);
   double removed = 0;
   for (const auto& u : units) {
-    const auto l = u.layer;
-    if (kept[l] - static_cast<int64_t>(u.heads.size()) < layer_minimum(heads_per_layer[l], c)) continue;
+    auto left = kept;
+    for (auto h : u.heads) --left[layer[h]];
+    bool allowed = true;
+    for (size_t l = 0; l < left.size(); ++l) allowed &= left[l] >= layer_minimum(heads_per_layer[l], c);
+    if (!allowed) continue;
     const double after = removed + u.cost;
     // Remove while it brings us closer; ties (exactly halfway) round towards removing.
     if (std::abs(after - goal) > std::abs(removed - goal) + 1e-9 * measure.total_cost) {
@@ -154,7 +198,7 @@ std::vector<bool> select(const std::vector<Unit>& units, const std::vector<int64
       continue;  // a smaller unit later may still fit
     }
     for (auto h : u.heads) keep[h] = false;
-    kept[l] -= static_cast<int64_t>(u.heads.size());
+    kept = std::move(left);
     removed = after;
   }
   return keep;
@@ -183,8 +227,8 @@ std::vector<bool> keep_mask_from_gates(const torch::Tensor& gate, const torch::T
                                        const MaskConstraints& constraints) {
   const auto g = to_vector(gate);
   const auto n = static_cast<int64_t>(g.size());
-  if (constraints.group_rule != GroupRule::kNone) {
-    // Remove as many heads as gates closed, rounded to what the rule can remove.
+  if (constraints.group_rule != GroupRule::kNone || constraints.uniform_layers) {
+    // Remove as many heads as gates closed, rounded to what the rules can remove.
     int64_t closed = 0;
     for (auto v : g) closed += v <= 0;
     const auto counts = reachable_counts(heads_per_layer, constraints);
@@ -237,25 +281,34 @@ void validate_target(double target, const std::vector<int64_t>& heads_per_layer,
         reachable,
         constraints.min_heads_per_layer > 0 ? " (use --allow-empty-layers or lower the minimum)"
                                             : ""));
-  if (measure.unit != SparsityUnit::kHeads || constraints.group_rule == GroupRule::kNone) return;
+  if (measure.unit != SparsityUnit::kHeads ||
+      (constraints.group_rule == GroupRule::kNone && !constraints.uniform_layers))
+    return;
   const auto total = static_cast<int64_t>(measure.head_cost.size());
   const auto want = static_cast<int64_t>(std::llround(target * static_cast<double>(total)));
   const auto counts = reachable_counts(heads_per_layer, constraints);
   if (counts.count(want)) return;
   auto above = counts.lower_bound(want);
   const int64_t below = *std::prev(above);
-  throw Error(fmt::format(
-      "target sparsity {} asks to remove {} of {} query heads, but --gqa-mode {} removes heads "
-      "only {} (per layer: {}), so {} cannot be removed exactly; nearest: {} ({:.3f}){}. Choose "
-      "one of those targets or another --gqa-mode",
-      target, want, total, to_string(constraints.group_rule),
+  const std::string rule =
+      constraints.group_rule == GroupRule::kNone ? "" : fmt::format("--gqa-mode {}", to_string(constraints.group_rule));
+  const std::string how =
       constraints.group_rule == GroupRule::kUniform ? "one per KV group at a time, keeping the groups even"
-                                                    : "as whole KV groups",
+      : constraints.group_rule == GroupRule::kWholeGroups ? "as whole KV groups"
+                                                          : "one per layer at a time";
+  throw Error(fmt::format(
+      "target sparsity {} asks to remove {} of {} query heads, but {} removes heads only {}{} "
+      "(per layer: {}), so {} cannot be removed exactly; nearest: {} ({:.3f}){}. Choose one of "
+      "those targets{}",
+      target, want, total,
+      constraints.uniform_layers ? (rule.empty() ? "--uniform-layers" : rule + " with --uniform-layers") : rule,
+      how, constraints.uniform_layers ? ", in every layer alike" : "",
       fmt::format("{} heads", fmt::join(heads_per_layer, "/")), want, below,
       static_cast<double>(below) / static_cast<double>(total),
       above == counts.end() ? std::string()
                             : fmt::format(" or {} ({:.3f})", *above,
-                                          static_cast<double>(*above) / static_cast<double>(total))));
+                                          static_cast<double>(*above) / static_cast<double>(total)),
+      constraints.group_rule == GroupRule::kNone ? " or drop --uniform-layers" : " or another --gqa-mode"));
 }
 
 std::vector<bool> keep_mask_for_target(const torch::Tensor& score,

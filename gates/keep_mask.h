@@ -30,6 +30,11 @@ struct MaskConstraints {
   /// With a group rule: the KV group (any id, unique within its layer) of every head,
   /// layer-major, [total heads]. Empty = every head its own group.
   std::vector<int64_t> head_group;
+  /// Every layer keeps the same number of heads (and, with a group rule, the same heads per
+  /// KV group): removal units are levels, the k-th lowest-scoring unit of every layer at once,
+  /// so the export is a plain config (one num_attention_heads / num_key_value_heads) that
+  /// every reader accepts. Needs every layer to hold the same heads.
+  bool uniform_layers = false;
 };
 
 /// Keep-mask from deterministic gate values: head i is kept iff gate[i] > 0; then layers below

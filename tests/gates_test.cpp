@@ -169,3 +169,43 @@ CATCH_TEST_CASE("GQA keep-masks: uniform groups, whole groups, and targets no ru
                           Catch::Contains("different numbers of query heads"));
   CATCH_CHECK_THROWS_AS(gates::parse_group_rule("even"), Error);
 }
+
+CATCH_TEST_CASE("uniform layers: every layer keeps the same heads, chosen by each layer's scores", "[gates][gqa]") {
+  // 3 layers x 4 heads (no GQA). Layer 2 holds the 4 lowest scores overall, but with uniform
+  // layers each layer gives up its own lowest heads, one level at a time.
+  const std::vector<int64_t> layers = {4, 4, 4};
+  const auto score = torch::tensor({5., 1., 9., 7., 8., 6., 2.5, 4., 0.1, 0.2, 0.3, 0.4});
+  gates::MaskConstraints c{1, gates::GroupRule::kNone, {}, true};
+  auto keep = gates::keep_mask_for_target(score, layers, head_measure(12), 0.5, c);
+  CATCH_CHECK(keep == std::vector<bool>{false, false, true, true, true, true, false, false,
+                                        false, false, true, true});
+  // Without the constraint the same target takes layer 2's heads first.
+  auto free = gates::keep_mask_for_target(score, layers, head_measure(12), 0.5, {1, gates::GroupRule::kNone, {}, false});
+  CATCH_CHECK(std::count(free.begin() + 8, free.end(), false) == 3);
+  // Steps of 3 heads (one per layer): 0.2 of 12 = 2.4 -> 2 heads is not reachable.
+  CATCH_CHECK_THROWS_WITH(gates::validate_target(0.2, layers, head_measure(12), c),
+                          Catch::Contains("--uniform-layers") && Catch::Contains("nearest: 0") &&
+                              Catch::Contains("or 3"));
+  // The per-layer minimum bounds the levels: at most 3 of 4 heads per layer go.
+  CATCH_CHECK(gates::max_sparsity(layers, head_measure(12), c) == Approx(0.75));
+  // From gates: 5 closed gates -> the nearest whole level count, 6 heads (2 per layer).
+  const auto gate = torch::tensor({1., 0., 1., 0., 1., 1., 0., 1., 0., 0., 1., 1.});
+  keep = gates::keep_mask_from_gates(gate, score, layers, c);
+  CATCH_CHECK(std::count(keep.begin(), keep.end(), false) == 6);
+  for (int l = 0; l < 3; ++l) CATCH_CHECK(std::count(keep.begin() + 4 * l, keep.begin() + 4 * l + 4, true) == 2);
+  // Layers that already differ cannot be kept alike.
+  CATCH_CHECK_THROWS_WITH(gates::keep_mask_for_target(score.narrow(0, 0, 11), {4, 4, 3}, head_measure(11), 0.5, c),
+                          Catch::Contains("--uniform-layers needs every layer to hold the same heads"));
+}
+
+CATCH_TEST_CASE("uniform layers with GQA: the same query heads per KV group in every layer", "[gates][gqa]") {
+  // 2 layers x 4 query heads in 2 KV groups of 2.
+  const std::vector<int64_t> layers = {4, 4};
+  const auto score = torch::tensor({5., 1., 4., 3., 9., 8., 7., 6.});
+  gates::MaskConstraints c{0, gates::GroupRule::kUniform, {0, 0, 1, 1, 0, 0, 1, 1}, true};
+  // One level = one head per group in each layer = 4 heads.
+  auto keep = gates::keep_mask_for_target(score, layers, head_measure(8), 0.5, c);
+  CATCH_CHECK(keep == std::vector<bool>{true, false, true, false, true, false, true, false});
+  CATCH_CHECK_THROWS_WITH(gates::validate_target(0.25, layers, head_measure(8), c),
+                          Catch::Contains("nearest: 0") && Catch::Contains("or 4"));
+}

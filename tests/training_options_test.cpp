@@ -37,7 +37,7 @@ CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[option
                               "steps", "batch_size", "learning_rate", "lambda_learning_rate",
                               "target_sparsity", "sparsity_unit", "flops_seq_len", "l0_lambda",
                               "warmup_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
-                              "min_heads_per_layer", "gqa_mode", "embedding_weight", "train_weights",
+                              "min_heads_per_layer", "gqa_mode", "uniform_layers", "embedding_weight", "train_weights",
                               "finetune_steps", "weights_learning_rate", "seed", "corpus"});
 }
 

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/model_family.h"
 #include "pruner/training/distillation.h"
 #include "pruner/measure/fidelity.h"
 #include "pruner/report/format.h"
@@ -153,6 +154,29 @@ models::HeadMultipliers final_multipliers(const GateState& s, const torch::Devic
   return m;
 }
 
+/// With --uniform-layers and a target the final head counts are known before training: say
+/// which readers will load the export (ModelFamily::layout_warning), as the export will.
+void announce_uniform_export(const models::ModelConfig& config, const gates::SparsityMeasure& measure,
+                             const GateTrainingOptions& o) {
+  if (!o.constraints.uniform_layers || !o.target_sparsity) return;
+  const auto& c = constraints_for(config, o.constraints);
+  const auto keep = gates::keep_mask_for_target(torch::zeros({config.total_heads()}), config.heads_per_layer(),
+                                                measure, *o.target_sparsity, c);
+  auto after = config;
+  size_t i = 0;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    std::vector<int64_t> removed;
+    for (auto h : config.kept_heads[l])
+      if (!keep[i++]) removed.push_back(h);
+    after.remove_heads(l, removed);
+  }
+  const auto heads = after.kept_heads.front().size();
+  if (auto warning = config.family().layout_warning(after))
+    log::warn("--uniform-layers: every layer will keep {} heads; {}", heads, *warning);
+  else
+    log::info("--uniform-layers: every layer will keep {} heads ({})", heads, config.family().export_note(after));
+}
+
 /// Everything checked before anything loads or trains; returns the sparsity measure.
 /// @throws headprune::Error for an unreachable target, bad step counts or an empty corpus.
 gates::SparsityMeasure checked_measure(const models::ModelConfig& config, const Corpus& corpus,
@@ -165,6 +189,7 @@ gates::SparsityMeasure checked_measure(const models::ModelConfig& config, const 
   if (o.train_weights && o.finetune_steps < 1)
     throw Error("--train-weights needs --finetune-steps of at least 1");
   if (corpus.train.empty()) throw Error("the corpus has no training sequences");
+  announce_uniform_export(config, measure, o);
   return measure;
 }
 

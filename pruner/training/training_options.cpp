@@ -195,6 +195,19 @@ std::vector<TrainingOption> rate_rows() {
                  nullptr, "", "steps over which the target ramps up from 0 (-1 = 40% of --steps)")};
 }
 
+/// --uniform-layers: recorded, and must match on --resume (it changes which mask is final).
+TrainingOption uniform_layers_row() {
+  TrainingOption row = switch_option(
+      "uniform-layers", "keep the same number of heads in every layer (with GQA also the same per "
+      "KV group), so a LLaMA export is a plain config every transformers version and converter "
+      "loads; targets are met in steps of one head (one per KV group) per layer");
+  row.json_key = "uniform_layers";
+  row.resume_must_match = true;
+  row.apply = [](const po::variable_value&, TrainingSettings& s) { s.training.constraints.uniform_layers = true; };
+  row.record = [](const GateTrainingOptions& o) { return nlohmann::json(o.constraints.uniform_layers); };
+  return row;
+}
+
 /// The gates and the rules of the final mask.
 std::vector<TrainingOption> gate_rows() {
   return {
@@ -214,6 +227,7 @@ std::vector<TrainingOption> gate_rows() {
                     "'uniform' removes query heads one per KV group at a time so every group of a layer "
                     "keeps the same number (HF-compatible), 'groups' removes whole KV groups, 'none' "
                     "ignores groups (headprune-only checkpoints); no effect on models without GQA"),
+      uniform_layers_row(),
       switch_option("allow-empty-layers", "let layers lose all their heads (sets --min-heads-per-layer "
                     "0; older transformers versions cannot load such a checkpoint)"),
       recorded_only("gamma", [](auto& o) -> auto& { return o.gate.gamma; }),
