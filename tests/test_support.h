@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include <unistd.h>
 
@@ -62,14 +64,31 @@ inline int64_t safetensors_data_bytes(const std::filesystem::path& file) {
   return static_cast<int64_t>(std::filesystem::file_size(file)) - 8 - static_cast<int64_t>(header);
 }
 
+/// The folders temp_dir made; removed when the test process exits (exports and ONNX files add
+/// up to gigabytes per run), unless HEADPRUNE_KEEP_TEST_FILES is set (for looking inside).
+class TempDirs {
+ public:
+  ~TempDirs() {
+    if (std::getenv("HEADPRUNE_KEEP_TEST_FILES")) return;
+    std::error_code ignored;
+    for (const auto& dir : dirs_) std::filesystem::remove_all(dir, ignored);
+  }
+  void add(const std::filesystem::path& dir) { dirs_.push_back(dir); }
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+};
+
 /// A fresh empty temporary folder under the system temp dir, unique across the test processes
-/// ctest runs in parallel (process id + a per-process counter).
+/// ctest runs in parallel (process id + a per-process counter); removed at process exit.
 inline std::filesystem::path temp_dir(const std::string& tag) {
   static int counter = 0;
+  static TempDirs made;
   auto dir = std::filesystem::temp_directory_path() /
              ("headprune-test-" + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  made.add(dir);
   return dir;
 }
 
