@@ -40,6 +40,22 @@ int64_t layer_minimum(int64_t heads, const MaskConstraints& c) {
   return std::min(heads, std::max<int64_t>(0, c.min_heads_per_layer));
 }
 
+/// A measure counting heads: each costs 1.
+SparsityMeasure head_count_measure(size_t heads) {
+  SparsityMeasure m;
+  m.head_cost.assign(heads, 1.0);
+  m.total_cost = static_cast<double>(heads);
+  return m;
+}
+
+/// Whether every layer still holds its minimum after removals leave `kept` heads per layer.
+bool within_minimums(const std::vector<int64_t>& kept, const std::vector<int64_t>& heads_per_layer,
+                     const MaskConstraints& c) {
+  for (size_t l = 0; l < kept.size(); ++l)
+    if (kept[l] < layer_minimum(heads_per_layer[l], c)) return false;
+  return true;
+}
+
 /// A set of heads removed together (of one layer, or of every layer with uniform_layers).
 struct Unit {
   int64_t layer = 0;  ///< the layer of its (first) head
@@ -136,18 +152,14 @@ std::vector<Unit> removal_units(const std::vector<double>& score, const std::vec
 /// Every number of heads that can be removed under the constraints (heads unit).
 std::set<int64_t> reachable_counts(const std::vector<int64_t>& heads_per_layer, const MaskConstraints& c) {
   if (c.uniform_layers) {  // whole levels: the sizes removal_units gives them, in order
-    const std::vector<double> zero(static_cast<size_t>(std::accumulate(heads_per_layer.begin(), heads_per_layer.end(), int64_t{0})), 0.0);
-    SparsityMeasure heads;
-    heads.head_cost.assign(zero.size(), 1.0);
-    heads.total_cost = static_cast<double>(zero.size());
+    const auto layer = layer_of_heads(heads_per_layer);
+    const std::vector<double> zero(layer.size(), 0.0);
     std::set<int64_t> counts = {0};
     int64_t removed = 0;
     std::vector<int64_t> kept(heads_per_layer);
-    const auto layer = layer_of_heads(heads_per_layer);
-    for (const auto& level : removal_units(zero, heads_per_layer, heads, c)) {
+    for (const auto& level : removal_units(zero, heads_per_layer, head_count_measure(layer.size()), c)) {
       for (auto h : level.heads) --kept[layer[h]];
-      for (size_t l = 0; l < kept.size(); ++l)
-        if (kept[l] < layer_minimum(heads_per_layer[l], c)) return counts;
+      if (!within_minimums(kept, heads_per_layer, c)) return counts;
       counts.insert(removed += static_cast<int64_t>(level.heads.size()));
     }
     return counts;
@@ -188,9 +200,7 @@ std::vector<bool> select(const std::vector<Unit>& units, const std::vector<int64
   for (const auto& u : units) {
     auto left = kept;
     for (auto h : u.heads) --left[layer[h]];
-    bool allowed = true;
-    for (size_t l = 0; l < left.size(); ++l) allowed &= left[l] >= layer_minimum(heads_per_layer[l], c);
-    if (!allowed) continue;
+    if (!within_minimums(left, heads_per_layer, c)) continue;
     const double after = removed + u.cost;
     // Remove while it brings us closer; ties (exactly halfway) round towards removing.
     if (std::abs(after - goal) > std::abs(removed - goal) + 1e-9 * measure.total_cost) {
@@ -235,9 +245,7 @@ std::vector<bool> keep_mask_from_gates(const torch::Tensor& gate, const torch::T
     int64_t best = 0;
     for (auto k : counts)
       if (std::abs(k - closed) < std::abs(best - closed)) best = k;
-    SparsityMeasure heads;
-    heads.head_cost.assign(static_cast<size_t>(n), 1.0);
-    heads.total_cost = static_cast<double>(n);
+    const auto heads = head_count_measure(static_cast<size_t>(n));
     return select(removal_units(to_vector(score), heads_per_layer, heads, constraints),
                   heads_per_layer, heads, static_cast<double>(best), constraints);
   }

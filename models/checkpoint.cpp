@@ -213,23 +213,24 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   model->to(device);
   model->eval();
   ckpt.model = model;
-  // Longest input: sentence-transformers' max_seq_length, else (as sentence-transformers
-  // 3 and 6 both do) the tokenizer's model_max_length, capped by the position table.
-  auto limit = config.max_position_embeddings;
+  std::shared_ptr<WordPieceTokenizer> wordpiece;
   if (WordPieceTokenizer::present_in(dir)) {
-    auto wordpiece = std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir));
-    limit = static_cast<int64_t>(std::min<std::size_t>(
-        static_cast<std::size_t>(limit), wordpiece->options().model_max_length));
+    wordpiece = std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir));
     ckpt.tokenizer = wordpiece;
   } else if (std::filesystem::exists(dir / kLlama2cTokenizerFile)) {
     ckpt.tokenizer = std::make_shared<Llama2cTokenizer>(
         Llama2cTokenizer::from_file(dir / kLlama2cTokenizerFile, config.vocab_size));
   }
   ckpt.pooling = SentencePooling::from_directory(dir, config.hidden_size);
-  ckpt.max_seq_length = ckpt.pooling.max_seq_length > 0
-                            ? std::min(ckpt.pooling.max_seq_length, config.max_position_embeddings)
-                            : ckpt.pooling.from_sentence_transformers ? limit
-                                                                      : config.max_position_embeddings;
+  // Longest input: sentence-transformers' max_seq_length; else, in a sentence-transformers
+  // folder, the tokenizer's model_max_length (as sentence-transformers 3 and 6 both do); both
+  // capped by the position table.
+  ckpt.max_seq_length = config.max_position_embeddings;
+  if (ckpt.pooling.max_seq_length > 0)
+    ckpt.max_seq_length = std::min(ckpt.pooling.max_seq_length, config.max_position_embeddings);
+  else if (ckpt.pooling.from_sentence_transformers && wordpiece)
+    ckpt.max_seq_length = static_cast<int64_t>(std::min<std::size_t>(
+        static_cast<std::size_t>(config.max_position_embeddings), wordpiece->options().model_max_length));
   return ckpt;
 }
 

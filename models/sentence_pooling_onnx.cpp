@@ -10,7 +10,7 @@ namespace headprune::models {
 
 std::string SentencePooling::add_to_onnx(OnnxGraph& g, const std::string& hidden,
                                          const std::string& attention_mask) const {
-  auto m = g.op("Unsqueeze", {g.op("Cast", {attention_mask}, {{"to", int64_t{1}}}), g.int64_constant({2})});
+  auto m = g.op("Unsqueeze", {g.to_float(attention_mask), g.int64_constant({2})});
   const auto axis1 = g.int64_constant({1});
   std::vector<std::string> parts;
   for (auto mode : modes) {

@@ -1,7 +1,5 @@
 // HF BertModel (and BertForSequenceClassification's head) as an ONNX graph: the same
 // computation as bert_model.cpp's forward, per layer with that layer's heads.
-#include <limits>
-
 #include <torch/torch.h>
 
 #include "models/bert/bert_model.h"
@@ -17,8 +15,7 @@ std::string embeddings_to_onnx(OnnxGraph& g, const BertEmbeddingsImpl& e, double
   auto word = g.op("Gather", {g.weight("embeddings.word_embeddings.weight", e.word_embeddings->weight), "input_ids"});
   auto types = g.op("Gather", {g.weight("embeddings.token_type_embeddings.weight", e.token_type_embeddings->weight),
                                "token_type_ids"});
-  auto positions = g.op("Range", {g.int64_constant({0}, true), g.sequence_length("input_ids"),
-                                  g.int64_constant({1}, true)});
+  auto positions = g.range(g.sequence_length("input_ids"));
   auto position = g.op("Gather", {g.weight("embeddings.position_embeddings.weight", e.position_embeddings->weight),
                                   positions});
   auto sum = g.op("Add", {g.op("Add", {word, types}), position});
@@ -30,8 +27,7 @@ std::string embeddings_to_onnx(OnnxGraph& g, const BertEmbeddingsImpl& e, double
 /// transformer optimizer recognises when it fuses attention.
 std::string padding_bias(OnnxGraph& g) {
   auto mask = g.op("Unsqueeze", {g.op("Unsqueeze", {"attention_mask", g.int64_constant({1})}), g.int64_constant({2})});
-  auto inverted = g.op("Sub", {g.float_constant(1.0F), g.op("Cast", {mask}, {{"to", int64_t{1}}})});  // FLOAT
-  return g.op("Mul", {inverted, g.float_constant(std::numeric_limits<float>::lowest())});
+  return g.mask_bias(g.to_float(mask));
 }
 
 /// One encoder layer: self-attention over the layer's heads, output projection, residual

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
@@ -175,6 +176,18 @@ std::string OnnxGraph::attention(const std::string& q, const std::string& k_tran
 
 std::string OnnxGraph::sequence_length(const std::string& ids) {
   return op("Gather", {op("Shape", {ids}), int64_constant({1}, true)}, {{"axis", int64_t{0}}});
+}
+
+std::string OnnxGraph::range(const std::string& n) {
+  return op("Range", {int64_constant({0}, true), n, int64_constant({1}, true)});
+}
+
+std::string OnnxGraph::to_float(const std::string& x) {
+  return op("Cast", {x}, {{"to", int64_t{onnx::TensorProto_DataType_FLOAT}}});
+}
+
+std::string OnnxGraph::mask_bias(const std::string& allowed) {
+  return op("Mul", {op("Sub", {float_constant(1.0F), allowed}), float_constant(std::numeric_limits<float>::lowest())});
 }
 
 }  // namespace headprune::models

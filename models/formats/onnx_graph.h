@@ -76,6 +76,13 @@ class OnnxGraph {
                         const std::string& mask_bias, int64_t head_dim);
   /// The sequence length of an int64 [B, T] input as a 0-D int64 value.
   std::string sequence_length(const std::string& ids);
+  /// 0, 1, ..., n-1 (int64) for a 0-D int64 value `n`.
+  std::string range(const std::string& n);
+  /// `x` cast to float32.
+  std::string to_float(const std::string& x);
+  /// An additive attention mask from a float `allowed` (1 visible, 0 masked): (1 - allowed) ·
+  /// the lowest float32, as transformers builds it (masked scores stay finite).
+  std::string mask_bias(const std::string& allowed);
 
   /// Bytes of all initializers so far.
   int64_t initializer_bytes() const { return bytes_; }

@@ -82,6 +82,13 @@ void parse_headprune_kept_heads(const nlohmann::json& j, const std::string& sour
 /// HF LlamaConfig: `num_attention_heads` query heads share `num_key_value_heads` KV heads,
 /// SwiGLU feed-forward, an LM head; transformers cannot prune its heads, so per-layer head sets
 /// a plain config cannot express are kept in `headprune.kept_heads` (docs/formats.md).
+/// Whether a uniform export's query-head count divides hidden_size, which transformers 5's
+/// LlamaConfig requires even with an explicit head_dim (4.x does not). No heads: nothing to check.
+bool heads_divide_hidden(const ModelConfig& c) {
+  const auto heads = static_cast<int64_t>(c.kept_heads.front().size());
+  return heads == 0 || c.hidden_size % heads == 0;
+}
+
 class LlamaFamily final : public ModelFamily {
  public:
   std::string model_type() const override { return "llama"; }
@@ -149,21 +156,20 @@ class LlamaFamily final : public ModelFamily {
              "headprune.kept_heads, which only headprune reads; for a checkpoint transformers "
              "loads, every layer must keep the same heads per KV group (apply --remove-heads with "
              "the same pattern in every layer)";
-    if (const auto heads = static_cast<int64_t>(c.kept_heads.front().size());
-        heads > 0 && c.hidden_size % heads != 0)
+    if (!heads_divide_hidden(c))
       return fmt::format(
           "every layer keeps {} query heads, which do not divide hidden_size {}: transformers "
           "4.x loads this config (explicit head_dim), transformers 5's LlamaConfig refuses it "
           "(\"hidden size is not a multiple of the number of attention heads\"); keep a head count "
           "that divides {} for a folder both load",
-          heads, c.hidden_size, c.hidden_size);
+          c.kept_heads.front().size(), c.hidden_size, c.hidden_size);
     return {};
   }
   std::string export_note(const ModelConfig& c) const override {
     if (!c.uniform_groups())
       return "layers keep different heads: only headprune reads headprune.kept_heads; "
              "transformers cannot load this checkpoint";
-    return c.hidden_size % static_cast<int64_t>(std::max<size_t>(c.kept_heads.front().size(), 1)) == 0
+    return heads_divide_hidden(c)
                ? "a standard LLaMA config: every layer keeps the same query/KV heads, renumbered "
                  "0..n-1; transformers 4.x and 5.x load it"
                : "a standard LLaMA config (explicit head_dim) that transformers 4.x loads; "

@@ -1,8 +1,6 @@
 // HF LlamaForCausalLM as an ONNX graph (no KV cache): the same computation as
 // llama_model.cpp's forward — RMSNorm, rotary positions 0..T-1, causal + padding mask, each
 // query head reading its own KV head (uneven groups after pruning), SwiGLU MLP, LM head.
-#include <limits>
-
 #include <torch/torch.h>
 
 #include "models/formats/onnx_graph.h"
@@ -17,8 +15,7 @@ std::pair<std::string, std::string> rotary_to_onnx(OnnxGraph& g, const std::stri
   // inv_freq as rotary_tables computes it: the positions-1 table's second row is 1·inv_freq.
   auto inv_freq = torch::arange(0, head_dim, 2, torch::kLong).to(torch::kFloat) / static_cast<double>(head_dim);
   inv_freq = 1.0 / torch::pow(theta, inv_freq);
-  auto positions = g.op("Cast", {g.op("Range", {g.int64_constant({0}, true), seq_len, g.int64_constant({1}, true)})},
-                        {{"to", int64_t{1}}});
+  auto positions = g.to_float(g.range(seq_len));
   auto freqs = g.op("Mul", {g.op("Unsqueeze", {positions, g.int64_constant({1})}), g.weight("rotary.inv_freq", inv_freq)});
   auto emb = g.op("Concat", {freqs, freqs}, {{"axis", int64_t{-1}}});
   return {g.op("Cos", {emb}), g.op("Sin", {emb})};
@@ -40,10 +37,8 @@ std::string causal_bias(OnnxGraph& g, const std::string& seq_len) {
   auto t = g.op("Unsqueeze", {seq_len, g.int64_constant({0})});
   auto ones = g.op("Expand", {g.float_constant(1.0F), g.op("Concat", {t, t}, {{"axis", int64_t{0}}})});
   auto causal = g.op("Trilu", {ones}, {{"upper", int64_t{0}}});
-  auto padding = g.op("Unsqueeze", {g.op("Cast", {"attention_mask"}, {{"to", int64_t{1}}}), g.int64_constant({1, 2})});
-  auto allowed = g.op("Mul", {causal, padding});
-  return g.op("Mul", {g.op("Sub", {g.float_constant(1.0F), allowed}),
-                      g.float_constant(std::numeric_limits<float>::lowest())});
+  auto padding = g.op("Unsqueeze", {g.to_float("attention_mask"), g.int64_constant({1, 2})});
+  return g.mask_bias(g.op("Mul", {causal, padding}));
 }
 
 std::string attention_to_onnx(OnnxGraph& g, const LlamaAttentionImpl& a, const std::string& prefix,
