@@ -69,6 +69,9 @@ class ModelFamily {
   /// `auto_map` (models/remote_code.h), or nullptr. A config whose `auto_map` equals this one
   /// is headprune's own export and loads; any other `auto_map` is refused (custom code).
   virtual const RemoteCode* remote_code() const { return nullptr; }
+  /// Whether an export of `config` carries remote_code(): the family's own HF class cannot
+  /// build it in some reader people use. Default: whenever the family has remote code.
+  virtual bool needs_remote_code(const ModelConfig& config) const;
 };
 
 /// Builds a model with random weights shaped by `config`'s kept heads; `weight_names` are the

@@ -46,6 +46,7 @@ const Entry& entry_of(const std::string& model_type) {
 void ModelFamily::parse_head_sets(const nlohmann::json&, const std::string&, ModelConfig&) const {}
 
 std::optional<std::string> ModelFamily::layout_warning(const ModelConfig&) const { return {}; }
+bool ModelFamily::needs_remote_code(const ModelConfig&) const { return remote_code() != nullptr; }
 
 const ModelFamily& family_of(const std::string& model_type) { return entry_of(model_type).family; }
 

@@ -134,6 +134,9 @@ CATCH_TEST_CASE("stories260K: a uniform export is a standard LLaMA config that r
   CATCH_CHECK(config["num_key_value_heads"] == 4);
   CATCH_CHECK(config["head_dim"] == 8);
   CATCH_CHECK(!config["headprune"].contains("kept_heads"));
+  // transformers' own LlamaForCausalLM builds it: no remote code.
+  CATCH_CHECK(!config.contains("auto_map"));
+  CATCH_CHECK(!std::filesystem::exists(out / "modeling_headprune_llama.py"));
   auto reloaded = models::load_checkpoint(out, torch::kCPU);
   CATCH_CHECK(reloaded.model->config().total_heads() == 20);
   CATCH_CHECK(reloaded.tokenizer);  // tokenizer.bin is copied, not taken for stale weights
@@ -150,6 +153,25 @@ CATCH_TEST_CASE("stories260K: a uniform export is a standard LLaMA config that r
   CATCH_CHECK(config2["headprune"].contains("layers"));
   CATCH_CHECK(models::load_checkpoint(out2, torch::kCPU).model->config().heads_per_layer() ==
               std::vector<int64_t>{6, 8, 7, 8, 8});
+  // ... and carry headprune's modelling file for transformers (tools/check_interop.py runs it),
+  // byte for byte the repository's, registered in auto_map.
+  CATCH_CHECK(config2["auto_map"]["AutoModelForCausalLM"] ==
+              "modeling_headprune_llama.HeadpruneLlamaForCausalLM");
+  CATCH_CHECK(testing::read_text(out2 / "modeling_headprune_llama.py") ==
+              testing::read_text(testing::source_dir() / "models/llama/modeling_headprune_llama.py"));
+
+  // Re-pruned to the same heads (2, 3, 6, 7) in every layer: a plain config again, without the
+  // earlier export's auto_map or modelling file.
+  auto third = models::load_checkpoint(out2, torch::kCPU);
+  auto to_uniform = pruner::plan_from_remove_heads(
+      nlohmann::json::parse(R"({"0":[4,5],"1":[0,1,4,5],"2":[0,1,4],"3":[0,1,4,5],"4":[0,1,4,5]})"),
+      third.model->config());
+  const auto out3 = testing::temp_dir("stories-uniform-again") / "out";
+  pruner::apply_and_export(third, to_uniform, out3, false, {{"command", "test"}}, torch::kCPU);
+  const auto config3 = models::read_json_file(out3 / "config.json");
+  CATCH_CHECK(config3["num_attention_heads"] == 4);
+  CATCH_CHECK(!config3.contains("auto_map"));
+  CATCH_CHECK(!std::filesystem::exists(out3 / "modeling_headprune_llama.py"));
 }
 
 CATCH_TEST_CASE("stories260K: a target the group rule cannot meet fails before training", "[llama][gqa]") {

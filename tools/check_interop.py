@@ -14,6 +14,9 @@ Routes by transformers version:
   5.x  pruned BERT folders load only with trust_remote_code=True (modeling_headprune_bert.py,
        registered in auto_map); without it transformers 5 must refuse them (size mismatch),
        which is recorded as the expected failure. LLaMA with uniform layers loads natively.
+  both LLaMA folders that transformers' LlamaForCausalLM cannot build (uneven layers, an empty
+       layer, on 5.x a head count not dividing hidden_size) load with trust_remote_code=True
+       (modeling_headprune_llama.py, registered in auto_map).
 
 Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
 
@@ -52,8 +55,13 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               row too), and an uneven one (5, 8, 7, 8, 4 heads) decoding 40 greedy tokens as
               headprune generate does.
   llama-6     the converted stories260K with KV group 3 removed in every layer (6 query heads,
-              3 KV heads, hidden 64): apply warns that transformers 5 refuses it; 4.x loads it
-              and decodes 20 greedy tokens as headprune does; 5.x refuses it (expected).
+              3 KV heads, hidden 64): apply warns that transformers 5 refuses it natively; 4.x
+              loads it natively, 5.x refuses it (expected); with trust_remote_code=True
+              (modeling_headprune_llama.py) both load it; every route decodes 20 greedy tokens
+              as headprune does.
+  llama-uneven  5, 8, 0, 8, 4 query heads (layer 2 empty): LlamaForCausalLM cannot build it
+              (expected, every version); AutoModelForCausalLM with trust_remote_code=True loads
+              it cleanly and decodes 40 greedy tokens as headprune does.
 
 Every required cosine must be >= --min-cosine (default 0.99999). Exit 0 when every required
 check passes, 1 otherwise (the reason is printed), 2 for usage errors.
@@ -350,39 +358,82 @@ def case_llama(case, exe, stories, work):
                                          "error_msgs") if info.get(k)}
     if problems:
         raise CheckFailed(f"LlamaForCausalLM loading info not clean: {problems}\n{stream.getvalue()}")
-    with torch.no_grad():
-        ids = model.eval().generate(torch.tensor([[1]]), max_new_tokens=40, do_sample=False,
-                                    pad_token_id=0)[0].tolist()
-    count, text = check_greedy(exe, pruned, ids, 40, "transformers")
+    count, text = check_greedy(exe, pruned, greedy_ids(model, 40), 40, "transformers")
     case.notes.append(f"{count} greedy tokens identical; text: {text.strip()[:60]!r}")
+
+
+def greedy_ids(model, steps):
+    """transformers' greedy decoding of `steps` tokens from BOS (id 1)."""
+    with torch.no_grad():
+        return model.eval().generate(torch.tensor([[1]]), max_new_tokens=steps, do_sample=False,
+                                     pad_token_id=0)[0].tolist()
+
+
+def remote_llama(folder):
+    """AutoModelForCausalLM with trust_remote_code=True: must build headprune's class and load
+    every tensor (no missing / unexpected / mismatched keys)."""
+    with captured_transformers_log() as (stream, _):
+        model, info = transformers.AutoModelForCausalLM.from_pretrained(
+            str(folder), trust_remote_code=True, output_loading_info=True)
+    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys",
+                                         "error_msgs") if info.get(k)}
+    if type(model).__name__ != "HeadpruneLlamaForCausalLM" or problems:
+        raise CheckFailed(f"remote code: {type(model).__name__}, loading info {problems}\n{stream.getvalue()}")
+    return model
+
+
+def native_llama_refused(folder):
+    """transformers' own LlamaForCausalLM on a folder it cannot build: the first line of its
+    error, or None when it loaded."""
+    try:
+        with captured_transformers_log():
+            transformers.LlamaForCausalLM.from_pretrained(str(folder))
+    except Exception as e:  # noqa: BLE001 - the refusal the export announced
+        return str(e).strip().splitlines()[0][:70]
+    return None
 
 
 def case_llama_indivisible(case, exe, stories, work):
     """KV group 3 (query heads 6, 7) removed in every layer: 6 query heads, 3 KV heads,
-    head_dim 8, hidden 64. apply must warn that transformers 5 refuses it; 4.x must load it and
-    decode as headprune does, 5.x must refuse it (LlamaConfig: hidden % heads != 0)."""
+    head_dim 8, hidden 64. apply must warn that transformers 5 refuses it natively; 4.x must
+    load it natively, 5.x must refuse it natively (LlamaConfig: hidden % heads != 0); both must
+    load it with trust_remote_code=True; every route decodes 20 greedy tokens as headprune does."""
     converted = work / "stories"
     if not (converted / "config.json").is_file():
         raise CheckFailed("needs the converted 'stories' folder, which was not written")
     pruned = work / "stories-6-heads"
     proc = headprune_apply(exe, converted, {str(l): [6, 7] for l in range(5)}, pruned)
-    if "transformers 5" not in proc.stderr:
-        raise CheckFailed(f"apply did not warn that transformers 5 refuses 6 heads:\n{proc.stderr}")
+    if "transformers 5" not in proc.stderr or "trust_remote_code" not in proc.stderr:
+        raise CheckFailed(f"apply did not warn that transformers 5 needs remote code for 6 heads:\n{proc.stderr}")
     if REMOTE:
-        try:
-            with captured_transformers_log():
-                transformers.LlamaForCausalLM.from_pretrained(str(pruned))
-        except Exception as e:  # noqa: BLE001 - the refusal apply announced
-            case.notes.append(f"refused as apply announced ({str(e).splitlines()[0][:80]})")
-            return
-        raise CheckFailed("transformers 5 loaded 6 heads with hidden 64; update the warning")
-    with captured_transformers_log():
-        model = transformers.LlamaForCausalLM.from_pretrained(str(pruned)).eval()
-    with torch.no_grad():
-        ids = model.generate(torch.tensor([[1]]), max_new_tokens=20, do_sample=False,
-                             pad_token_id=0)[0].tolist()
-    count, _ = check_greedy(exe, pruned, ids, 20, "transformers")
-    case.notes.append(f"loads on {transformers.__version__}; {count} greedy tokens identical")
+        refusal = native_llama_refused(pruned)
+        if refusal is None:
+            raise CheckFailed("transformers 5 loaded 6 heads with hidden 64 natively; update the warning")
+        case.notes.append(f"native: refused as apply announced ({refusal})")
+    else:
+        with captured_transformers_log():
+            model = transformers.LlamaForCausalLM.from_pretrained(str(pruned))
+        count, _ = check_greedy(exe, pruned, greedy_ids(model, 20), 20, "transformers")
+        case.notes.append(f"native: {count} greedy tokens identical")
+    count, _ = check_greedy(exe, pruned, greedy_ids(remote_llama(pruned), 20), 20, "remote code")
+    case.notes.append(f"remote code: {count} greedy tokens identical")
+
+
+def case_llama_uneven(case, exe, work):
+    """Uneven layers (5, 8, 0, 8, 4 query heads; layer 2 empty): transformers' own
+    LlamaForCausalLM cannot build it (expected failure on every version); trust_remote_code=True
+    loads it cleanly and decodes 40 greedy tokens as headprune does."""
+    converted = work / "stories"
+    if not (converted / "config.json").is_file():
+        raise CheckFailed("needs the converted 'stories' folder, which was not written")
+    pruned = work / "stories-uneven-empty"
+    headprune_apply(exe, converted, {"0": [0, 1, 2], "2": list(range(8)), "4": [1, 3, 5, 7]}, pruned)
+    refusal = native_llama_refused(pruned)
+    if refusal is None:
+        raise CheckFailed("transformers' LlamaForCausalLM loaded uneven layers; update the export note")
+    case.notes.append(f"native: refused (expected: {refusal})")
+    count, text = check_greedy(exe, pruned, greedy_ids(remote_llama(pruned), 40), 40, "remote code")
+    case.notes.append(f"remote code: {count} greedy tokens identical; text: {text.strip()[:40]!r}")
 
 
 def ort_session(path):
@@ -644,7 +695,7 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="headprune-interop-")) if own_work else Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
-                "stories-uniform", "stories-6-heads", "stories-uneven", "st-dense", "st-dense-pruned",
+                "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
                 "onnx-uneven"):  # apply refuses a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
@@ -669,6 +720,7 @@ def main():
          lambda c: case_dense_module(c, exe, model_dir, texts, text_file, work, thr)),
         (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama 6 of 8 heads"), lambda c: case_llama_indivisible(c, exe, Path(args.stories).resolve(), work)),
+        (Case("llama uneven, empty layer"), lambda c: case_llama_uneven(c, exe, work)),
     ]
     if HAVE_ORT:
         steps += [

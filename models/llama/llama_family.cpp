@@ -7,6 +7,12 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/json_get.h"
+#include "models/remote_code.h"
+
+namespace headprune::generated {
+/// models/llama/modeling_headprune_llama.py, embedded by CMakeLists.txt (headprune_embed_text).
+extern const char* const kModelingHeadpruneLlamaPy;
+}  // namespace headprune::generated
 
 namespace headprune::models::llama {
 namespace {
@@ -89,6 +95,16 @@ bool heads_divide_hidden(const ModelConfig& c) {
   return heads == 0 || c.hidden_size % heads == 0;
 }
 
+/// Whether transformers' own LlamaForCausalLM builds the export in 4.x and 5.x: the same heads
+/// per KV group in every layer, at least one, and a count that divides hidden_size.
+bool plain_llama(const ModelConfig& c) {
+  return c.uniform_groups() && !c.kept_heads.front().empty() && heads_divide_hidden(c);
+}
+
+constexpr const char* kRemoteCodeRoute =
+    "AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) loads it in "
+    "transformers 4.x and 5.x (modeling_headprune_llama.py, registered in auto_map)";
+
 class LlamaFamily final : public ModelFamily {
  public:
   std::string model_type() const override { return "llama"; }
@@ -123,6 +139,7 @@ class LlamaFamily final : public ModelFamily {
   nlohmann::json to_json(const ModelConfig& c) const override {
     nlohmann::json j = c.raw;
     j.erase("pruned_heads");  // transformers' LLaMA cannot prune heads at load time
+    j.erase("auto_map");      // an earlier export's; the export adds it when needs_remote_code
     if (j.contains("headprune") && j["headprune"].is_object()) j["headprune"].erase("kept_heads");
     if (!c.uniform_groups()) {
       j["headprune"]["kept_heads"] = c.kept_heads;
@@ -147,34 +164,47 @@ class LlamaFamily final : public ModelFamily {
   std::string empty_layer_warning(int64_t layer) const override {
     return fmt::format(
         "layer {} has no heads left: its attention adds nothing (LLaMA has no o_proj bias); "
-        "headprune loads this checkpoint, transformers' LLaMA cannot hold an empty layer",
+        "headprune loads this checkpoint, transformers' own LlamaForCausalLM cannot hold an empty "
+        "layer (trust_remote_code=True loads it with modeling_headprune_llama.py)",
         layer);
   }
   std::optional<std::string> layout_warning(const ModelConfig& c) const override {
     if (!c.uniform_groups())
-      return "the layers keep different query/KV head counts: the config records them in "
-             "headprune.kept_heads, which only headprune reads; for a checkpoint transformers "
-             "loads, every layer must keep the same heads per KV group (apply --remove-heads with "
-             "the same pattern in every layer)";
+      return fmt::format(
+          "the layers keep different query/KV head counts: transformers' LlamaForCausalLM, vLLM "
+          "and llama.cpp's converters cannot build it; {}; for a plain LLaMA config every layer "
+          "must keep the same heads per KV group (--uniform-layers, or apply --remove-heads with "
+          "the same pattern in every layer)",
+          kRemoteCodeRoute);
     if (!heads_divide_hidden(c))
       return fmt::format(
           "every layer keeps {} query heads, which do not divide hidden_size {}: transformers "
-          "4.x loads this config (explicit head_dim), transformers 5's LlamaConfig refuses it "
-          "(\"hidden size is not a multiple of the number of attention heads\"); keep a head count "
-          "that divides {} for a folder both load",
-          c.kept_heads.front().size(), c.hidden_size, c.hidden_size);
+          "4.x loads this config natively (explicit head_dim), transformers 5's LlamaConfig "
+          "refuses it (\"hidden size is not a multiple of the number of attention heads\"); {}; "
+          "keep a head count that divides {} for a folder both load natively",
+          c.kept_heads.front().size(), c.hidden_size, kRemoteCodeRoute, c.hidden_size);
     return {};
   }
   std::string export_note(const ModelConfig& c) const override {
-    if (!c.uniform_groups())
-      return "layers keep different heads: only headprune reads headprune.kept_heads; "
-             "transformers cannot load this checkpoint";
-    return heads_divide_hidden(c)
-               ? "a standard LLaMA config: every layer keeps the same query/KV heads, renumbered "
-                 "0..n-1; transformers 4.x and 5.x load it"
-               : "a standard LLaMA config (explicit head_dim) that transformers 4.x loads; "
-                 "transformers 5 refuses a head count that does not divide hidden_size";
+    if (plain_llama(c))
+      return "a standard LLaMA config: every layer keeps the same query/KV heads, renumbered "
+             "0..n-1; transformers 4.x and 5.x load it natively";
+    const char* layout = !c.uniform_groups()            ? "layers keep different heads (headprune.kept_heads); "
+                         : c.kept_heads.front().empty() ? "no layer keeps a head; "
+                                                        : "a standard LLaMA config (explicit head_dim) "
+                                                          "that transformers 4.x loads natively; ";
+    return fmt::format("{}{}", layout, kRemoteCodeRoute);
   }
+  /// models/llama/modeling_headprune_llama.py: LlamaForCausalLM with per-layer query/KV head
+  /// counts (headprune.kept_heads) and a LlamaConfig without transformers 5's divisibility rule.
+  const RemoteCode* remote_code() const override {
+    static const RemoteCode code{
+        "modeling_headprune_llama.py", generated::kModelingHeadpruneLlamaPy,
+        nlohmann::json{{"AutoConfig", "modeling_headprune_llama.HeadpruneLlamaConfig"},
+                       {"AutoModelForCausalLM", "modeling_headprune_llama.HeadpruneLlamaForCausalLM"}}};
+    return &code;
+  }
+  bool needs_remote_code(const ModelConfig& c) const override { return !plain_llama(c); }
 };
 
 }  // namespace

@@ -95,7 +95,10 @@ std::vector<std::string> export_warnings(const models::Checkpoint& checkpoint) {
 /// still be dense: those are listed in result.skipped). Files may be symlinks (a Hugging Face
 /// cache snapshot links every file into blobs/): paths are taken lexically, and copy_file
 /// copies the link target's content. A single-file source (llama2.c .bin) has nothing to copy.
-void copy_source_files(const fs::path& source, const fs::path& tmp, ExportResult& result) {
+/// The family's remote-code file is not copied: the export writes it when it still needs it.
+void copy_source_files(const fs::path& source, const fs::path& tmp, const models::ModelFamily& family,
+                       ExportResult& result) {
+  const auto* remote = family.remote_code();
   const auto files = fs::is_directory(source)
                          ? fs::recursive_directory_iterator(source, fs::directory_options::follow_directory_symlink)
                          : fs::recursive_directory_iterator();
@@ -117,7 +120,7 @@ void copy_source_files(const fs::path& source, const fs::path& tmp, ExportResult
     }
     if (it->is_directory()) {
       fs::create_directories(tmp / rel);
-    } else if (name != "config.json" || rel.has_parent_path()) {
+    } else if (rel.has_parent_path() || (name != "config.json" && !(remote && name == remote->file_name))) {
       fs::copy_file(it->path(), tmp / rel, fs::copy_options::overwrite_existing);
       result.copied.push_back(rel.string());
     }
@@ -170,7 +173,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
                                          {"note", config.family().export_note(config)}});
 
   auto files = extra_files;
-  if (const auto* remote = config.family().remote_code()) {
+  if (const auto* remote = config.family().remote_code(); remote && config.family().needs_remote_code(config)) {
     cfg["auto_map"] = remote->auto_map;
     files[remote->file_name] = remote->source;
   }
@@ -179,7 +182,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
     models::save_safetensors(tmp / "model.safetensors", models::checkpoint_state_dict(checkpoint),
                              {{"format", "pt"}});
     write_file_atomic(tmp / "config.json", cfg.dump(2) + "\n");
-    copy_source_files(checkpoint.dir, tmp, result);
+    copy_source_files(checkpoint.dir, tmp, config.family(), result);
     write_extra_files(tmp, files);
     result.weights_bytes = weights_file_bytes(tmp);
     if (finish) write_extra_files(tmp, finish(tmp, result));

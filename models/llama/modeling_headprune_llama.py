@@ -1,0 +1,240 @@
+# coding=utf-8
+"""LLaMA with a different number of query and KV heads in each layer, for transformers 4.x and 5.x.
+
+Written by headprune next to a pruned LLaMA checkpoint that transformers' own LlamaForCausalLM
+cannot build, and registered in config.json's `auto_map`, so that
+
+    AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)
+
+loads it. Two layouts need it:
+  * layers keep different heads: `num_attention_heads` / `num_key_value_heads` are the original
+    counts and `headprune.kept_heads[l]` lists the original query heads layer l keeps; its KV
+    heads are those the kept query heads use (original KV head of query head h:
+    h // (num_attention_heads // num_key_value_heads)), in ascending order;
+  * every layer keeps the same heads, but their count does not divide hidden_size, which
+    transformers 5's LlamaConfig refuses (4.x loads that config natively).
+
+The computation is HF's LlamaForCausalLM (eager attention, RMSNorm computed in float32, rotary
+embedding with rope_theta, SwiGLU, causal mask plus the padding mask, optional tied
+embeddings), without a KV cache: generation recomputes the whole sequence at each step. A layer
+with no heads adds only the output projection's bias (if any). Parameter names are
+LlamaForCausalLM's, so the checkpoint loads unchanged.
+
+Self-contained: imports only torch and transformers' public names present in 4.x and 5.x.
+"""
+
+import torch
+from torch import nn
+import transformers
+from transformers import GenerationMixin, LlamaConfig, PreTrainedModel
+from transformers.activations import ACT2FN
+from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+
+TRANSFORMERS_5 = int(transformers.__version__.split(".")[0]) >= 5
+
+
+class HeadpruneLlamaConfig(LlamaConfig):
+    """LlamaConfig without transformers 5's rule that the query-head count divide hidden_size
+    (the head size is the explicit `head_dim`)."""
+
+    def validate_architecture(self):
+        if not getattr(self, "head_dim", None):
+            raise ValueError("headprune's LLaMA needs an explicit head_dim")
+
+
+def layer_heads(config):
+    """Per layer: (number of query heads, index of each query head's KV head among the layer's
+    KV heads [list], number of KV heads)."""
+    if config.num_attention_heads == 0:  # every head removed: attention adds only o_proj's bias
+        return [(0, [], 0)] * config.num_hidden_layers
+    group = config.num_attention_heads // config.num_key_value_heads
+    kept = (getattr(config, "headprune", None) or {}).get("kept_heads")
+    if kept is None:
+        uniform = [h // group for h in range(config.num_attention_heads)]
+        return [(config.num_attention_heads, uniform, config.num_key_value_heads)] * config.num_hidden_layers
+    layers = []
+    for heads in kept:
+        kv = sorted({h // group for h in heads})
+        layers.append((len(heads), [kv.index(h // group) for h in heads], len(kv)))
+    return layers
+
+
+class HeadpruneLlamaRMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight, computed in float32 (as LlamaRMSNorm)."""
+
+    def __init__(self, size, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.variance_epsilon = eps
+
+    def forward(self, x):
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+        return self.weight * x.to(dtype)
+
+
+def rotary(config, positions, dtype):
+    """cos, sin [batch, 1, seq, head_dim] of the default rotary embedding (rope_theta)."""
+    dim = config.head_dim
+    theta = getattr(config, "rope_theta", None)
+    if theta is None:  # transformers 5 keeps it in rope_parameters
+        theta = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64, device=positions.device).float() / dim))
+    freqs = positions[:, :, None].float() * inv_freq[None, None, :]
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class HeadpruneLlamaAttention(nn.Module):
+    """Causal attention over `num_heads` query heads sharing `num_kv` KV heads; query head i uses
+    KV head kv_index[i]. Q/K/V weights [heads * head_dim, hidden], output [hidden, heads * head_dim]."""
+
+    def __init__(self, config, num_heads, kv_index, num_kv):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, config.head_dim
+        self.kv_index = list(kv_index)  # a plain list: transformers 5 builds modules on the meta device
+        bias = config.attention_bias
+        self.q_proj = nn.Linear(config.hidden_size, num_heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(config.hidden_size, num_kv * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(config.hidden_size, num_kv * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(num_heads * self.head_dim, config.hidden_size, bias=bias)
+
+    def forward(self, hidden, cos, sin, additive_mask):
+        batch, seq, _ = hidden.shape
+        if self.num_heads == 0:
+            return self.o_proj(hidden.new_zeros(batch, seq, 0))
+
+        def split(x):
+            return x.view(batch, seq, -1, self.head_dim).transpose(1, 2)
+
+        q, k, v = split(self.q_proj(hidden)), split(self.k_proj(hidden)), split(self.v_proj(hidden))
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        index = torch.tensor(self.kv_index, dtype=torch.long, device=hidden.device)
+        k, v = k.index_select(1, index), v.index_select(1, index)
+        scores = torch.matmul(q, k.transpose(2, 3)) * self.head_dim**-0.5 + additive_mask
+        probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        context = torch.matmul(probs, v).transpose(1, 2).reshape(batch, seq, -1)
+        return self.o_proj(context)
+
+
+class HeadpruneLlamaMLP(nn.Module):
+    """down(act(gate(x)) * up(x))."""
+
+    def __init__(self, config):
+        super().__init__()
+        size, inner, bias = config.hidden_size, config.intermediate_size, config.mlp_bias
+        self.gate_proj = nn.Linear(size, inner, bias=bias)
+        self.up_proj = nn.Linear(size, inner, bias=bias)
+        self.down_proj = nn.Linear(inner, size, bias=bias)
+        self.act_fn = ACT2FN[config.hidden_act]
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class HeadpruneLlamaDecoderLayer(nn.Module):
+    def __init__(self, config, heads):
+        super().__init__()
+        self.self_attn = HeadpruneLlamaAttention(config, *heads)
+        self.mlp = HeadpruneLlamaMLP(config)
+        self.input_layernorm = HeadpruneLlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = HeadpruneLlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
+
+    def forward(self, hidden, cos, sin, additive_mask):
+        hidden = hidden + self.self_attn(self.input_layernorm(hidden), cos, sin, additive_mask)
+        return hidden + self.mlp(self.post_attention_layernorm(hidden))
+
+
+class HeadpruneLlamaPreTrainedModel(PreTrainedModel):
+    config_class = HeadpruneLlamaConfig
+    base_model_prefix = "model"
+
+    def _init_weights(self, module):
+        """LLaMA's initialisation, for weights a checkpoint does not hold."""
+        if isinstance(module, (nn.Linear, nn.Embedding)) and module.weight.numel() > 0:
+            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            module.bias.data.zero_()
+        if isinstance(module, HeadpruneLlamaRMSNorm):
+            module.weight.data.fill_(1.0)
+
+
+class HeadpruneLlamaModel(HeadpruneLlamaPreTrainedModel):
+    """LlamaModel with per-layer head counts: `last_hidden_state` [batch, seq, hidden_size]."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, config.pad_token_id)
+        self.layers = nn.ModuleList(HeadpruneLlamaDecoderLayer(config, heads) for heads in layer_heads(config))
+        self.norm = HeadpruneLlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.embed_tokens = value
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, **unused):
+        if input_ids is None:
+            raise ValueError("HeadpruneLlamaModel needs input_ids")
+        hidden = self.embed_tokens(input_ids)
+        batch, seq = input_ids.shape
+        if position_ids is None:
+            position_ids = torch.arange(seq, device=input_ids.device).expand(batch, seq)
+        cos, sin = rotary(self.config, position_ids, hidden.dtype)
+        allowed = torch.ones(seq, seq, dtype=torch.bool, device=input_ids.device).tril()[None, None]
+        if attention_mask is not None:
+            allowed = allowed & attention_mask[:, None, None, :].bool()
+        minimum = torch.finfo(hidden.dtype).min
+        additive_mask = torch.zeros(allowed.shape, dtype=hidden.dtype, device=hidden.device).masked_fill(~allowed, minimum)
+        for layer in self.layers:
+            hidden = layer(hidden, cos, sin, additive_mask)
+        return BaseModelOutputWithPast(last_hidden_state=self.norm(hidden))
+
+
+class HeadpruneLlamaForCausalLM(HeadpruneLlamaPreTrainedModel, GenerationMixin):
+    """LlamaForCausalLM on HeadpruneLlamaModel: `logits` [batch, seq, vocab_size]; `loss` as HF's
+    (next-token cross-entropy, labels of -100 ignored) when `labels` are given."""
+
+    _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"} if TRANSFORMERS_5 else ["lm_head.weight"]
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.model = HeadpruneLlamaModel(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.model.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.model.embed_tokens = value
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, value):
+        self.lm_head = value
+
+    def prepare_inputs_for_generation(self, input_ids, attention_mask=None, **unused):
+        """No KV cache: every step runs the whole sequence."""
+        return {"input_ids": input_ids, "attention_mask": attention_mask}
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, labels=None,
+                return_dict=None, **unused):
+        hidden = self.model(input_ids, attention_mask, position_ids).last_hidden_state
+        logits = self.lm_head(hidden).float()
+        loss = None
+        if labels is not None:
+            loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]),
+                                               labels[:, 1:].reshape(-1), ignore_index=-100)
+        if return_dict is False:
+            return (loss, logits) if loss is not None else (logits,)
+        return CausalLMOutputWithPast(loss=loss, logits=logits)
