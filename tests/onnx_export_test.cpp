@@ -2,6 +2,8 @@
 // Optimum names its exports, and shaped by each layer's heads; bad requests write nothing.
 // That ONNX Runtime computes what headprune and transformers compute is shown by
 // tools/check_interop.py (onnx-* cases), which runs the exported files.
+#include <map>
+
 #include <catch2/catch.hpp>
 #include <onnx/onnx_pb.h>
 #include <torch/torch.h>
@@ -105,4 +107,50 @@ CATCH_TEST_CASE("export-onnx refuses an existing file, a folder and a missing fo
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
   CATCH_CHECK(entries == 2);  // m.onnx and pruned/: no temporary files left
+}
+
+CATCH_TEST_CASE("ONNX external data: the same tensors, byte for byte, beside the model at aligned offsets",
+                "[onnx][llama]") {
+  auto ckpt = models::load_checkpoint(testing::converted_stories(), torch::kCPU);
+  const auto inline_proto = parse(pruner::build_onnx(ckpt, true).bytes);
+  const auto external = pruner::build_onnx(ckpt, true, pruner::OnnxWeights::external, "m.onnx");
+  const auto proto = parse(external.bytes);
+  CATCH_REQUIRE(proto.graph().initializer_size() == inline_proto.graph().initializer_size());
+  std::size_t moved = 0;
+  for (int i = 0; i < proto.graph().initializer_size(); ++i) {
+    const auto& tensor = proto.graph().initializer(i);
+    const auto& original = inline_proto.graph().initializer(i);
+    CATCH_REQUIRE(tensor.name() == original.name());
+    if (original.raw_data().size() < 1024) {  // small constants stay inline
+      CATCH_CHECK(tensor.raw_data() == original.raw_data());
+      continue;
+    }
+    ++moved;
+    std::map<std::string, std::string> entry;
+    for (const auto& kv : tensor.external_data()) entry[kv.key()] = kv.value();
+    CATCH_CHECK(tensor.data_location() == onnx::TensorProto::EXTERNAL);
+    CATCH_CHECK(tensor.raw_data().empty());
+    CATCH_CHECK(entry["location"] == "m.onnx_data");
+    const auto offset = std::stoull(entry["offset"]), length = std::stoull(entry["length"]);
+    CATCH_CHECK(length == original.raw_data().size());
+    if (length >= (1u << 20)) CATCH_CHECK(offset % (64u << 10) == 0);
+    CATCH_REQUIRE(offset + length <= external.external_data.size());
+    CATCH_CHECK(external.external_data.compare(offset, length, original.raw_data()) == 0);
+  }
+  CATCH_CHECK(moved == 5 * 7 + 1);  // per layer q/k/v/o and the three MLP matrices, and the embedding
+}
+
+CATCH_TEST_CASE("export-onnx --external-data writes FILE_data; --force without it removes the stale one",
+                "[onnx][cli]") {
+  const auto dir = testing::temp_dir("onnx-external");
+  const auto model = testing::converted_stories().string();
+  const auto file = dir / "m.onnx", data = dir / "m.onnx_data";
+  CATCH_REQUIRE(testing::run_cli({"export-onnx", model, "-o", file.string(), "--external-data"}) == 0);
+  CATCH_CHECK(fs::file_size(data) > fs::file_size(file));
+  fs::remove(file);  // a data file alone still blocks a new export without --force
+  CATCH_CHECK(testing::run_cli({"export-onnx", model, "-o", file.string()}) == 1);
+  CATCH_CHECK_FALSE(fs::exists(file));
+  CATCH_REQUIRE(testing::run_cli({"export-onnx", model, "-o", file.string(), "--force"}) == 0);
+  CATCH_CHECK(fs::exists(file));
+  CATCH_CHECK_FALSE(fs::exists(data));
 }

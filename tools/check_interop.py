@@ -47,7 +47,8 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               decoding of 40 tokens from BOS gives the same token ids in transformers and in
               `headprune generate --temperature 0`.
   onnx-*      (where onnxruntime is installed: .venv-current) ONNX Runtime on headprune's ONNX:
-              the uneven MiniLM prune (apply --onnx) and the zero-head folder (export-onnx):
+              the uneven MiniLM prune (apply --onnx) and the zero-head folder (export-onnx
+              --external-data: weights in zero-head.onnx_data):
               last_hidden_state within 1e-4 of transformers' on real tokens, sentence_embedding
               within the cosine threshold of headprune embed; export-onnx over an existing file
               refused (exit 1); the pruned classifier's logits within 1e-4 of transformers';
@@ -485,12 +486,14 @@ def case_onnx_minilm(case, exe, model_dir, texts, text_file, work, threshold):
     if not (zero / "config.json").is_file():
         raise CheckFailed("needs the 'zero-head' folder, which was not written")
     onnx_file = work / "zero-head.onnx"
-    run_headprune(["export-onnx", zero, "-o", onnx_file], exe, "headprune export-onnx")
+    run_headprune(["export-onnx", zero, "-o", onnx_file, "--external-data"], exe, "headprune export-onnx")
+    if not (work / "zero-head.onnx_data").is_file():
+        raise CheckFailed("export-onnx --external-data wrote no zero-head.onnx_data")
     case_onnx_encoder(case, exe, zero, onnx_file, texts, text_file, work, threshold, "onnx-zero")
     again = run_headprune(["export-onnx", zero, "-o", onnx_file], exe, "export-onnx again", expect_ok=False)
     if again.returncode != 1 or "exists" not in again.stderr:
         raise CheckFailed(f"export-onnx over an existing file: exit {again.returncode}, {again.stderr!r}")
-    case.notes.append("uneven (apply --onnx) and zero-head (export-onnx); an existing --out refused")
+    case.notes.append("uneven (apply --onnx) and zero-head (export-onnx --external-data); an existing --out refused")
 
 
 def case_onnx_classifier(case, exe, work):

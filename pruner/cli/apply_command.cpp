@@ -67,7 +67,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   pruner::LateFiles onnx;
   if (vm.count("onnx"))
     onnx = [&](const pruner::ApplyResult&) -> std::map<std::string, std::string> {
-      return {{pruner::kOnnxFolderFile, pruner::build_onnx(ckpt, true).bytes}};
+      return pruner::onnx_folder_files(ckpt);
     };
   pruner::export_and_verify(result, ckpt, out, vm.count("force") > 0, record, device, {}, onnx);
   if (vm.count("json"))

@@ -123,7 +123,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
                     [&](const ApplyResult& done) -> std::map<std::string, std::string> {
                       summary["apply"] = done.to_json();
                       std::map<std::string, std::string> late;
-                      if (o.onnx) late[kOnnxFolderFile] = build_onnx(student, true).bytes;
+                      if (o.onnx) late.merge(onnx_folder_files(student));
                       summary["seconds"] = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - t0).count();
                       late["headprune/summary.json"] = summary.dump(2) + "\n";

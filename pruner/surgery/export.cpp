@@ -30,7 +30,7 @@ bool is_inside(const fs::path& child, const fs::path& parent) {
 /// files and exported-model folders. Weights inside sentence-transformers module folders
 /// (2_Dense/model.safetensors) belong to modules surgery does not touch and are copied.
 bool is_stale_weights(const fs::path& relative) {
-  static const std::set<std::string> exts = {".bin", ".h5", ".msgpack", ".onnx", ".ot", ".safetensors",
+  static const std::set<std::string> exts = {".bin", ".h5", ".msgpack", ".onnx", ".onnx_data", ".ot", ".safetensors",
                                              ".pt", ".pth", ".ckpt", ".gguf"};
   static const std::set<std::string> dirs = {"onnx", "openvino"};
   if (dirs.count(relative.begin()->string())) return true;
