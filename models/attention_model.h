@@ -34,6 +34,16 @@ using HeadMultipliers = std::vector<torch::Tensor>;
 struct ModelOutput {
   torch::Tensor last_hidden_state;  ///< [batch, seq, hidden_size]
   torch::Tensor logits;             ///< [batch, seq, vocab] for models with an LM head, else undefined
+  /// With set_output_attentions(true): per layer the attention probabilities [batch,
+  /// heads present in the layer, query, key] (softmax over keys; detached), as HF's
+  /// `output_attentions`. Empty otherwise.
+  std::vector<torch::Tensor> attentions;
+};
+
+/// Query/key weights of one layer's heads, for the score matrix X·W_Q,h·W_K,hᵀ·Xᵀ.
+struct QueryKeyWeights {
+  torch::Tensor query;  ///< [heads present, head_dim, hidden_size]: W_Q,h (rows of head h)
+  torch::Tensor key;    ///< [heads present, head_dim, hidden_size]: the key weight head h reads
 };
 
 class OnnxGraph;
@@ -73,6 +83,11 @@ class AttentionModel : public torch::nn::Module {
   /// `token_type_ids` for BERT, named as Optimum's exports name them) and returns the values it
   /// computes. @throws headprune::Error for a model that cannot be written as ONNX.
   virtual OnnxModelOutputs add_to_onnx(OnnxGraph& graph) const = 0;
+  /// Whether forward() also returns each layer's attention probabilities (ModelOutput::attentions).
+  virtual void set_output_attentions(bool on) = 0;
+  /// Layer `layer`'s query and key projection weights per present head (GQA: each query head
+  /// with its KV head's rows). Biases and RoPE are not included.
+  virtual QueryKeyWeights query_key_weights(int64_t layer) const = 0;
 };
 
 }  // namespace headprune::models

@@ -25,6 +25,7 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(int64_t hidden_size, int64_t num_he
 torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
                                              const torch::Tensor& multiplier) {
   const int64_t B = x.size(0), T = x.size(1);
+  if (record_probs) probs = torch::zeros({B, 0, T, T}, x.options());
   if (num_heads == 0) return torch::zeros({B, T, 0}, x.options());
   // [B, T, h*d] -> [B, h, T, d]
   auto split = [&](const torch::Tensor& t) {
@@ -34,8 +35,9 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
   auto k = split(key->forward(x));
   auto v = split(value->forward(x));
   auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim));
-  auto probs = torch::softmax(scores + mask_bias, -1);
-  auto context = torch::matmul(probs, v);  // [B, h, T, d]
+  auto p = torch::softmax(scores + mask_bias, -1);
+  if (record_probs) probs = p.detach();
+  auto context = torch::matmul(p, v);  // [B, h, T, d]
   if (multiplier.defined()) context = context * multiplier.view({1, num_heads, 1, 1});
   return context.transpose(1, 2).reshape({B, T, num_heads * head_dim});
 }
@@ -156,7 +158,20 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
     }
     x = layers[l]->forward(x, mask_bias, m);
   }
-  return {x, {}};
+  ModelOutput out{x, {}, {}};
+  for (auto& layer : layers)
+    if (layer->attention->self->record_probs) out.attentions.push_back(layer->attention->self->probs);
+  return out;
+}
+
+void BertModel::set_output_attentions(bool on) {
+  for (auto& layer : layers) layer->attention->self->record_probs = on;
+}
+
+QueryKeyWeights BertModel::query_key_weights(int64_t layer) const {
+  const auto& self = layers.at(layer)->attention->self;
+  const auto shape = std::vector<int64_t>{self->num_heads, self->head_dim, config_.hidden_size};
+  return {self->query->weight.detach().reshape(shape), self->key->weight.detach().reshape(shape)};
 }
 
 void BertModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,

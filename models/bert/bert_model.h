@@ -33,6 +33,8 @@ class BertSelfAttentionImpl : public torch::nn::Module {
                         const torch::Tensor& multiplier);
   int64_t num_heads;
   int64_t head_dim;
+  bool record_probs = false;  ///< keep the last forward's probabilities in `probs`
+  torch::Tensor probs;        ///< [B, num_heads, T, T], detached, when record_probs
   Linear query{nullptr}, key{nullptr}, value{nullptr};
 };
 TORCH_MODULE(BertSelfAttention);
@@ -112,6 +114,8 @@ class BertModel : public AttentionModel {
   /// HF BertModel as ONNX (models/bert/bert_onnx.cpp): a layer with no heads adds only its
   /// output projection's bias before the residual LayerNorm.
   OnnxModelOutputs add_to_onnx(OnnxGraph& graph) const override;
+  void set_output_attentions(bool on) override;
+  QueryKeyWeights query_key_weights(int64_t layer) const override;
 
   BertEmbeddings embeddings{nullptr};
   std::vector<BertLayer> layers;  ///< registered as "encoder.layer.N"

@@ -78,6 +78,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
                                           const torch::Tensor& cos, const torch::Tensor& sin,
                                           const torch::Tensor& multiplier) {
   const int64_t B = x.size(0), T = x.size(1);
+  if (record_probs) probs = torch::zeros({B, 0, T, T}, x.options());
   if (num_heads == 0) return o_proj->forward(torch::zeros({B, T, 0}, x.options()));
   // [B, T, n*d] -> [B, n, T, d]
   auto split = [&](const torch::Tensor& t, int64_t n) {
@@ -93,8 +94,9 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
   k = k.index_select(1, index);
   v = v.index_select(1, index);
   auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim));
-  auto probs = torch::softmax((scores + mask_bias).to(torch::kFloat), -1).to(q.scalar_type());
-  auto context = torch::matmul(probs, v);  // [B, h, T, d]
+  auto p = torch::softmax((scores + mask_bias).to(torch::kFloat), -1).to(q.scalar_type());
+  if (record_probs) probs = p.detach();
+  auto context = torch::matmul(p, v);  // [B, h, T, d]
   if (multiplier.defined()) context = context * multiplier.view({1, num_heads, 1, 1});
   return o_proj->forward(context.transpose(1, 2).reshape({B, T, num_heads * head_dim}));
 }
@@ -191,7 +193,22 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
   }
   x = norm->forward(x);
   auto logits = lm_head ? lm_head->forward(x) : torch::linear(x, embed_tokens->weight);
-  return {x, logits};
+  ModelOutput out{x, logits, {}};
+  for (auto& layer : layers)
+    if (layer->self_attn->record_probs) out.attentions.push_back(layer->self_attn->probs);
+  return out;
+}
+
+void LlamaModel::set_output_attentions(bool on) {
+  for (auto& layer : layers) layer->self_attn->record_probs = on;
+}
+
+QueryKeyWeights LlamaModel::query_key_weights(int64_t layer) const {
+  const auto& attn = layers.at(layer)->self_attn;
+  const auto H = config_.hidden_size;
+  auto query = attn->q_proj->weight.detach().reshape({attn->num_heads, attn->head_dim, H});
+  auto key = attn->k_proj->weight.detach().reshape({attn->num_kv_heads, attn->head_dim, H});
+  return {query, key.index_select(0, torch::tensor(attn->kv_of_query, torch::kLong))};
 }
 
 void LlamaModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,

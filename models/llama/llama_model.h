@@ -63,6 +63,8 @@ class LlamaAttentionImpl : public torch::nn::Module {
   int64_t num_kv_heads;  ///< KV heads present
   int64_t head_dim;
   std::vector<int64_t> kv_of_query;  ///< local query head -> local KV head
+  bool record_probs = false;  ///< keep the last forward's probabilities in `probs`
+  torch::Tensor probs;        ///< [B, num_heads, T, T], detached, when record_probs
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 };
 TORCH_MODULE(LlamaAttention);
@@ -118,6 +120,8 @@ class LlamaModel : public AttentionModel {
   /// HF LlamaForCausalLM as ONNX without a KV cache (models/llama/llama_onnx.cpp): inputs
   /// input_ids and attention_mask, outputs last_hidden_state (after the final norm) and logits.
   OnnxModelOutputs add_to_onnx(OnnxGraph& graph) const override;
+  void set_output_attentions(bool on) override;
+  QueryKeyWeights query_key_weights(int64_t layer) const override;
 
   torch::nn::Embedding embed_tokens{nullptr};  ///< "model.embed_tokens"
   std::vector<LlamaDecoderLayer> layers;        ///< "model.layers.N"

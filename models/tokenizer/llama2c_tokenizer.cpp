@@ -121,6 +121,13 @@ std::vector<int64_t> Llama2cTokenizer::encode(const std::string& raw, bool bos, 
   return tokens;
 }
 
+std::string Llama2cTokenizer::token_text(int64_t id) const {
+  if (id < 0 || id >= vocab_size())
+    throw Error(fmt::format("llama2c tokenizer: token id {} is outside the vocabulary (size {})", id,
+                            vocab_size()));
+  return pieces_[static_cast<std::size_t>(id)];
+}
+
 std::string Llama2cTokenizer::decode_token(int64_t prev, int64_t token) const {
   if (token < 0 || token >= vocab_size())
     throw Error(fmt::format("token id {} is outside the vocabulary (0..{})", token,

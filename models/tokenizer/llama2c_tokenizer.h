@@ -42,6 +42,8 @@ class Llama2cTokenizer : public Tokenizer {
   std::vector<int64_t> encode(const std::string& text, std::size_t max_length) const override;
   /// Padding positions are masked; id 0 (<unk>) fills them.
   int64_t pad_id() const override { return kUnk; }
+  std::string token_text(int64_t id) const override;
+  bool is_special(int64_t id) const override { return id == kUnk || id == kBos || id == kEos; }
 
   /// SentencePiece's `remove_extra_whitespaces` normalizer rule, which the tok512.model that
   /// stories260K was trained with applies but run.c does not: strip leading and trailing

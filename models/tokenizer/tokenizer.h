@@ -18,6 +18,12 @@ class Tokenizer {
   virtual std::vector<int64_t> encode(const std::string& text, std::size_t max_length) const = 0;
   /// Id used for padding positions (masked out; any valid id).
   virtual int64_t pad_id() const = 0;
+  /// The vocabulary entry of `id` as stored (WordPiece "##ing", SentencePiece "▁the").
+  /// @throws headprune::Error on an unknown id.
+  virtual std::string token_text(int64_t id) const = 0;
+  /// Whether `id` is a special token the tokenizer adds or reserves ([CLS], [SEP], [PAD],
+  /// [UNK], [MASK]; <s>, </s>, <unk>), not text.
+  virtual bool is_special(int64_t id) const = 0;
 };
 
 }  // namespace headprune::models

@@ -698,6 +698,12 @@ const std::string& WordPieceTokenizer::id_to_token(int64_t id) const {
   return vocab_[static_cast<std::size_t>(id)];
 }
 
+bool WordPieceTokenizer::is_special(int64_t id) const {
+  if (id == cls_id_ || id == sep_id_ || id == pad_id_ || id == unk_id_) return true;
+  const auto it = ids_.find(options_.mask_token);
+  return it != ids_.end() && it->second == id;
+}
+
 int64_t WordPieceTokenizer::token_to_id(const std::string& token) const {
   auto it = ids_.find(token);
   return it == ids_.end() ? unk_id_ : it->second;

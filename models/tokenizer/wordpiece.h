@@ -89,6 +89,8 @@ class WordPieceTokenizer : public Tokenizer {
 
   std::size_t vocab_size() const { return vocab_.size(); }
   int64_t pad_id() const override { return pad_id_; }
+  std::string token_text(int64_t id) const override { return id_to_token(id); }
+  bool is_special(int64_t id) const override;
   const WordPieceOptions& options() const { return options_; }
 
  private:

@@ -153,6 +153,8 @@ const std::vector<Command>& commands() {
        run_bench_training},
       {"eval", "quality: STS-B Spearman, fidelity of a pruned model to its dense original", run_eval},
       {"embed", "write sentence embeddings of a text file (sentence-transformers pipeline)", run_embed},
+      {"heads", "what each head does on real text: positional, syntactic, rare-token, sink roles",
+       run_heads},
       {"report", "show the surviving heads of a gates folder or checkpoint (table, JSON, SVG)",
        run_report},
       {"generate", "sample text from a LLaMA checkpoint or llama2.c .bin (smoke check)",

@@ -59,6 +59,7 @@ int run_inspect(const std::vector<std::string>& args, const GlobalOptions& globa
 int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_heads(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_bench_training(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals);

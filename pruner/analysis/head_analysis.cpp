@@ -1,0 +1,187 @@
+#include "pruner/analysis/head_analysis.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+#include <utf8proc.h>
+
+#include "models/errors.h"
+#include "pruner/log.h"
+#include "pruner/training/corpus.h"
+
+namespace headprune::pruner {
+namespace {
+
+/// Whether a vocabulary entry is only Unicode punctuation (categories P*), after WordPiece's
+/// "##" or SentencePiece's "▁" prefix.
+bool is_punctuation(std::string text) {
+  if (text.rfind("##", 0) == 0) text.erase(0, 2);
+  if (text.rfind("\xE2\x96\x81", 0) == 0) text.erase(0, 3);
+  if (text.empty()) return false;
+  const auto* data = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  for (utf8proc_ssize_t pos = 0, size = static_cast<utf8proc_ssize_t>(text.size()); pos < size;) {
+    utf8proc_int32_t cp = 0;
+    const auto n = utf8proc_iterate(data + pos, size - pos, &cp);
+    if (n <= 0) return false;
+    const auto category = utf8proc_category(cp);
+    if (category < UTF8PROC_CATEGORY_PC || category > UTF8PROC_CATEGORY_PO) return false;
+    pos += n;
+  }
+  return true;
+}
+
+/// Fills `special` and `punctuation` of a sentence from its ids.
+void mark_tokens(const models::Tokenizer& tokenizer, AnalysisSentence& s) {
+  for (auto id : s.ids) {
+    s.special.push_back(tokenizer.is_special(id));
+    s.punctuation.push_back(!s.special.back() && is_punctuation(tokenizer.token_text(id)));
+  }
+}
+
+/// The special tokens the tokenizer puts before and after any text: encode("") split where
+/// encode(word) inserts the word's pieces.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> special_frame(const models::Tokenizer& tokenizer,
+                                                                     const std::vector<int64_t>& word_ids) {
+  const auto empty = tokenizer.encode("", 1 << 20);
+  size_t prefix = 0;
+  while (prefix < empty.size() && prefix < word_ids.size() && empty[prefix] == word_ids[prefix]) ++prefix;
+  return {{empty.begin(), empty.begin() + static_cast<std::ptrdiff_t>(prefix)},
+          {empty.begin() + static_cast<std::ptrdiff_t>(prefix), empty.end()}};
+}
+
+/// A word's own pieces: encode(word) without the frame.
+std::vector<int64_t> word_pieces(const models::Tokenizer& tokenizer, const std::string& word,
+                                 const std::pair<std::vector<int64_t>, std::vector<int64_t>>& frame) {
+  const auto ids = tokenizer.encode(word, 1 << 20);
+  const auto& [before, after] = frame;
+  const bool framed = ids.size() >= before.size() + after.size() &&
+                      std::equal(before.begin(), before.end(), ids.begin()) &&
+                      std::equal(after.rbegin(), after.rend(), ids.rbegin());
+  if (!framed)
+    throw Error(fmt::format("the tokenizer does not put the same special tokens around the word '{}' as "
+                            "around other text; its sentences cannot be split into words",
+                            word));
+  return {ids.begin() + static_cast<std::ptrdiff_t>(before.size()),
+          ids.end() - static_cast<std::ptrdiff_t>(after.size())};
+}
+
+AnalysisSentence conllu_sentence(const models::Tokenizer& tokenizer, const ConlluSentence& c,
+                                 const std::pair<std::vector<int64_t>, std::vector<int64_t>>& frame) {
+  AnalysisSentence s;
+  s.ids = frame.first;
+  s.word_of_token.assign(frame.first.size(), -1);
+  for (size_t w = 0; w < c.words.size(); ++w) {
+    for (auto id : word_pieces(tokenizer, c.words[w].form, frame)) {
+      s.ids.push_back(id);
+      s.word_of_token.push_back(static_cast<int64_t>(w));
+    }
+    s.governor.push_back(c.words[w].head - 1);
+    s.relation.push_back(c.words[w].relation);
+  }
+  s.ids.insert(s.ids.end(), frame.second.begin(), frame.second.end());
+  s.word_of_token.resize(s.ids.size(), -1);
+  mark_tokens(tokenizer, s);
+  return s;
+}
+
+/// The rows of one batch that belong to sentence `row`: per layer [heads, n, n].
+std::vector<torch::Tensor> sentence_attention(const std::vector<torch::Tensor>& batch, int64_t row, int64_t n) {
+  std::vector<torch::Tensor> out;
+  for (const auto& layer : batch) out.push_back(layer[row].narrow(1, 0, n).narrow(2, 0, n).cpu());
+  return out;
+}
+
+void check_gates(const GateState& gates, const models::ModelConfig& config) {
+  bool same = static_cast<int64_t>(gates.layers.size()) == config.num_hidden_layers;
+  for (size_t l = 0; same && l < gates.layers.size(); ++l) same = gates.layers[l].heads == config.kept_heads[l];
+  if (!same)
+    throw Error("--gates were trained on heads this model does not have (another model, or one "
+                "pruned since); give the model the gates were trained on");
+}
+
+std::vector<std::vector<double>> effective_ranks(const models::AttentionModel& model) {
+  std::vector<std::vector<double>> out;
+  for (int64_t l = 0; l < model.config().num_hidden_layers; ++l) {
+    const auto w = model.query_key_weights(l);
+    out.emplace_back();
+    for (int64_t h = 0; h < w.query.size(0); ++h) out.back().push_back(effective_rank(w.query[h], w.key[h]));
+  }
+  return out;
+}
+
+}  // namespace
+
+AnalysisInput sentences_from_text(const models::Tokenizer& tokenizer, const std::vector<std::string>& lines,
+                                  std::size_t max_length) {
+  AnalysisInput input;
+  for (const auto& line : lines) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    AnalysisSentence s;
+    s.ids = tokenizer.encode(line, max_length);
+    s.word_of_token.assign(s.ids.size(), -1);
+    mark_tokens(tokenizer, s);
+    input.sentences.push_back(std::move(s));
+  }
+  return input;
+}
+
+AnalysisInput sentences_from_conllu(const models::Tokenizer& tokenizer, const std::vector<ConlluSentence>& sentences,
+                                    std::size_t max_length, const std::string& source) {
+  AnalysisInput input;
+  if (sentences.empty()) return input;
+  const auto frame = special_frame(tokenizer, tokenizer.encode(sentences.front().words.front().form, 1 << 20));
+  for (const auto& c : sentences) {
+    auto s = conllu_sentence(tokenizer, c, frame);
+    if (s.ids.size() > max_length) {
+      if (input.too_long++ == 0) input.first_too_long = fmt::format("{}:{}", source, c.line);
+      continue;
+    }
+    input.sentences.push_back(std::move(s));
+  }
+  return input;
+}
+
+HeadAnalysis analyze_heads(models::Checkpoint& ckpt, const AnalysisInput& input, std::size_t batch_size,
+                           const torch::Device& device, std::optional<GateState> gates) {
+  if (input.sentences.empty()) throw Error("no sentences to analyse");
+  auto& model = *ckpt.model;
+  const auto& config = model.config();
+  if (gates) check_gates(*gates, config);
+  const auto t0 = std::chrono::steady_clock::now();
+  HeadAnalysis result;
+  result.kept_heads = config.kept_heads;
+  result.gates = std::move(gates);
+  result.stats.emplace(config.heads_per_layer());
+  result.stats->count_tokens(input.sentences);
+  std::vector<std::vector<int64_t>> ids;
+  for (const auto& s : input.sentences) ids.push_back(s.ids);
+  torch::NoGradGuard no_grad;
+  model.set_output_attentions(true);
+  const auto buckets = length_buckets(ids, batch_size);
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const auto in = make_inputs(ids, buckets[b], ckpt.tokenizer->pad_id(), device);
+    const auto out = model.forward(in, nullptr);
+    for (size_t r = 0; r < buckets[b].size(); ++r) {
+      const auto& s = input.sentences[buckets[b][r]];
+      result.stats->add(s, sentence_attention(out.attentions, static_cast<int64_t>(r), static_cast<int64_t>(s.ids.size())));
+      result.tokens += static_cast<int64_t>(s.ids.size());
+    }
+    if ((b + 1) % 20 == 0 || b + 1 == buckets.size())
+      log::info("heads: {}/{} batches ({} sentences)", b + 1, buckets.size(), input.sentences.size());
+  }
+  model.set_output_attentions(false);
+  result.sentences = static_cast<int64_t>(input.sentences.size());
+  result.effective_rank = effective_ranks(model);
+  for (const auto& layer : result.stats->heads()) {
+    result.roles.emplace_back();
+    for (const auto& head : layer) result.roles.back().push_back(head_roles(head, *result.stats));
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace headprune::pruner
