@@ -70,6 +70,7 @@ class ConlluReader {
       fail(number, fmt::format("ID '{}': expected word {} (IDs run 1, 2, ... in each sentence)", fields[0], expected));
     const auto head = parse_index(fields[6]);
     if (head < 0) fail(number, fmt::format("HEAD '{}' is not a word index", fields[6]));
+    if (head == id) fail(number, fmt::format("HEAD {} is the word itself", head));
     if (fields[1].empty()) fail(number, "FORM is empty");
     if (current_.words.empty()) current_.line = number;
     const auto colon = fields[7].find(':');

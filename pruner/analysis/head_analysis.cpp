@@ -10,6 +10,7 @@
 #include <utf8proc.h>
 
 #include "models/errors.h"
+#include "pruner/analysis/head_importance.h"
 #include "pruner/log.h"
 #include "pruner/training/corpus.h"
 
@@ -103,6 +104,41 @@ void check_gates(const GateState& gates, const models::ModelConfig& config) {
                 "pruned since); give the model the gates were trained on");
 }
 
+/// Turns a model's attention recording on for its lifetime.
+class AttentionRecording {
+ public:
+  explicit AttentionRecording(models::AttentionModel& model) : model_(model) { model_.set_output_attentions(true); }
+  ~AttentionRecording() { model_.set_output_attentions(false); }
+  AttentionRecording(const AttentionRecording&) = delete;
+  AttentionRecording& operator=(const AttentionRecording&) = delete;
+
+ private:
+  models::AttentionModel& model_;
+};
+
+/// Every head's statistics over `input`, one batch of similar lengths at a time.
+HeadStatsAccumulator attention_statistics(const models::Checkpoint& ckpt, const AnalysisInput& input,
+                                          const AnalysisOptions& options) {
+  HeadStatsAccumulator stats(ckpt.model->config().heads_per_layer());
+  stats.count_tokens(input.sentences);
+  std::vector<std::vector<int64_t>> ids;
+  for (const auto& s : input.sentences) ids.push_back(s.ids);
+  torch::NoGradGuard no_grad;
+  AttentionRecording recording(*ckpt.model);
+  const auto buckets = length_buckets(ids, options.batch_size);
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const auto in = make_inputs(ids, buckets[b], ckpt.tokenizer->pad_id(), options.device);
+    const auto out = ckpt.model->forward(in, nullptr);
+    for (size_t r = 0; r < buckets[b].size(); ++r) {
+      const auto& s = input.sentences[buckets[b][r]];
+      stats.add(s, sentence_attention(out.attentions, static_cast<int64_t>(r), static_cast<int64_t>(s.ids.size())));
+    }
+    if ((b + 1) % 20 == 0 || b + 1 == buckets.size())
+      log::info("heads: attention {}/{} batches ({} sentences)", b + 1, buckets.size(), input.sentences.size());
+  }
+  return stats;
+}
+
 std::vector<std::vector<double>> effective_ranks(const models::AttentionModel& model) {
   std::vector<std::vector<double>> out;
   for (int64_t l = 0; l < model.config().num_hidden_layers; ++l) {
@@ -117,11 +153,17 @@ std::vector<std::vector<double>> effective_ranks(const models::AttentionModel& m
 
 AnalysisInput sentences_from_text(const models::Tokenizer& tokenizer, const std::vector<std::string>& lines,
                                   std::size_t max_length) {
+  std::vector<std::vector<int64_t>> ids;
+  for (const auto& line : lines)
+    if (line.find_first_not_of(" \t\r") != std::string::npos) ids.push_back(tokenizer.encode(line, max_length));
+  return sentences_from_ids(tokenizer, ids);
+}
+
+AnalysisInput sentences_from_ids(const models::Tokenizer& tokenizer, const std::vector<std::vector<int64_t>>& ids) {
   AnalysisInput input;
-  for (const auto& line : lines) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  for (const auto& sequence : ids) {
     AnalysisSentence s;
-    s.ids = tokenizer.encode(line, max_length);
+    s.ids = sequence;
     s.word_of_token.assign(s.ids.size(), -1);
     mark_tokens(tokenizer, s);
     input.sentences.push_back(std::move(s));
@@ -145,40 +187,43 @@ AnalysisInput sentences_from_conllu(const models::Tokenizer& tokenizer, const st
   return input;
 }
 
-HeadAnalysis analyze_heads(models::Checkpoint& ckpt, const AnalysisInput& input, std::size_t batch_size,
-                           const torch::Device& device, std::optional<GateState> gates) {
+void append_treebank(AnalysisInput& input, const models::Tokenizer& tokenizer, const std::filesystem::path& conllu,
+                     std::size_t max_length) {
+  auto treebank = sentences_from_conllu(tokenizer, read_conllu(conllu), max_length, conllu.string());
+  if (treebank.too_long > 0)
+    log::warn("{} CoNLL-U sentence(s) have more than {} tokens and were left out (the first at {})",
+              treebank.too_long, max_length, treebank.first_too_long);
+  input.too_long += treebank.too_long;
+  if (input.first_too_long.empty()) input.first_too_long = treebank.first_too_long;
+  input.sentences.insert(input.sentences.end(), std::make_move_iterator(treebank.sentences.begin()),
+                         std::make_move_iterator(treebank.sentences.end()));
+}
+
+HeadAnalysis analyze_heads(models::Checkpoint& ckpt, const AnalysisInput& input, const AnalysisOptions& options,
+                           std::optional<GateState> gates) {
   if (input.sentences.empty()) throw Error("no sentences to analyse");
   auto& model = *ckpt.model;
-  const auto& config = model.config();
-  if (gates) check_gates(*gates, config);
+  if (gates) check_gates(*gates, model.config());
   const auto t0 = std::chrono::steady_clock::now();
   HeadAnalysis result;
-  result.kept_heads = config.kept_heads;
+  const auto& config = model.config();
+  result.num_attention_heads = config.original_num_attention_heads;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l)
+    result.kept_heads.push_back(config.original_ids(l, config.kept_heads[static_cast<size_t>(l)]));
   result.gates = std::move(gates);
-  result.stats.emplace(config.heads_per_layer());
-  result.stats->count_tokens(input.sentences);
-  std::vector<std::vector<int64_t>> ids;
-  for (const auto& s : input.sentences) ids.push_back(s.ids);
-  torch::NoGradGuard no_grad;
-  model.set_output_attentions(true);
-  const auto buckets = length_buckets(ids, batch_size);
-  for (size_t b = 0; b < buckets.size(); ++b) {
-    const auto in = make_inputs(ids, buckets[b], ckpt.tokenizer->pad_id(), device);
-    const auto out = model.forward(in, nullptr);
-    for (size_t r = 0; r < buckets[b].size(); ++r) {
-      const auto& s = input.sentences[buckets[b][r]];
-      result.stats->add(s, sentence_attention(out.attentions, static_cast<int64_t>(r), static_cast<int64_t>(s.ids.size())));
-      result.tokens += static_cast<int64_t>(s.ids.size());
-    }
-    if ((b + 1) % 20 == 0 || b + 1 == buckets.size())
-      log::info("heads: {}/{} batches ({} sentences)", b + 1, buckets.size(), input.sentences.size());
-  }
-  model.set_output_attentions(false);
+  result.stats = attention_statistics(ckpt, input, options);
+  for (const auto& s : input.sentences) result.tokens += static_cast<int64_t>(s.ids.size());
   result.sentences = static_cast<int64_t>(input.sentences.size());
   result.effective_rank = effective_ranks(model);
   for (const auto& layer : result.stats->heads()) {
     result.roles.emplace_back();
     for (const auto& head : layer) result.roles.back().push_back(head_roles(head, *result.stats));
+  }
+  if (options.importance_sentences > 0) {
+    const auto n = std::min(options.importance_sentences, input.sentences.size());
+    std::vector<std::vector<int64_t>> ids;
+    for (size_t i = 0; i < n; ++i) ids.push_back(input.sentences[i].ids);
+    result.importance = ablation_importance(ckpt, ids, options.batch_size, options.device);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +32,9 @@ struct AnalysisInput {
 AnalysisInput sentences_from_text(const models::Tokenizer& tokenizer, const std::vector<std::string>& lines,
                                   std::size_t max_length);
 
+/// Token sequences already encoded (e.g. a corpus's held-out part), special tokens included; no syntax.
+AnalysisInput sentences_from_ids(const models::Tokenizer& tokenizer, const std::vector<std::vector<int64_t>>& ids);
+
 /// CoNLL-U sentences, each syntactic word tokenized on its own (Clark et al. 2019) between the
 /// tokenizer's special tokens; a token belongs to its word. Sentences of more than
 /// `max_length` tokens are left out and counted (`source` names the file in the message).
@@ -38,10 +43,19 @@ AnalysisInput sentences_from_text(const models::Tokenizer& tokenizer, const std:
 AnalysisInput sentences_from_conllu(const models::Tokenizer& tokenizer, const std::vector<ConlluSentence>& sentences,
                                     std::size_t max_length, const std::string& source);
 
+/// Reads the CoNLL-U file `conllu` and appends its sentences to `input`; warns (naming the
+/// first by file and line) when some are longer than `max_length` tokens and left out.
+/// @throws headprune::Error on an unreadable or malformed file (conllu.h).
+void append_treebank(AnalysisInput& input, const models::Tokenizer& tokenizer, const std::filesystem::path& conllu,
+                     std::size_t max_length);
+
 /// What `headprune heads` measured.
 struct HeadAnalysis {
+  int64_t num_attention_heads = 0;                    ///< heads per layer of the model first pruned
   std::vector<std::vector<int64_t>> kept_heads;       ///< original head ids present, per layer
   std::vector<std::vector<double>> effective_rank;    ///< per layer and present head
+  /// Per layer and present head: ablation_importance() (head_importance.h); empty when not measured.
+  std::vector<std::vector<double>> importance;
   std::vector<std::vector<std::vector<std::string>>> roles;  ///< per layer and present head
   std::optional<HeadStatsAccumulator> stats;
   std::optional<GateState> gates;                      ///< when --gates was given
@@ -55,13 +69,27 @@ struct HeadAnalysis {
   std::string table() const;
   /// Heads per primary role, overall and split into kept / removed when gates are given.
   nlohmann::json role_counts() const;
+  /// Mean importance of all heads, and of the kept and removed ones when gates are given;
+  /// null when importance was not measured.
+  nlohmann::json mean_importance() const;
+  /// What `prune --analyze` stores in the export: headprune/head_roles.json (to_json),
+  /// head_roles.txt (table) and head_roles.svg (roles_svg), by relative path.
+  std::map<std::string, std::string> files() const;
 };
 
-/// Runs `checkpoint` over `input` in batches of `batch_size` sentences (no gradient) with its
-/// attention recorded, accumulates every head's statistics, names their roles and computes
-/// each head's effective rank. `gates` (optional) must have been trained on this model's heads.
+/// How analyze_heads() runs.
+struct AnalysisOptions {
+  std::size_t batch_size = 32;            ///< sentences per forward pass
+  std::size_t importance_sentences = 64;  ///< the first N sentences measure importance; 0: skip it
+  torch::Device device = torch::kCPU;
+};
+
+/// Runs `checkpoint` over `input` (no gradient) with its attention recorded, accumulates every
+/// head's statistics, names their roles, computes each head's effective rank and (unless
+/// options.importance_sentences is 0) its ablation importance. `gates` (optional) must have
+/// been trained on this model's heads.
 /// @throws headprune::Error on empty input or gates for other heads.
-HeadAnalysis analyze_heads(models::Checkpoint& checkpoint, const AnalysisInput& input, std::size_t batch_size,
-                           const torch::Device& device, std::optional<GateState> gates);
+HeadAnalysis analyze_heads(models::Checkpoint& checkpoint, const AnalysisInput& input, const AnalysisOptions& options,
+                           std::optional<GateState> gates);
 
 }  // namespace headprune::pruner

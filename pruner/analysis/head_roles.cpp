@@ -8,6 +8,16 @@
 namespace headprune::pruner {
 namespace {
 
+/// Lower end of the 95% Wilson score interval of a proportion (Wilson 1927): what the head's
+/// accuracy is at least, given how few dependencies a rare relation has.
+double wilson_lower(const RelationScore& score) {
+  if (score.total == 0) return 0.0;
+  constexpr double z = 1.959964;
+  const double n = static_cast<double>(score.total), p = score.accuracy();
+  const double centre = p + z * z / (2 * n), spread = z * std::sqrt(p * (1 - p) / n + z * z / (4 * n * n));
+  return (centre - spread) / (1 + z * z / n);
+}
+
 /// Relations where this head finds the governor (or dependent) clearly more often than the
 /// relation's best fixed offset does, as "relation>gov" / "relation<dep".
 void add_syntactic(const HeadStats& st, const HeadStatsAccumulator& all, const RoleThresholds& t,
@@ -18,7 +28,7 @@ void add_syntactic(const HeadStats& st, const HeadStatsAccumulator& all, const R
     for (const auto& [relation, score] : scores) {
       const auto base = baselines.find(relation);
       const double baseline = base == baselines.end() ? 0.0 : base->second.score.accuracy();
-      if (score.total >= t.syntactic_minimum && score.accuracy() >= baseline + t.syntactic_margin)
+      if (score.total >= t.syntactic_minimum && wilson_lower(score) >= baseline + t.syntactic_margin)
         roles.push_back(fmt::format("syntactic:{}{}", relation, up ? ">gov" : "<dep"));
     }
   }

@@ -48,15 +48,25 @@ torch::Tensor word_attention(const AnalysisSentence& s, const torch::Tensor& a) 
   return torch::matmul(torch::matmul(average, a), to_word);
 }
 
-/// Most-attended other word of each word (self excluded; words without tokens never win).
+/// Word attentions closer than this count as a tie: far above float32 rounding of sums of at
+/// most a few hundred probabilities (~1e-7 each), far below attention a head gives on purpose.
+constexpr float kWordTie = 1e-5f;
+
+/// Most-attended other word of each word (self excluded; words without tokens never win), or
+/// -1 where no word clearly wins (a head attending only to special tokens gives every word
+/// the same near-zero attention: argmax would then pick by index, not by the head).
 torch::Tensor best_other_word(const torch::Tensor& word_att, const std::vector<bool>& has_tokens) {
   const auto words = word_att.size(1);
+  if (words < 2) return torch::full({word_att.size(0), words}, -1, torch::kLong);
   auto scores = word_att.clone();
   auto blocked = torch::eye(words, torch::kBool);
   for (int64_t w = 0; w < words; ++w)
     if (!has_tokens[w]) blocked.select(1, w).fill_(true);
   scores.masked_fill_(blocked.unsqueeze(0), -1.0f);
-  return scores.argmax(-1);  // [h, words]
+  const auto [top, index] = scores.topk(2, -1);  // [h, words, 2]
+  const auto first = top.select(-1, 0);
+  const auto clear = (first >= 0) & (first - top.select(-1, 1) > kWordTie);
+  return index.select(-1, 0).masked_fill(clear.logical_not(), -1);
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/input_file.h"
-#include "pruner/analysis/conllu.h"
 #include "pruner/analysis/head_analysis.h"
+#include "pruner/analysis/head_roles_svg.h"
+#include "pruner/surgery/atomic_write.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/log.h"
@@ -27,13 +28,7 @@ pruner::AnalysisInput analysis_input(const models::Checkpoint& ckpt, const std::
   const auto max_length = static_cast<std::size_t>(ckpt.max_seq_length);
   pruner::AnalysisInput input;
   if (!data.empty()) input = pruner::sentences_from_text(*ckpt.tokenizer, read_lines(data), max_length);
-  if (!conllu.empty()) {
-    auto treebank = pruner::sentences_from_conllu(*ckpt.tokenizer, pruner::read_conllu(conllu), max_length, conllu);
-    if (treebank.too_long > 0)
-      log::warn("{} CoNLL-U sentence(s) have more than {} tokens and were left out (the first at {})",
-                treebank.too_long, max_length, treebank.first_too_long);
-    input.sentences.insert(input.sentences.end(), treebank.sentences.begin(), treebank.sentences.end());
-  }
+  if (!conllu.empty()) pruner::append_treebank(input, *ckpt.tokenizer, conllu, max_length);
   if (input.sentences.empty()) throw Error("--data and --conllu hold no sentence to analyse");
   return input;
 }
@@ -42,8 +37,8 @@ pruner::AnalysisInput analysis_input(const models::Checkpoint& ckpt, const std::
 
 int run_heads(const std::vector<std::string>& args, const GlobalOptions& globals) {
   CommandLine line("heads", "heads MODEL (--data FILE | --conllu FILE)... [--gates DIR] [--json] [--out FILE]");
-  std::string model, data, conllu, gates_dir, out;
-  std::size_t batch_size = 32;
+  std::string model, data, conllu, gates_dir, out, svg;
+  pruner::AnalysisOptions options;
   line.positional("model", "MODEL", &model, "checkpoint folder (or llama2.c .bin file)");
   line.group(group::kRequired).add_options()
       ("data", arg(&data, "FILE"), "UTF-8 text, one sentence per line (positional, rare-token, sink roles)")
@@ -53,27 +48,32 @@ int run_heads(const std::vector<std::string>& args, const GlobalOptions& globals
   line.group(group::kOptions).add_options()
       ("gates", arg(&gates_dir, "DIR"), "gates folder trained on MODEL: show each head's log_alpha and "
                                         "whether it is kept, and count roles of kept and removed heads")
-      ("batch-size", arg(&batch_size, "N", batch_size), "sentences per batch");
+      ("batch-size", arg(&options.batch_size, "N", options.batch_size), "sentences per batch")
+      ("importance-sentences", arg(&options.importance_sentences, "N", options.importance_sentences),
+       "measure each head's importance (loss when it alone is removed) on the first N sentences; "
+       "one forward pass per head and batch; 0 skips it");
   line.group(group::kOutput).add_options()
       ("json", "print the analysis as JSON on stdout")
-      ("out", arg(&out, "FILE"), "also write the JSON to FILE");
+      ("out", arg(&out, "FILE"), "also write the JSON to FILE")
+      ("svg", arg(&svg, "FILE"), "also draw the roles as a grid of layers x heads (SVG)");
   line.example("heads out/minilm --conllu en_ewt-ud-dev.conllu", "roles of every head on a treebank")
       .example("heads MODEL --data text.txt --gates out/gates-50 --json", "which roles the gates keep");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   if (data.empty() && conllu.empty()) throw UsageError("give --data FILE, --conllu FILE or both");
-  if (batch_size < 1) throw UsageError("--batch-size must be >= 1");
+  if (options.batch_size < 1) throw UsageError("--batch-size must be >= 1");
   std::optional<pruner::GateState> gates;
   if (!gates_dir.empty()) gates = pruner::GateState::load(gates_dir);
-  const auto device = globals.torch_device();
+  options.device = globals.torch_device();
   models::require_tokenizer_files(model, "heads");
-  auto ckpt = models::load_checkpoint(model, device);
+  auto ckpt = models::load_checkpoint(model, options.device);
   const auto input = analysis_input(ckpt, data, conllu);
   log::info("analysing {} heads on {} sentences", ckpt.model->config().total_heads(), input.sentences.size());
-  const auto analysis = pruner::analyze_heads(ckpt, input, batch_size, device, std::move(gates));
+  const auto analysis = pruner::analyze_heads(ckpt, input, options, std::move(gates));
   const auto summary = fmt::format("{} sentences, {} tokens, {:.1f} s; heads per role: {}\n", analysis.sentences,
                                    analysis.tokens, analysis.seconds, analysis.role_counts().dump());
   emit_result(analysis.to_json(), analysis.table() + "\n" + summary, out, vm.count("json") > 0);
+  if (!svg.empty()) pruner::write_file_atomic(svg, pruner::roles_svg(analysis, analysis.num_attention_heads));
   return 0;
 }
 

@@ -50,6 +50,13 @@ void print_summary(const nlohmann::json& s) {
   for (const auto& w : apply["warnings"]) std::cout << "  warning        " << w.get<std::string>() << "\n";
   std::cout << fmt::format("  report         {0}/headprune/report.txt, {0}/headprune/heads.svg\n",
                            s["out"].get<std::string>());
+  if (s.contains("head_roles")) {
+    std::vector<std::string> parts;
+    for (const auto& [role, n] : s["head_roles"].items())
+      parts.push_back(fmt::format("{} {}/{}", role, n.value("kept", 0), n.value("removed", 0)));
+    std::cout << fmt::format("  head roles     kept/removed: {}; {}/headprune/head_roles.txt\n", fmt::join(parts, ", "),
+                             s["out"].get<std::string>());
+  }
   std::cout << fmt::format("  took           {}\n", pruner::human_duration(s["seconds"].get<double>()));
 }
 

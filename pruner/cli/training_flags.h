@@ -23,6 +23,7 @@ void add_training_flags(CommandLine& line, const std::vector<std::string>& exclu
 struct PruneFlags {
   std::string batches = "1,32";
   std::string seqs = "128";
+  std::string analyze_conllu;
 };
 
 /// Adds -o/--out (folder, with `out_help`), --force, --resume, --no-fold, --no-bench,

@@ -10,6 +10,7 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "pruner/analysis/head_analysis.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/surgery/export.h"
@@ -54,6 +55,21 @@ void check_interrupted(const PruneJobOptions& o, const fs::path& work) {
                             o.out.string(), work.string(), stopped));
 }
 
+/// The roles of the dense model's heads on the held-out text (and the treebank), with the
+/// trained gates' verdict on each; the treebank was read once before training (`treebank`).
+HeadAnalysis analyze_roles(models::Checkpoint& dense, const Corpus& corpus, const AnalysisInput& treebank,
+                           const GateState& gates, const GateTrainingOptions& training) {
+  auto input = sentences_from_ids(*dense.tokenizer, corpus.heldout);
+  input.sentences.insert(input.sentences.end(), treebank.sentences.begin(), treebank.sentences.end());
+  AnalysisOptions options;
+  options.batch_size = training.batch_size;
+  options.device = training.device;
+  auto analysis = analyze_heads(dense, input, options, gates);
+  log::info("head roles on {} sentences ({:.1f} s): {}", analysis.sentences, analysis.seconds,
+            analysis.role_counts().dump());
+  return analysis;
+}
+
 }  // namespace
 
 nlohmann::json run_prune_job(const PruneJobOptions& o) {
@@ -68,6 +84,9 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   const auto device = o.training.device;
   auto student = models::load_checkpoint(o.model, device);
   auto corpus = load_corpus(o.data, *student.tokenizer, o.corpus);
+  AnalysisInput treebank;  // read before training: a bad file fails now, not after it
+  if (!o.analyze_conllu.empty())
+    append_treebank(treebank, *student.tokenizer, o.analyze_conllu, static_cast<std::size_t>(student.max_seq_length));
   std::vector<std::string> data_names(o.data.begin(), o.data.end());
   log::info("corpus {}: {} documents, {} for training, {} held out", fmt::join(data_names, ", "),
             corpus.lines_read, corpus.train.size(), corpus.heldout.size());
@@ -84,13 +103,19 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   log::info("{} of {} heads kept; per layer {}", applied.heads_after, applied.heads_before,
             fmt::join(student.model->config().heads_per_layer(), " "));
 
+  std::map<std::string, std::string> extra;
+  nlohmann::json roles;
   stage(3, "verifying fidelity to the dense model on held-out text");
   auto dense = models::load_checkpoint(o.model, device);
   const auto fidelity = measure_fidelity(*student.model, nullptr, *dense.model, corpus.heldout,
                                          corpus.pad_id, dense.pooling, training.batch_size, device);
   log::info("{}", fidelity.describe());
+  if (o.analyze || !o.analyze_conllu.empty()) {
+    const auto analysis = analyze_roles(dense, corpus, treebank, gates, training);
+    extra.merge(analysis.files());
+    roles = analysis.role_counts();
+  }
 
-  std::map<std::string, std::string> extra;
   nlohmann::json bench_json;
   stage(4, o.bench ? "benchmarking dense vs pruned" : "benchmark skipped (--no-bench)");
   if (o.bench) {
@@ -115,6 +140,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
       {"gates", gates.summary},
       {"bench", bench_json},
   };
+  if (!roles.is_null()) summary["head_roles"] = roles;
   nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()},
                            {"data", data_names}, {"fold_gates", o.fold_gates},
                            {"training", training.to_json()}};

@@ -20,6 +20,10 @@ struct PruneJobOptions {
   bool fold_gates = true;
   bool bench = true;
   bool onnx = false;  ///< also write onnx/model.onnx (pruner/surgery/onnx_export.h)
+  /// Name each head's role on the held-out text (pruner/analysis/head_analysis.h) with the
+  /// trained gates, stored as headprune/head_roles.{json,txt,svg}.
+  bool analyze = false;
+  std::filesystem::path analyze_conllu;  ///< also analyse on this treebank (implies analyze)
   CorpusOptions corpus;
   GateTrainingOptions training;  ///< out_dir is set by the job (a work folder beside --out)
   BenchOptions bench_options;
@@ -29,7 +33,7 @@ struct PruneJobOptions {
 /// `<out>/headprune/summary.json`. The output folder is written once, atomically, at the end:
 ///   <out>/                  the pruned checkpoint (loads in headprune and transformers 4.x)
 ///   <out>/headprune/        gates.json, train_log.jsonl, report.txt, report.json, heads.svg,
-///                           bench.json, summary.json
+///                           bench.json, summary.json; head_roles.{json,txt,svg} with `analyze`
 ///   <out>/onnx/model.onnx   with `onnx`
 /// Gate training works in `<out-parent>/.<out-name>.gates/` (kept on failure, so `--resume`
 /// can continue; removed on success).

@@ -9,6 +9,7 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/json_get.h"
+#include "pruner/report/report_roles.h"
 
 namespace headprune::pruner {
 
@@ -36,7 +37,7 @@ HeadReport report_from_gates(const GateState& state, const std::string& source) 
   const auto n = static_cast<size_t>(r.num_attention_heads);
   for (const auto& layer : state.layers) {
     LayerReport lr{std::vector<bool>(n, false), std::vector<bool>(n, false),
-                   std::vector<std::optional<double>>(n)};
+                   std::vector<std::optional<double>>(n), {}};
     for (size_t i = 0; i < layer.heads.size(); ++i) {
       const auto h = static_cast<size_t>(layer.heads[i]);
       lr.present[h] = true;
@@ -72,7 +73,7 @@ HeadReport report_from_checkpoint(const std::filesystem::path& dir) {
   const auto note = config.raw.value("headprune", nlohmann::json::object());
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     LayerReport lr{std::vector<bool>(n, false), std::vector<bool>(n, false),
-                   std::vector<std::optional<double>>(n)};
+                   std::vector<std::optional<double>>(n), {}};
     const auto kept_now = config.original_ids(l, config.kept_heads[l]);
     // Heads present before the last headprune pruning: its record, else the kept ones.
     std::vector<int64_t> before = kept_now;
@@ -95,6 +96,8 @@ HeadReport report_from_checkpoint(const std::filesystem::path& dir) {
   // An export by `prune` keeps its gates in headprune/gates.json.
   if (std::filesystem::exists(dir / "headprune" / "gates.json"))
     r.warning = GateState::load(dir / "headprune").summary.value("convergence_warning", std::string());
+  if (std::filesystem::exists(dir / "headprune" / "head_roles.json"))
+    read_report_roles(r, dir / "headprune" / "head_roles.json");
   return r;
 }
 
@@ -121,6 +124,7 @@ nlohmann::json to_json(const HeadReport& r) {
     const auto kept = lr.kept_indices();
     per_layer.push_back(static_cast<int64_t>(kept.size()));
     layers.push_back({{"layer", l}, {"kept", kept}, {"removed", removed}, {"gate", gate}});
+    if (!lr.roles.empty()) layers.back()["roles"] = lr.roles;
   }
   nlohmann::json j = {{"source", r.source},
                       {"num_attention_heads", r.num_attention_heads},
@@ -155,7 +159,7 @@ std::string to_text(const HeadReport& r) {
                                                  : fmt::format("{}", fmt::join(kept, ",")));
   }
   if (!r.warning.empty()) out += fmt::format("WARNING: {}\n", r.warning);
-  return out;
+  return out + roles_text(r);
 }
 
 namespace {

@@ -18,6 +18,9 @@ struct LayerReport {
   std::vector<bool> present;            ///< [num_attention_heads] present before this pruning
   std::vector<bool> kept;               ///< [num_attention_heads]
   std::vector<std::optional<double>> gate;  ///< [num_attention_heads]; empty if unknown
+  /// [num_attention_heads] each head's roles from `prune --analyze` (headprune/head_roles.json,
+  /// measured on the model before this pruning); empty when not analysed.
+  std::vector<std::vector<std::string>> roles;
   std::vector<int64_t> kept_indices() const;
 };
 
@@ -35,18 +38,21 @@ struct HeadReport {
 /// From a gates folder's state.
 HeadReport report_from_gates(const GateState& state, const std::string& source);
 /// From a checkpoint folder: kept heads from config.json's pruned_heads, gate values from the
-/// `headprune` key that `headprune apply` writes (absent for other checkpoints).
+/// `headprune` key that `headprune apply` writes (absent for other checkpoints), each head's
+/// roles from headprune/head_roles.json when `prune --analyze` wrote it.
 /// @throws headprune::Error if the folder has no valid config.json.
 HeadReport report_from_checkpoint(const std::filesystem::path& dir);
 /// Either of the above, by what the folder holds (gates.json or config.json).
 HeadReport load_report(const std::filesystem::path& dir);
 
 /// {"source", "num_attention_heads", "heads_total", "heads_kept", "heads_per_layer",
-///  "layers": [{"layer", "kept": [original indices], "removed": [...], "gate": [per head|null]}],
+///  "layers": [{"layer", "kept": [original indices], "removed": [...], "gate": [per head|null],
+///              "roles": [per head: [role, ...]] (only when analysed)}],
 ///  "warning" (only when set)}
 nlohmann::json to_json(const HeadReport& r);
 /// Plain-text table, one row per layer: a cell per head ('#' kept with its gate, '.' removed,
-/// ' ' absent before), then the kept indices. Readable without colour.
+/// ' ' absent before), then the kept indices; when analysed, each layer's kept and removed
+/// heads with their roles, and the heads per role kept and removed. Readable without colour.
 std::string to_text(const HeadReport& r);
 /// Standalone SVG: layers x heads heat-map (gate value as colour, removed heads crossed out),
 /// and a bar of heads kept per layer.
