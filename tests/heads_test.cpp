@@ -16,6 +16,7 @@
 #include "pruner/analysis/conllu.h"
 #include "pruner/analysis/head_analysis.h"
 #include "pruner/analysis/head_importance.h"
+#include "pruner/report/report.h"
 #include "tests/cli_support.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
@@ -286,4 +287,45 @@ CATCH_TEST_CASE("heads on the command line: roles as JSON, usage errors exit 2",
   CATCH_CHECK(json["heads"][0].contains("importance"));
   CATCH_CHECK(testing::run_cli({"heads", planted_model().string()}) == 2);
   CATCH_CHECK(testing::run_cli({"heads", planted_model().string(), "--conllu", "/nonexistent.conllu"}) == 1);
+}
+
+CATCH_TEST_CASE("prune --analyze-conllu stores the roles; report shows them for kept and removed heads",
+                "[heads][cli]") {
+  const auto dir = testing::temp_dir("prune-analyze");
+  const auto text = dir / "planted.txt";
+  {
+    std::ofstream out(text);
+    std::ifstream in(planted_treebank());
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("# text = ", 0) == 0) out << line.substr(9) << "\n";
+  }
+  const std::vector<std::string> prune = {"prune", planted_model().string(), "--data", text.string(),
+                                          "--target-sparsity", "0.5", "--steps", "16", "--batch-size", "8",
+                                          "--max-length", "16", "--no-bench"};
+  // A malformed treebank is refused before any training, and nothing is written.
+  const auto bad = dir / "bad.conllu";
+  std::ofstream(bad) << "1\tw\tw\tX\t_\t_\t0\troot\t_\t_\n3\tw\tw\tX\t_\t_\t1\tdep\t_\t_\n";
+  auto args = prune;
+  for (const auto& a : {std::string("--analyze-conllu"), bad.string(), std::string("--out"), (dir / "x").string()})
+    args.push_back(a);
+  CATCH_CHECK(testing::run_cli(args) == 1);
+  CATCH_CHECK(!fs::exists(dir / "x"));
+
+  const auto out = dir / "pruned";
+  args = prune;
+  for (const auto& a : {std::string("--analyze-conllu"), planted_treebank().string(), std::string("--out"), out.string()})
+    args.push_back(a);
+  CATCH_REQUIRE(testing::run_cli(args) == 0);
+  for (const auto* f : {"head_roles.json", "head_roles.txt", "head_roles.svg"})
+    CATCH_CHECK(fs::exists(out / "headprune" / f));
+  const auto roles = nlohmann::json::parse(testing::read_text(out / "headprune" / "head_roles.json"));
+  CATCH_CHECK(roles["sentences"] == 12 + 120);  // the held-out text (10%) and the treebank
+  CATCH_CHECK(roles["roles"]["positional"]["all"] == 1);
+  const auto report = pruner::report_from_checkpoint(out);
+  CATCH_REQUIRE(report.layers[0].roles.size() == 4);
+  CATCH_CHECK(report.layers[0].roles[0].front() == "positional:-1");
+  CATCH_CHECK(report.layers[0].roles[2] == std::vector<std::string>{"sink"});
+  const auto text_report = pruner::to_text(report);
+  CATCH_CHECK(text_report.find("roles of the heads") != std::string::npos);
+  CATCH_CHECK(text_report.find("heads per role, kept / removed:") != std::string::npos);
 }
