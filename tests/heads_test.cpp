@@ -18,6 +18,7 @@
 #include "pruner/analysis/head_importance.h"
 #include "pruner/report/report.h"
 #include "tests/cli_support.h"
+#include "tests/stories_support.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
 
@@ -328,4 +329,38 @@ CATCH_TEST_CASE("prune --analyze-conllu stores the roles; report shows them for 
   const auto text_report = pruner::to_text(report);
   CATCH_CHECK(text_report.find("roles of the heads") != std::string::npos);
   CATCH_CHECK(text_report.find("heads per role, kept / removed:") != std::string::npos);
+
+  // The pruned checkpoint itself: its two heads keep their original ids, the others are drawn absent.
+  const auto json_file = dir / "pruned-heads.json", svg = dir / "pruned-heads.svg";
+  CATCH_REQUIRE(testing::run_cli({"heads", out.string(), "--conllu", planted_treebank().string(), "--out",
+                                  json_file.string(), "--svg", svg.string()}) == 0);
+  const auto pruned = nlohmann::json::parse(testing::read_text(json_file));
+  CATCH_REQUIRE(pruned["heads"].size() == 2);
+  const auto kept = report.layers[0].kept_indices();
+  CATCH_CHECK(pruned["heads"][0]["head"] == kept[0]);
+  CATCH_CHECK(pruned["heads"][1]["head"] == kept[1]);
+  const auto picture = testing::read_text(svg);
+  CATCH_CHECK(picture.find("removed earlier") != std::string::npos);
+}
+
+CATCH_TEST_CASE("heads on a LLaMA (stories260K): a causal head never attends ahead; importance and rank per query head",
+                "[heads][llama][data]") {
+  auto ckpt = models::load_checkpoint(testing::converted_stories(), torch::kCPU);
+  const std::vector<std::string> lines = {
+      "Once upon a time, there was a little girl named Lily.", "She liked to play in the park with her dog.",
+      "One day, the sun was hot and the birds sang.", "Tom said, \"Let's go home now!\"", "They were happy."};
+  const auto input = pruner::sentences_from_text(*ckpt.tokenizer, std::vector<std::string>(lines), 256);
+  CATCH_REQUIRE(input.sentences.front().special.front());  // BOS
+  pruner::AnalysisOptions options;
+  options.importance_sentences = 5;
+  const auto a = pruner::analyze_heads(ckpt, input, options, std::nullopt);
+  CATCH_REQUIRE(a.roles.size() == 5);
+  for (const auto& layer : a.stats->heads())
+    for (const auto& head : layer)
+      for (int64_t o = 1; o <= pruner::kMaxTrackedOffset; ++o)
+        CATCH_CHECK(head.offset_hits[static_cast<size_t>(o + pruner::kMaxTrackedOffset)] == 0);
+  CATCH_CHECK(a.importance.size() == 5);
+  CATCH_CHECK(a.importance[0].size() == 8);
+  CATCH_CHECK(a.effective_rank[0][0] > 0.0);
+  CATCH_CHECK(a.effective_rank[0][0] <= 8.0);  // head_dim 8 bounds the rank
 }

@@ -55,19 +55,31 @@ void check_interrupted(const PruneJobOptions& o, const fs::path& work) {
                             o.out.string(), work.string(), stopped));
 }
 
-/// The roles of the dense model's heads on the held-out text (and the treebank), with the
-/// trained gates' verdict on each; the treebank was read once before training (`treebank`).
-HeadAnalysis analyze_roles(models::Checkpoint& dense, const Corpus& corpus, const AnalysisInput& treebank,
-                           const GateState& gates, const GateTrainingOptions& training) {
+/// --analyze-conllu's treebank, read before training so that a bad file fails at once.
+AnalysisInput read_treebank(const PruneJobOptions& o, const models::Checkpoint& ckpt) {
+  AnalysisInput treebank;
+  if (!o.analyze_conllu.empty())
+    append_treebank(treebank, *ckpt.tokenizer, o.analyze_conllu, static_cast<std::size_t>(ckpt.max_seq_length));
+  return treebank;
+}
+
+/// With --analyze: the roles of the dense model's heads on the held-out text (and the
+/// treebank), with the trained gates' verdict on each, added to `extra` as head_roles.*.
+/// Returns the heads per role, or null without --analyze.
+nlohmann::json add_role_artefacts(const PruneJobOptions& o, models::Checkpoint& dense, const Corpus& corpus,
+                                  const AnalysisInput& treebank, const GateState& gates,
+                                  const GateTrainingOptions& training, std::map<std::string, std::string>& extra) {
+  if (!o.analyze && o.analyze_conllu.empty()) return nullptr;
   auto input = sentences_from_ids(*dense.tokenizer, corpus.heldout);
   input.sentences.insert(input.sentences.end(), treebank.sentences.begin(), treebank.sentences.end());
   AnalysisOptions options;
   options.batch_size = training.batch_size;
   options.device = training.device;
-  auto analysis = analyze_heads(dense, input, options, gates);
+  const auto analysis = analyze_heads(dense, input, options, gates);
   log::info("head roles on {} sentences ({:.1f} s): {}", analysis.sentences, analysis.seconds,
             analysis.role_counts().dump());
-  return analysis;
+  extra.merge(analysis.files());
+  return analysis.role_counts();
 }
 
 }  // namespace
@@ -84,9 +96,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   const auto device = o.training.device;
   auto student = models::load_checkpoint(o.model, device);
   auto corpus = load_corpus(o.data, *student.tokenizer, o.corpus);
-  AnalysisInput treebank;  // read before training: a bad file fails now, not after it
-  if (!o.analyze_conllu.empty())
-    append_treebank(treebank, *student.tokenizer, o.analyze_conllu, static_cast<std::size_t>(student.max_seq_length));
+  const auto treebank = read_treebank(o, student);
   std::vector<std::string> data_names(o.data.begin(), o.data.end());
   log::info("corpus {}: {} documents, {} for training, {} held out", fmt::join(data_names, ", "),
             corpus.lines_read, corpus.train.size(), corpus.heldout.size());
@@ -104,17 +114,12 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
             fmt::join(student.model->config().heads_per_layer(), " "));
 
   std::map<std::string, std::string> extra;
-  nlohmann::json roles;
   stage(3, "verifying fidelity to the dense model on held-out text");
   auto dense = models::load_checkpoint(o.model, device);
   const auto fidelity = measure_fidelity(*student.model, nullptr, *dense.model, corpus.heldout,
                                          corpus.pad_id, dense.pooling, training.batch_size, device);
   log::info("{}", fidelity.describe());
-  if (o.analyze || !o.analyze_conllu.empty()) {
-    const auto analysis = analyze_roles(dense, corpus, treebank, gates, training);
-    extra.merge(analysis.files());
-    roles = analysis.role_counts();
-  }
+  const auto roles = add_role_artefacts(o, dense, corpus, treebank, gates, training, extra);
 
   nlohmann::json bench_json;
   stage(4, o.bench ? "benchmarking dense vs pruned" : "benchmark skipped (--no-bench)");
