@@ -4,20 +4,10 @@
 
 #include "models/errors.h"
 #include "models/input_file.h"
+#include "pruner/measure/csv_table.h"
 
 namespace headprune::pruner {
 namespace {
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> fields;
-  std::size_t start = 0;
-  while (true) {
-    const auto tab = line.find('\t', start);
-    fields.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
-    if (tab == std::string::npos) return fields;
-    start = tab + 1;
-  }
-}
 
 /// A non-negative decimal integer, or -1 when `s` is not one (or too long to be an index).
 int64_t parse_index(const std::string& s) {

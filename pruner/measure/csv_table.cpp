@@ -40,4 +40,15 @@ std::vector<std::vector<std::string>> parse_csv(const std::string& text, const s
   return records.rows;
 }
 
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  std::size_t start = 0;
+  while (true) {
+    const auto tab = line.find('\t', start);
+    fields.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+    if (tab == std::string::npos) return fields;
+    start = tab + 1;
+  }
+}
+
 }  // namespace headprune::pruner

@@ -13,4 +13,8 @@ namespace headprune::pruner {
 /// naming `name` (the file).
 std::vector<std::vector<std::string>> parse_csv(const std::string& text, const std::string& name);
 
+/// The tab-separated fields of one line (no quoting: TSV as STS Benchmark and CoNLL-U write it);
+/// n tabs give n + 1 fields, empty ones included.
+std::vector<std::string> split_tabs(const std::string& line);
+
 }  // namespace headprune::pruner

@@ -18,18 +18,6 @@
 namespace headprune::pruner {
 namespace {
 
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> fields;
-  std::size_t start = 0;
-  while (true) {
-    const auto tab = line.find('\t', start);
-    fields.push_back(line.substr(start, tab - start));
-    if (tab == std::string::npos) break;
-    start = tab + 1;
-  }
-  return fields;
-}
-
 std::vector<double> ranks(const std::vector<double>& v) {
   std::vector<std::size_t> order(v.size());
   std::iota(order.begin(), order.end(), 0);
