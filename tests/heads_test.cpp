@@ -288,6 +288,8 @@ CATCH_TEST_CASE("heads on the command line: roles as JSON, usage errors exit 2",
   CATCH_CHECK(json["heads"][0].contains("importance"));
   CATCH_CHECK(testing::run_cli({"heads", planted_model().string()}) == 2);
   CATCH_CHECK(testing::run_cli({"heads", planted_model().string(), "--conllu", "/nonexistent.conllu"}) == 1);
+  CATCH_CHECK(testing::run_cli({"heads", planted_model().string(), "--conllu", planted_treebank().string(),
+                                "--gates", out.parent_path().string()}) == 1);  // no gates there
 }
 
 CATCH_TEST_CASE("prune --analyze-conllu stores the roles; report shows them for kept and removed heads",
@@ -329,6 +331,13 @@ CATCH_TEST_CASE("prune --analyze-conllu stores the roles; report shows them for 
   const auto text_report = pruner::to_text(report);
   CATCH_CHECK(text_report.find("roles of the heads") != std::string::npos);
   CATCH_CHECK(text_report.find("heads per role, kept / removed:") != std::string::npos);
+  // heads --gates takes the prune output itself and finds its gates: the stored analysis again.
+  const auto again = dir / "again.json";
+  CATCH_REQUIRE(testing::run_cli({"heads", planted_model().string(), "--conllu", planted_treebank().string(),
+                                  "--gates", out.string(), "--importance-sentences", "0", "--out",
+                                  again.string()}) == 0);
+  CATCH_CHECK(nlohmann::json::parse(testing::read_text(again))["roles"]["rare-token"] ==
+              roles["roles"]["rare-token"]);
 
   // The pruned checkpoint itself: its two heads keep their original ids, the others are drawn absent.
   const auto json_file = dir / "pruned-heads.json", svg = dir / "pruned-heads.svg";

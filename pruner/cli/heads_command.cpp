@@ -33,6 +33,14 @@ pruner::AnalysisInput analysis_input(const models::Checkpoint& ckpt, const std::
   return input;
 }
 
+/// --gates DIR: a gates folder (train-gates --out), or a prune output, whose headprune/ holds
+/// the gates it was pruned with.
+std::filesystem::path gates_folder(const std::filesystem::path& dir) {
+  if (!std::filesystem::exists(dir / "gates.json") && std::filesystem::exists(dir / "headprune" / "gates.json"))
+    return dir / "headprune";
+  return dir;
+}
+
 }  // namespace
 
 int run_heads(const std::vector<std::string>& args, const GlobalOptions& globals) {
@@ -46,8 +54,9 @@ int run_heads(const std::vector<std::string>& args, const GlobalOptions& globals
        "dependency treebank in CoNLL-U (e.g. Universal Dependencies): its sentences, and the "
        "syntactic roles");
   line.group(group::kOptions).add_options()
-      ("gates", arg(&gates_dir, "DIR"), "gates folder trained on MODEL: show each head's log_alpha and "
-                                        "whether it is kept, and count roles of kept and removed heads")
+      ("gates", arg(&gates_dir, "DIR"),
+       "gates trained on MODEL (a train-gates folder, or the folder prune wrote): show each head's "
+       "log_alpha and whether it is kept, and count the roles of kept and removed heads")
       ("batch-size", arg(&options.batch_size, "N", options.batch_size), "sentences per batch")
       ("importance-sentences", arg(&options.importance_sentences, "N", options.importance_sentences),
        "measure each head's importance (loss when it alone is removed) on the first N sentences; "
@@ -57,13 +66,17 @@ int run_heads(const std::vector<std::string>& args, const GlobalOptions& globals
       ("out", arg(&out, "FILE"), "also write the JSON to FILE")
       ("svg", arg(&svg, "FILE"), "also draw the roles as a grid of layers x heads (SVG)");
   line.example("heads out/minilm --conllu en_ewt-ud-dev.conllu", "roles of every head on a treebank")
-      .example("heads MODEL --data text.txt --gates out/gates-50 --json", "which roles the gates keep");
+      .example("heads MODEL --data text.txt --gates out/gates-50 --json", "which roles the gates keep")
+      .example("heads MODEL --conllu en_ewt-ud-dev.conllu --gates out/minilm-50 --svg roles.svg",
+               "the same for the gates a prune used, as a picture");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   if (data.empty() && conllu.empty()) throw UsageError("give --data FILE, --conllu FILE or both");
   if (options.batch_size < 1) throw UsageError("--batch-size must be >= 1");
   std::optional<pruner::GateState> gates;
-  if (!gates_dir.empty()) gates = pruner::GateState::load(gates_dir);
+  if (!data.empty()) models::open_input_file(data, "--data");  // before the model loads
+  if (!conllu.empty()) models::open_input_file(conllu, "--conllu");
+  if (!gates_dir.empty()) gates = pruner::GateState::load(gates_folder(gates_dir));
   options.device = globals.torch_device();
   models::require_tokenizer_files(model, "heads");
   auto ckpt = models::load_checkpoint(model, options.device);
