@@ -278,8 +278,12 @@ CATCH_TEST_CASE("CoNLL-U: the real UD English EWT dev file reads completely", "[
 
 CATCH_TEST_CASE("heads on the command line: roles as JSON, usage errors exit 2", "[heads][cli]") {
   const auto out = testing::temp_dir("heads-cli") / "heads.json";
+  const auto svg = out.parent_path() / "roles.svg";
   CATCH_REQUIRE(testing::run_cli({"heads", planted_model().string(), "--conllu", planted_treebank().string(),
-                                  "--importance-sentences", "8", "--out", out.string()}) == 0);
+                                  "--importance-sentences", "8", "--out", out.string(), "--svg", svg.string()}) == 0);
+  const auto picture = testing::read_text(svg);  // role names with < and > are escaped in the SVG
+  CATCH_CHECK(picture.find("syntactic:det&gt;gov") != std::string::npos);
+  CATCH_CHECK(picture.find("det>gov") == std::string::npos);
   const auto json = nlohmann::json::parse(testing::read_text(out));
   CATCH_CHECK(json["sentences"] == 120);
   CATCH_CHECK(json["heads"].size() == 4);

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "pruner/report/format.h"
+
 namespace headprune::pruner {
 namespace {
 
@@ -57,7 +59,8 @@ std::string cell_title(const HeadAnalysis& a, size_t l, size_t h) {
 std::string present_cell(const HeadAnalysis& a, size_t l, size_t h, int x, int y) {
   std::string s = fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"white\">"
                               "<title>{}</title></rect>\n",
-                              x, y, kCell, kCell, role_fill(primary_role(a.roles[l][h])), cell_title(a, l, h));
+                              x, y, kCell, kCell, role_fill(primary_role(a.roles[l][h])),
+                              xml_escape(cell_title(a, l, h)));
   if (a.gates && !a.gates->layers[l].keep[h])
     s += fmt::format("<path d=\"M{} {} L{} {} M{} {} L{} {}\" stroke=\"#222\" stroke-width=\"2\"/>\n", x + 7,
                      y + 7, x + kCell - 7, y + kCell - 7, x + kCell - 7, y + 7, x + 7, y + kCell - 7);

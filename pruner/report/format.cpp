@@ -34,4 +34,18 @@ std::string human_duration(double seconds) {
   return fmt::format("{}h{:02d}m", total / 3600, (total % 3600) / 60);
 }
 
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace headprune::pruner

@@ -17,5 +17,7 @@ std::string human_count(double n);
 std::string human_bytes(std::uintmax_t bytes);
 /// Seconds -> "1m05s" / "12.3s".
 std::string human_duration(double seconds);
+/// `text` safe inside an XML/SVG element or attribute: & < > " escaped (XML 1.0, sec. 2.4).
+std::string xml_escape(const std::string& text);
 
 }  // namespace headprune::pruner
