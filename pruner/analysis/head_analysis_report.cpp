@@ -104,7 +104,7 @@ std::string HeadAnalysis::table() const {
       const auto imp = importance.empty() ? std::string("-") : fmt::format("{:.5f}", importance[l][h]);
       out << fmt::format("{:>5} {:>4} {:>+7d} {:>6.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>6.3f} {:>5.2f} {:>6.1f} {:>8}{}  {}\n",
                          l, kept_heads[l][h], offset, share, st.mean(st.first_mass),
-                         st.mean(st.special_mass) - st.mean(st.first_mass), st.rare_share(), st.mean(st.max_weight),
+                         st.delimiter_mass(), st.rare_share(), st.mean(st.max_weight),
                          st.mean(st.entropy), effective_rank[l][h], imp, gate,
                          roles[l][h].empty() ? "-" : fmt::format("{}", fmt::join(roles[l][h], " ")));
     }

@@ -45,9 +45,8 @@ std::vector<std::string> head_roles(const HeadStats& st, const HeadStatsAccumula
   add_syntactic(st, all, t, roles);
   if (st.previous_punctuation_share() >= t.positional) roles.push_back("previous-punctuation");
   if (st.rare_sentences > 0 && st.rare_share() >= t.rare_token) roles.push_back("rare-token");
-  const double first = st.mean(st.first_mass), special = st.mean(st.special_mass);
-  if (special - first >= t.mass) roles.push_back("delimiter");
-  if (first >= t.mass) roles.push_back("sink");
+  if (st.delimiter_mass() >= t.mass) roles.push_back("delimiter");
+  if (st.mean(st.first_mass) >= t.mass) roles.push_back("sink");
   if (st.mean(st.punctuation_mass) >= t.mass) roles.push_back("punctuation");
   return roles;
 }

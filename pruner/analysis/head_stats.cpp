@@ -86,6 +86,8 @@ double HeadStats::rare_share() const {
   return rare_sentences ? static_cast<double>(rare_hits) / rare_sentences : 0.0;
 }
 
+double HeadStats::delimiter_mass() const { return std::max(0.0, mean(special_mass) - mean(first_mass)); }
+
 HeadStatsAccumulator::HeadStatsAccumulator(std::vector<int64_t> heads_per_layer) {
   for (auto n : heads_per_layer) stats_.emplace_back(static_cast<size_t>(n));
 }

@@ -46,6 +46,8 @@ struct HeadStats {
   double previous_punctuation_share() const;
   double mean(double sum) const { return queries ? sum / queries : 0.0; }
   double rare_share() const;
+  /// Mean attention on special tokens other than the first ([SEP], EOS), never below 0.
+  double delimiter_mass() const;
 };
 
 /// Best fixed-offset baseline of one relation (Clark et al. 2019, sec. 4.2): the offset
