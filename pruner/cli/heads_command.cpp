@@ -44,7 +44,8 @@ std::filesystem::path gates_folder(const std::filesystem::path& dir) {
 }  // namespace
 
 int run_heads(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  CommandLine line("heads", "heads MODEL (--data FILE | --conllu FILE)... [--gates DIR] [--json] [--out FILE]");
+  CommandLine line("heads",
+                   "heads MODEL (--data FILE | --conllu FILE)... [--gates DIR] [--json] [--out FILE] [--svg FILE]");
   std::string model, data, conllu, gates_dir, out, svg;
   pruner::AnalysisOptions options;
   line.positional("model", "MODEL", &model, "checkpoint folder (or llama2.c .bin file)");
