@@ -17,29 +17,10 @@ namespace {
 
 int run(std::vector<std::string> args) { return testing::run_cli(std::move(args)); }
 
-/// A tiny checkpoint folder and a small real-text corpus (English sentences).
-struct Workspace {
-  fs::path dir = testing::temp_dir("cli");
-  fs::path model = dir / "model";
-  fs::path corpus = dir / "corpus.txt";
-  Workspace() {
-    testing::write_tiny_folder(testing::tiny_checkpoint(2, 4), model);
-    std::ofstream out(corpus);
-    const char* sentences[] = {
-        "the cat sat on the mat.", "a quick brown fox jumps over the lazy dog.",
-        "to be or not to be, that is the question.", "all that glitters is not gold.",
-        "the early bird catches the worm.", "actions speak louder than words.",
-        "knowledge is power.", "time and tide wait for no man.",
-        "where there is a will, there is a way.", "the pen is mightier than the sword."};
-    for (int rep = 0; rep < 8; ++rep)
-      for (const auto* s : sentences) out << s << (rep % 2 ? "\r\n" : "\n") << "\n";
-  }
-};
-
 }  // namespace
 
 CATCH_TEST_CASE("exit codes: 0 ok, 1 error, 2 usage", "[cli]") {
-  Workspace w;
+  testing::Workspace w("cli");
   CATCH_CHECK(run({"--help"}) == 0);
   CATCH_CHECK(run({"inspect", "--help"}) == 0);
   CATCH_CHECK(run({}) == 2);
@@ -59,7 +40,7 @@ CATCH_TEST_CASE("exit codes: 0 ok, 1 error, 2 usage", "[cli]") {
 }
 
 CATCH_TEST_CASE("a malformed checkpoint gives an error naming the problem", "[cli][errors]") {
-  Workspace w;
+  testing::Workspace w("cli");
   std::ofstream(w.model / "config.json") << R"({"model_type": "bert", "hidden_size": 32})";
   CATCH_CHECK(run({"inspect", w.model.string()}) == 1);
   CATCH_REQUIRE_THROWS_WITH(models::ModelConfig::from_directory(w.model), Catch::Contains("'vocab_size' is missing"));
@@ -68,7 +49,7 @@ CATCH_TEST_CASE("a malformed checkpoint gives an error naming the problem", "[cl
 }
 
 CATCH_TEST_CASE("train-gates, report and apply work as two halves", "[cli]") {
-  Workspace w;
+  testing::Workspace w("cli");
   const auto gates = w.dir / "gates";
   CATCH_REQUIRE(run({"--threads", "1", "train-gates", w.model.string(), "--data", w.corpus.string(),
                      "--target-sparsity", "0.25", "--steps", "12", "--batch-size", "8", "--max-length", "32",
@@ -93,7 +74,7 @@ CATCH_TEST_CASE("train-gates, report and apply work as two halves", "[cli]") {
 }
 
 CATCH_TEST_CASE("prune runs every stage and leaves every artefact", "[cli][e2e]") {
-  Workspace w;
+  testing::Workspace w("cli");
   const auto out = w.dir / "pruned";
   CATCH_REQUIRE(run({"prune", w.model.string(), "--data", w.corpus.string(), "--target-sparsity", "0.5",
                      "--steps", "16", "--batch-size", "8", "--max-length", "32", "--out", out.string(),
@@ -131,7 +112,7 @@ CATCH_TEST_CASE("prune runs every stage and leaves every artefact", "[cli][e2e]"
 }
 
 CATCH_TEST_CASE("sweep prunes at every target and plots quality against speed", "[cli][e2e]") {
-  Workspace w;
+  testing::Workspace w("cli");
   const auto out = w.dir / "sweep";
   CATCH_REQUIRE(run({"sweep", w.model.string(), "--data", w.corpus.string(), "--targets", "0.25,0.5",
                      "--steps", "8", "--batch-size", "8", "--max-length", "32", "--out", out.string(),

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <thread>
@@ -146,6 +147,7 @@ const std::vector<Command>& commands() {
        run_inspect},
       {"train-gates", "learn which heads matter (hard-concrete L0 gates, self-distillation)",
        run_train_gates},
+      {"launch", "start the ranks of a data-parallel train-gates or prune on this machine", run_launch},
       {"apply", "remove heads (from gates or a list) and write a smaller checkpoint", run_apply},
       {"export-onnx", "write a checkpoint as one ONNX model for ONNX Runtime", run_export_onnx},
       {"bench", "time a dense and a pruned checkpoint side by side", run_bench},
@@ -171,6 +173,10 @@ int run(int argc, const char* const* argv) {
   globals.add_options()("help,h", "show help");
   try {
     std::vector<std::string> all(argv + 1, argv + argc);
+    // Everything from "--" on is a command for `launch` to run: no global option is taken from it.
+    const auto dashes = std::find(all.begin(), all.end(), "--");
+    const std::vector<std::string> verbatim(dashes, all.end());
+    all.erase(dashes, all.end());
     po::variables_map vm;
     std::vector<std::string> rest;
     try {
@@ -178,6 +184,7 @@ int run(int argc, const char* const* argv) {
       po::store(parsed, vm);
       po::notify(vm);
       rest = po::collect_unrecognized(parsed.options, po::include_positional);
+      rest.insert(rest.end(), verbatim.begin(), verbatim.end());
     } catch (const po::error& e) {
       throw UsageError(e.what());
     }

@@ -57,6 +57,7 @@ int run(int argc, const char* const* argv);
 // Subcommand entry points (one file each under pruner/cli/).
 int run_inspect(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_launch(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_heads(const std::vector<std::string>& args, const GlobalOptions& globals);

@@ -69,6 +69,8 @@ int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals
   line.positional("model", "MODEL", &model, "checkpoint folder (config.json, model.safetensors, tokenizer)");
   add_prune_flags(line, prune, out, "folder for the pruned checkpoint (new or empty, or --force)");
   add_training_flags(line);
+  pruner::DistributedOptions distributed;
+  add_distributed_flags(line, distributed);
   line.example("prune .cache/models/all-MiniLM-L6-v2 --data /usr/share/games/fortunes/cookie --paragraphs "
                "--target-sparsity 0.5 -o out/minilm-50",
                "remove half of MiniLM's heads, trained on the fortunes text (about 9 minutes on 2 cores)")
@@ -78,7 +80,10 @@ int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals
                "continue a run that was stopped");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
-  const auto summary = pruner::run_prune_job(prune_job_options(prune, vm, globals, model, out));
+  const auto job = prune_job_options(prune, vm, globals, model, out);
+  const auto group = join_if_distributed(vm, distributed, globals);
+  const auto summary = pruner::run_prune_job(job, group);
+  if (!group.is_main()) return 0;  // rank 0 exports and reports
   if (vm.count("json"))
     std::cout << summary.dump(2) << "\n";
   else

@@ -30,8 +30,13 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
       ("stop-after", arg<int64_t>(nullptr, "N"), "stop after N steps of this invocation, leaving a "
        "snapshot that --resume continues");
   add_training_flags(line);
+  pruner::DistributedOptions distributed;
+  add_distributed_flags(line, distributed);
   line.example("train-gates MODEL --data train.txt --target-sparsity 0.5 -o out/gates",
                "learn which half of the heads to keep; then: headprune apply MODEL --gates out/gates -o out/pruned")
+      .example("launch --nproc 2 -- headprune train-gates MODEL --data train.txt --target-sparsity 0.5 "
+               "-o out/gates --distributed",
+               "the same, data-parallel over 2 local processes")
       .example("train-gates MODEL --data train.txt --l0-lambda 0.01 -o out/gates-l0",
                "a fixed L0 penalty (Voita et al.) instead of a target");
   po::variables_map vm;
@@ -42,7 +47,9 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   options.model_path = model;
   options.resume = vm.count("resume") > 0;
   if (vm.count("stop-after")) options.stop_after = vm["stop-after"].as<int64_t>();
-  const auto others = pruner::prepare_gates_folder(model, out, options.resume, vm.count("force") > 0);
+  const auto group = join_if_distributed(vm, distributed, globals);
+  const auto others = group.is_main() ? pruner::prepare_gates_folder(model, out, options.resume, vm.count("force") > 0)
+                                      : std::vector<std::string>{};
   if (!others.empty())
     log::warn("--out {} also holds {} file(s) gate training does not write; they are left as they "
               "are: {}",
@@ -52,7 +59,8 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   auto ckpt = models::load_checkpoint(model, options.device);
   auto corpus = pruner::load_corpus({settings.data.begin(), settings.data.end()}, *ckpt.tokenizer,
                                     settings.corpus);
-  auto state = pruner::train_gates(ckpt, corpus, options);
+  auto state = pruner::train_gates(ckpt, corpus, options, group);
+  if (!group.is_main()) return 0;  // rank 0 reports
   if (!state.complete) {
     std::cout << fmt::format("stopped at step {} of {}; continue with the same command and --resume\n",
                              state.step, options.steps);

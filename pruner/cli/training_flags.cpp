@@ -20,6 +20,33 @@ void add_training_flags(CommandLine& line, const std::vector<std::string>& exclu
   }, exclude);
 }
 
+void add_distributed_flags(CommandLine& line, pruner::DistributedOptions& o) {
+  line.group(group::kDistributed).add_options()
+      ("distributed", "join a data-parallel job (the environment `headprune launch`, torchrun or srun "
+                      "set: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); each rank trains on its share of "
+                      "every batch, rank 0 writes")
+      ("backend", arg(&o.backend, "NAME"), "gloo (CPU, TCP) or nccl (GPUs); default by --device")
+      ("dist-timeout", arg(&o.timeout_seconds, "S", o.timeout_seconds),
+       "seconds a rank waits for its peers (joining, and each step) before the job stops");
+}
+
+pruner::ProcessGroup join_if_distributed(const po::variables_map& vm, const pruner::DistributedOptions& o,
+                                         const GlobalOptions& globals) {
+  if (o.timeout_seconds < 1) throw UsageError("--dist-timeout must be at least 1 second");
+  if (!vm.count("distributed")) {
+    if (!o.backend.empty()) throw UsageError("--backend needs --distributed");
+    if (const int world = pruner::DistributedEnvironment::launched_world_size(); world > 1)
+      throw UsageError(fmt::format("WORLD_SIZE={} is set (a launcher started this process) but --distributed "
+                                   "is not given: add --distributed, or unset WORLD_SIZE to train alone",
+                                   world));
+    return {};
+  }
+  auto group = pruner::ProcessGroup::join(o, globals.torch_device());
+  if (!group.is_main() && log::level() != log::Level::kDebug) log::level() = log::Level::kError;
+  log::info("joined the data-parallel job: {} ranks", group.world_size());
+  return group;
+}
+
 void add_prune_flags(CommandLine& line, PruneFlags& f, std::string& out, const char* out_help) {
   for (const char* caption : {group::kRequired, group::kTarget, group::kOutput, group::kTraining,
                               group::kText, group::kBench, group::kResume, group::kAdvanced})

@@ -6,6 +6,7 @@
 
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
+#include "pruner/distributed/process_group.h"
 #include "pruner/jobs/prune_job.h"
 #include "pruner/training/training_options.h"
 
@@ -18,6 +19,16 @@ pruner::TrainingSettings training_settings(const po::variables_map& vm, const Gl
 
 /// Declares the training table's flags on `line`, by group, except those in `exclude`.
 void add_training_flags(CommandLine& line, const std::vector<std::string>& exclude = {});
+
+/// --distributed, --backend and --dist-timeout (train-gates and prune).
+void add_distributed_flags(CommandLine& line, pruner::DistributedOptions& options);
+
+/// With --distributed, joins the job the launcher's environment describes (ranks other than 0
+/// then log errors only); else the single process. A process a launcher started (WORLD_SIZE > 1)
+/// without --distributed is refused: it would train alone and write where the others do.
+/// @throws headprune::UsageError for that, headprune::Error when joining fails.
+pruner::ProcessGroup join_if_distributed(const po::variables_map& vm, const pruner::DistributedOptions& options,
+                                         const GlobalOptions& globals);
 
 /// Flags of the prune job beyond training (shared by `prune` and `sweep`).
 struct PruneFlags {

@@ -84,7 +84,7 @@ nlohmann::json add_role_artefacts(const PruneJobOptions& o, models::Checkpoint& 
 
 }  // namespace
 
-nlohmann::json run_prune_job(const PruneJobOptions& o) {
+nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group) {
   const auto t0 = std::chrono::steady_clock::now();
   check_export_target(o.model, o.out, o.force);
   const auto out_abs = fs::absolute(o.out);
@@ -103,8 +103,9 @@ nlohmann::json run_prune_job(const PruneJobOptions& o) {
   auto training = o.training;
   training.out_dir = work;
   training.model_path = o.model.string();
-  if (!training.resume && fs::exists(work)) fs::remove_all(work);
-  auto gates = train_gates(student, corpus, training);
+  if (!training.resume && fs::exists(work) && group.is_main()) fs::remove_all(work);
+  auto gates = train_gates(student, corpus, training, group);
+  if (!group.is_main()) return {{"rank", group.rank()}};  // rank 0 removes, measures, exports
   if (!gates.complete) throw Error("gate training stopped early; rerun with --resume");
 
   stage(2, "removing heads");

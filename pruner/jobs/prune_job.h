@@ -36,9 +36,10 @@ struct PruneJobOptions {
 ///                           bench.json, summary.json; head_roles.{json,txt,svg} with `analyze`
 ///   <out>/onnx/model.onnx   with `onnx`
 /// Gate training works in `<out-parent>/.<out-name>.gates/` (kept on failure, so `--resume`
-/// can continue; removed on success).
+/// can continue; removed on success). In a data-parallel `group` every rank trains its share;
+/// rank 0 alone then removes heads, measures and exports (the others return {"rank": r}).
 /// @throws headprune::Error before any training if the output folder cannot be used, the
 ///         target is unreachable or the corpus is unusable.
-nlohmann::json run_prune_job(const PruneJobOptions& options);
+nlohmann::json run_prune_job(const PruneJobOptions& options, const ProcessGroup& group = ProcessGroup());
 
 }  // namespace headprune::pruner

@@ -151,11 +151,17 @@ void BatchStream::skip(int64_t n) {
     if (++position_ == order_.size()) reshuffle();
 }
 
-models::ModelInputs BatchStream::next(const torch::Device& device) {
+models::ModelInputs BatchStream::next(const torch::Device& device, int rank, int world_size) {
   last_bucket_ = order_[position_];
-  auto inputs = make_inputs(sequences_, buckets_[last_bucket_], pad_id_, device);
   skip(1);
-  return inputs;
+  const auto& batch = buckets_[last_bucket_];
+  const auto n = batch.size(), w = static_cast<std::size_t>(world_size), r = static_cast<std::size_t>(rank);
+  const std::vector<std::size_t> share(batch.begin() + static_cast<std::ptrdiff_t>(n * r / w),
+                                       batch.begin() + static_cast<std::ptrdiff_t>(n * (r + 1) / w));
+  if (!share.empty()) return make_inputs(sequences_, share, pad_id_, device);
+  auto first = make_inputs(sequences_, {batch.front()}, pad_id_, device);
+  return {first.input_ids.slice(0, 0, 0), first.attention_mask.slice(0, 0, 0),
+          first.token_type_ids.slice(0, 0, 0)};
 }
 
 }  // namespace headprune::pruner

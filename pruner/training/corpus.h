@@ -55,7 +55,11 @@ class BatchStream {
  public:
   BatchStream(const std::vector<std::vector<int64_t>>& sequences, std::size_t batch_size,
               int64_t pad_id, uint64_t seed);
-  models::ModelInputs next(const torch::Device& device);
+  /// The next batch — or, in a data-parallel job, this rank's share of it: the sequences
+  /// [n·rank/world_size, n·(rank+1)/world_size) of the batch's n (similar lengths stay
+  /// together). A share can be empty (n < world_size): then 0 rows of the batch's first
+  /// sequence's length.
+  models::ModelInputs next(const torch::Device& device, int rank = 0, int world_size = 1);
   /// Index of the bucket the last next() returned (buckets are fixed for the stream's life,
   /// so a bucket's teacher outputs can be cached).
   std::size_t last_bucket() const { return last_bucket_; }

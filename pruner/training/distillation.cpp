@@ -4,6 +4,14 @@
 #include <torch/torch.h>
 
 namespace headprune::pruner {
+namespace {
+
+/// `statistic` summed over the ranks (itself in a single process), without gradient.
+torch::Tensor over_ranks(const torch::Tensor& statistic, const GlobalSum& global_sum) {
+  return global_sum ? global_sum(statistic.detach()) : statistic.detach();
+}
+
+}  // namespace
 
 nlohmann::json DistillationLoss::parts() const {
   nlohmann::json j = nlohmann::json::object();
@@ -21,13 +29,15 @@ std::string DistillationLoss::describe() const {
 DistillationLoss encoder_distillation(const torch::Tensor& student, const torch::Tensor& teacher,
                                       const torch::Tensor& attention_mask,
                                       const models::SentencePooling& pooling,
-                                      double embedding_weight) {
+                                      double embedding_weight, const GlobalSum& global_sum) {
   auto t = teacher.detach();
   auto m = attention_mask.to(student.dtype()).unsqueeze(-1);
-  auto hidden = ((student - t).pow(2) * m).sum() / (t.pow(2) * m).sum().clamp_min(1e-12);
+  const auto teacher_energy = over_ranks((t.pow(2) * m).sum(), global_sum);
+  auto hidden = ((student - t).pow(2) * m).sum() / teacher_energy.clamp_min(1e-12);
   auto cos = torch::cosine_similarity(pooling.embed(student, attention_mask),
                                       pooling.embed(t, attention_mask), 1);
-  auto embedding = (1 - cos).mean();
+  const auto sentences = torch::full({}, static_cast<double>(cos.size(0)), cos.options());
+  auto embedding = (1 - cos).sum() / over_ranks(sentences, global_sum).clamp_min(1);
   DistillationLoss loss;
   loss.total = hidden + embedding_weight * embedding;
   loss.hidden = hidden;
@@ -37,12 +47,13 @@ DistillationLoss encoder_distillation(const torch::Tensor& student, const torch:
 
 DistillationLoss causal_lm_distillation(const torch::Tensor& student_logits,
                                         const torch::Tensor& teacher_logits,
-                                        const torch::Tensor& attention_mask) {
+                                        const torch::Tensor& attention_mask,
+                                        const GlobalSum& global_sum) {
   auto per_token = token_kl(torch::log_softmax(teacher_logits.detach().to(torch::kFloat), -1),
                             torch::log_softmax(student_logits.to(torch::kFloat), -1));
   auto m = attention_mask.to(per_token.dtype());
   DistillationLoss loss;
-  loss.kl = (per_token * m).sum() / m.sum().clamp_min(1);
+  loss.kl = (per_token * m).sum() / over_ranks(m.sum(), global_sum).clamp_min(1);
   loss.total = loss.kl;
   return loss;
 }
@@ -57,11 +68,12 @@ torch::Tensor distillation_target(const models::ModelOutput& teacher) {
 
 DistillationLoss distillation(const models::ModelOutput& student, const torch::Tensor& teacher_target,
                               const torch::Tensor& attention_mask,
-                              const models::SentencePooling& pooling, double embedding_weight) {
+                              const models::SentencePooling& pooling, double embedding_weight,
+                              const GlobalSum& global_sum) {
   if (student.logits.defined())
-    return causal_lm_distillation(student.logits, teacher_target, attention_mask);
+    return causal_lm_distillation(student.logits, teacher_target, attention_mask, global_sum);
   return encoder_distillation(student.last_hidden_state, teacher_target, attention_mask, pooling,
-                              embedding_weight);
+                              embedding_weight, global_sum);
 }
 
 }  // namespace headprune::pruner

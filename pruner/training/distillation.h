@@ -1,6 +1,7 @@
 // Self-distillation objectives: the gated student should compute what the dense teacher does.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -24,23 +25,32 @@ struct DistillationLoss {
   std::string describe() const;
 };
 
+/// The sum of a (gradient-free) batch statistic over every rank of a data-parallel job
+/// (ProcessGroup::summed); empty = this process holds the whole batch. The objectives divide by
+/// such global sums, so the ranks' losses add up to the loss of the whole batch and summed
+/// gradients equal one process's.
+using GlobalSum = std::function<torch::Tensor(const torch::Tensor&)>;
+
 /// Encoder objective (no labels):
 ///   hidden    = Σ_real ||h_s − h_t||² / Σ_real ||h_t||²   over real (unpadded) tokens; scale-free
 ///   embedding = mean_b (1 − cos(pool(h_s)_b, pool(h_t)_b))   with the model's own pooling
 ///   total     = hidden + embedding_weight · embedding
-/// student, teacher: [B, T, H]; attention_mask: [B, T]. The teacher carries no gradient.
+/// student, teacher: [B, T, H]; attention_mask: [B, T]. The teacher carries no gradient. The
+/// denominators (Σ_real ||h_t||², the number of sentences) are summed by `global_sum`.
 DistillationLoss encoder_distillation(const torch::Tensor& student, const torch::Tensor& teacher,
                                       const torch::Tensor& attention_mask,
                                       const models::SentencePooling& pooling,
-                                      double embedding_weight);
+                                      double embedding_weight, const GlobalSum& global_sum = {});
 
 /// Language-model objective (Hinton et al. 2015 at temperature 1; the KD loss of MiniLLM /
 /// Sheared-LLaMA's continued pre-training with the dense model as teacher):
 ///   kl = Σ_real Σ_v p_t(v) (log p_t(v) − log p_s(v)) / #real tokens
-/// student_logits, teacher_logits: [B, T, V]; attention_mask: [B, T]. total = kl.
+/// student_logits, teacher_logits: [B, T, V]; attention_mask: [B, T]. total = kl. The token
+/// count is summed by `global_sum`.
 DistillationLoss causal_lm_distillation(const torch::Tensor& student_logits,
                                         const torch::Tensor& teacher_logits,
-                                        const torch::Tensor& attention_mask);
+                                        const torch::Tensor& attention_mask,
+                                        const GlobalSum& global_sum = {});
 
 /// Per-position KL(p_t ‖ p_s) = Σ_v p_t(v) (log p_t(v) − log p_s(v)), in nats.
 /// log_teacher, log_student: log-probabilities [B, T, V] -> [B, T].
@@ -54,6 +64,7 @@ torch::Tensor distillation_target(const models::ModelOutput& teacher);
 /// encoder_distillation. `teacher_target` comes from distillation_target().
 DistillationLoss distillation(const models::ModelOutput& student, const torch::Tensor& teacher_target,
                               const torch::Tensor& attention_mask,
-                              const models::SentencePooling& pooling, double embedding_weight);
+                              const models::SentencePooling& pooling, double embedding_weight,
+                              const GlobalSum& global_sum = {});
 
 }  // namespace headprune::pruner

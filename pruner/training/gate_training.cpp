@@ -10,6 +10,7 @@
 
 #include "models/errors.h"
 #include "models/model_family.h"
+#include "pruner/distributed/process_group.h"
 #include "pruner/training/distillation.h"
 #include "pruner/measure/fidelity.h"
 #include "pruner/report/format.h"
@@ -193,7 +194,7 @@ gates::SparsityMeasure checked_measure(const models::ModelConfig& config, const 
   return measure;
 }
 
-/// What one step computed, for the progress log.
+/// What one step computed, for the progress log (summed over the ranks).
 struct StepResult {
   bool gate_phase = true;
   double loss = 0;
@@ -204,13 +205,17 @@ struct StepResult {
 
 /// One gate-training run, step by step. Phase 1 (steps [0, steps)): the gates and the
 /// multipliers train, the weights are frozen. Phase 2 (--train-weights, steps [steps, total)):
-/// the mask is fixed, the weights train.
+/// the mask is fixed, the weights train. In a data-parallel job every rank runs the same loop on
+/// its share of each batch; the gradients are summed over the ranks before each optimiser
+/// step, so all ranks keep identical gates, multipliers and weights. Only rank 0 writes files.
 class GateTrainer {
  public:
-  GateTrainer(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o)
+  GateTrainer(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o,
+              const ProcessGroup& group)
       : ckpt_(ckpt),
         corpus_(corpus),
         o_(o),
+        group_(group),
         measure_(checked_measure(ckpt.model->config(), corpus, o)),
         total_steps_(o.steps + (o.train_weights ? o.finetune_steps : 0)),
         warmup_(o.warmup_steps >= 0 ? o.warmup_steps : (o.steps * 2) / 5),
@@ -218,7 +223,7 @@ class GateTrainer {
         run_(ckpt, o),
         start_(prepare_out_dir()),
         stream_(corpus.train, o.batch_size, corpus.pad_id, o.seed),
-        progress_(o.out_dir, o.resume),
+        progress_(group.is_main() ? std::make_optional<TrainingProgress>(o.out_dir, o.resume) : std::nullopt),
         teacher_cache_(o.teacher_cache_mib) {
     stream_.skip(start_);
   }
@@ -234,16 +239,15 @@ class GateTrainer {
       if (done % o_.log_every == 0 || done == o_.steps || done == total_steps_)
         log_step(done, result, seconds_since(t0));
       if (done == total_steps_) break;
-      if (const int signal_number = interrupt_signal()) stop_on_signal(signal_number, done);
+      if (signal_) stop_on_signal(signal_, done);
       const bool by_time = o_.save_every_minutes > 0 && seconds_since(last_save) >= 60 * o_.save_every_minutes;
       if ((o_.save_every > 0 && done % o_.save_every == 0) || by_time) {
         save(done);
         last_save = std::chrono::steady_clock::now();
       }
       if (o_.stop_after > 0 && done - start_ >= o_.stop_after) {
-        save(done);
         log::info("stopped after {} steps as asked; continue with --resume", done - start_);
-        return GateState::load(o_.out_dir);
+        return save(done);
       }
     }
     return finish(seconds_since(t0));
@@ -256,7 +260,7 @@ class GateTrainer {
 
   /// Creates the gates folder and, with --resume, restores the snapshot; the first step.
   int64_t prepare_out_dir() {
-    std::filesystem::create_directories(o_.out_dir);
+    if (group_.is_main()) std::filesystem::create_directories(o_.out_dir);
     if (!o_.resume) return 0;
     const auto start = resume_from_snapshot(run_, o_, fingerprint_);
     log::info("resuming at step {} of {}", start, total_steps_);
@@ -264,10 +268,12 @@ class GateTrainer {
   }
 
   void log_start() const {
-    log::info("training gates: {} heads in {} layers, {} steps, batch {}, {} training / {} held-out "
+    log::info("training gates: {} heads in {} layers, {} steps, batch {}{}, {} training / {} held-out "
               "sequences, {}",
               run_.gates->total_heads(), ckpt_.model->config().num_hidden_layers, o_.steps,
-              o_.batch_size, corpus_.train.size(), corpus_.heldout.size(),
+              o_.batch_size,
+              group_.distributed() ? fmt::format(" (shared by {} ranks)", group_.world_size()) : "",
+              corpus_.train.size(), corpus_.heldout.size(),
               o_.target_sparsity
                   ? fmt::format("target sparsity {} ({}) by Lagrangian, warm-up {} steps",
                                 *o_.target_sparsity, gates::to_string(o_.unit), warmup_)
@@ -275,45 +281,76 @@ class GateTrainer {
   }
 
   /// One optimisation step: the teacher's target (cached while frozen), a sample of the gates
-  /// (or the fixed mask in phase 2), distillation + regulariser, and the optimisers' steps.
+  /// (or the fixed mask in phase 2; the same on every rank: the noise is seeded by the step),
+  /// distillation + regulariser, and the optimisers' steps.
   StepResult train_step(int64_t step) {
     StepResult r;
     r.gate_phase = step < o_.steps;
     if (!r.gate_phase && fixed_.empty()) end_gate_phase();
     torch::manual_seed(o_.seed + static_cast<uint64_t>(step) * 7919ULL);  // noise: resumable
-    auto in = stream_.next(o_.device);
+    auto in = stream_.next(o_.device, group_.rank(), group_.world_size());
     auto teacher_target = teacher_cache_.get(
         stream_.last_bucket(), [&] { return distillation_target(run_.teacher->forward(in, nullptr)); });
     auto& g = *run_.gates;
     auto multipliers = r.gate_phase ? g.split(g.sample()) : fixed_;
     last_ = distillation(run_.model.forward(in, &multipliers), teacher_target, in.attention_mask,
-                         ckpt_.pooling, o_.embedding_weight);
+                         ckpt_.pooling, o_.embedding_weight, global_sum());
     r.target = o_.target_sparsity ? gates::ramped_target(*o_.target_sparsity, step, warmup_) : 0;
     r.expected_sparsity = measure_.expected(g);
     r.regularizer = !r.gate_phase         ? torch::zeros({}, r.expected_sparsity.options())
                     : o_.target_sparsity ? run_.lagrangian->penalty(r.expected_sparsity, r.target)
                                          : gates::fixed_l0_penalty(g, o_.l0_lambda);
-    auto total = last_.total + r.regularizer;
-    r.loss = total.item<double>();
+    // Each rank's distillation term is its share of the batch's; the regulariser is counted once.
+    backward(last_.total + r.regularizer / group_.world_size());
+    agree_on_step(in);
+    r.loss = last_.total.item<double>() + r.regularizer.item<double>();
     if (!std::isfinite(r.loss))
       throw Error(fmt::format("the loss became {} at step {} (distillation {}, regulariser {}); "
                               "lower --lr or check the corpus",
                               r.loss, step, last_.total.item<double>(), r.regularizer.item<double>()));
-    optimise(total, r.gate_phase);
-    tokens_ += in.attention_mask.sum().item<double>();
+    step_optimisers(r.gate_phase);
     return r;
   }
 
-  void optimise(const torch::Tensor& total, bool gate_phase) {
+  /// The batch statistics' sum over the ranks (empty in a single process: nothing to sum).
+  GlobalSum global_sum() const {
+    if (!group_.distributed()) return {};
+    return [this](const torch::Tensor& t) { return group_.summed(t); };
+  }
+
+  void backward(const torch::Tensor& total) {
     run_.gate_optimizer.zero_grad();
     run_.lambda_optimizer.zero_grad();
     if (run_.weights_optimizer) run_.weights_optimizer->zero_grad();
-    total.backward();
+    if (total.requires_grad()) total.backward();  // a rank with no rows in phase 2 has nothing
+  }
+
+  /// One collective: the loss parts, the tokens and the stop signals of the step, summed over
+  /// the ranks, so every rank logs, checks and stops alike.
+  void agree_on_step(const models::ModelInputs& in) {
+    const auto value = [](const torch::Tensor& t) { return t.defined() ? t.item<double>() : 0.0; };
+    const int local_signal = interrupt_signal();
+    auto stats = torch::tensor({value(last_.total), value(last_.hidden), value(last_.embedding), value(last_.kl),
+                                in.attention_mask.sum().item<double>(), static_cast<double>(local_signal),
+                                local_signal ? 1.0 : 0.0},
+                               torch::kDouble);
+    group_.all_reduce_sum(stats);
+    const auto sum = [&](int64_t i) { return stats[i].item<double>(); };
+    for (auto [part, i] : {std::pair{&last_.total, 0}, {&last_.hidden, 1}, {&last_.embedding, 2}, {&last_.kl, 3}})
+      if (part->defined()) *part = torch::tensor(sum(i));
+    tokens_ += sum(4);
+    const double signalled = sum(6);
+    signal_ = local_signal ? local_signal : signalled > 0 ? static_cast<int>(std::lround(sum(5) / signalled)) : 0;
+  }
+
+  void step_optimisers(bool gate_phase) {
     if (gate_phase) {
+      group_.sum_gradients({run_.gates->log_alpha, run_.lagrangian->lambda_1, run_.lagrangian->lambda_2});
       run_.lagrangian->flip_gradients();
       run_.gate_optimizer.step();
       if (o_.target_sparsity) run_.lambda_optimizer.step();
     } else {
+      group_.sum_gradients(run_.model.parameters());
       run_.weights_optimizer->step();
     }
   }
@@ -346,22 +383,29 @@ class GateTrainer {
     p.tokens_per_second = tokens_ / std::max(seconds, 1e-9);
     p.seconds = seconds;
     p.eta_seconds = seconds / static_cast<double>(done - start_) * static_cast<double>(total_steps_ - done);
-    progress_.log(p);
+    if (progress_) progress_->log(p);
   }
 
   /// Saves a snapshot after step `done` and ends the run with Interrupted.
   [[noreturn]] void stop_on_signal(int signal_number, int64_t done) {
     save(done);
+    if (!group_.is_main())
+      throw Interrupted(signal_number, fmt::format("rank {}: stopped with the other ranks after step {}",
+                                                   group_.rank(), done));
     throw Interrupted(signal_number,
                       fmt::format("{} received: stopped after step {} of {} with a snapshot in {}; "
                                   "continue with the same command and --resume",
                                   signal_name(signal_number), done, total_steps_, o_.out_dir.string()));
   }
 
-  /// A snapshot for --resume: the gate state so far (gates.json, incomplete) and train_state.pt.
-  void save(int64_t step) {
-    snapshot_state(*run_.gates, run_.model, fingerprint_, measure_, o_, step, false).save(o_.out_dir);
+  /// A snapshot for --resume: the gate state so far (gates.json, incomplete) and train_state.pt,
+  /// written by rank 0. Returns that state.
+  GateState save(int64_t step) {
+    auto state = snapshot_state(*run_.gates, run_.model, fingerprint_, measure_, o_, step, false);
+    if (!group_.is_main()) return state;
+    state.save(o_.out_dir);
     save_snapshot(run_, o_.out_dir, step);
+    return state;
   }
 
   /// The final state: mask, fine-tuned weights, held-out fidelity; saved as gates.json.
@@ -369,6 +413,7 @@ class GateTrainer {
     if (fixed_.empty()) end_gate_phase();
     auto state = final_state_;
     state.step = total_steps_;
+    if (!group_.is_main()) return state;  // rank 0 measures and writes
     if (o_.train_weights) {
       save_weights(run_.model, o_.out_dir);
       state.trained_model = fingerprint_of(run_.model);
@@ -391,6 +436,7 @@ class GateTrainer {
   models::Checkpoint& ckpt_;
   const Corpus& corpus_;
   const GateTrainingOptions& o_;
+  const ProcessGroup& group_;
   const gates::SparsityMeasure measure_;
   const int64_t total_steps_;
   const int64_t warmup_;
@@ -398,9 +444,10 @@ class GateTrainer {
   TrainingRun run_;
   const int64_t start_;
   BatchStream stream_;
-  TrainingProgress progress_;
+  std::optional<TrainingProgress> progress_;  ///< rank 0 only
   TeacherCache teacher_cache_;
   double tokens_ = 0;
+  int signal_ = 0;                   ///< SIGINT/SIGTERM received by any rank this step
   DistillationLoss last_;
   GateState final_state_;            ///< the gates' final state, fixed at the end of phase 1
   models::HeadMultipliers fixed_;    ///< its multipliers, used in phase 2 and for fidelity
@@ -408,8 +455,9 @@ class GateTrainer {
 
 }  // namespace
 
-GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o) {
-  return GateTrainer(ckpt, corpus, o).run();
+GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o,
+                      const ProcessGroup& group) {
+  return GateTrainer(ckpt, corpus, o, group).run();
 }
 
 }  // namespace headprune::pruner

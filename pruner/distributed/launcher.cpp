@@ -1,0 +1,192 @@
+#include "pruner/distributed/launcher.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "models/errors.h"
+#include "pruner/log.h"
+
+namespace headprune::pruner {
+namespace {
+
+volatile std::sig_atomic_t g_pending_signal = 0;
+
+void remember_signal(int signal_number) { g_pending_signal = signal_number; }
+
+/// While alive, SIGINT and SIGTERM are only recorded (in g_pending_signal), for the launcher
+/// to pass on; the previous handlers come back after.
+class SignalsRecorded {
+ public:
+  SignalsRecorded() {
+    struct sigaction action {};
+    action.sa_handler = remember_signal;
+    ::sigaction(SIGINT, &action, &previous_int_);
+    ::sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~SignalsRecorded() {
+    ::sigaction(SIGINT, &previous_int_, nullptr);
+    ::sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  SignalsRecorded(const SignalsRecorded&) = delete;
+  SignalsRecorded& operator=(const SignalsRecorded&) = delete;
+
+ private:
+  struct sigaction previous_int_ {}, previous_term_ {};
+};
+
+/// A TCP port nobody listens on at `addr` now (the kernel's choice for port 0).
+int free_port(const std::string& addr) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw Error(fmt::format("launch: cannot open a socket: {}", std::strerror(errno)));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = 0;
+  if (::inet_pton(AF_INET, addr.c_str(), &a.sin_addr) != 1) a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+  ::close(fd);
+  if (!ok) throw Error(fmt::format("launch: no free port on {}; give one with --master-port", addr));
+  return ntohs(a.sin_port);
+}
+
+/// In the child: the rank's environment, its own process group, SIGTERM when the launcher dies,
+/// then the program. Never returns (exit 127 if the program cannot run).
+[[noreturn]] void exec_rank(const LaunchOptions& o, int rank, int port) {
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  const auto set = [](const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); };
+  set("RANK", std::to_string(rank));
+  set("LOCAL_RANK", std::to_string(rank));
+  set("WORLD_SIZE", std::to_string(o.nproc));
+  set("LOCAL_WORLD_SIZE", std::to_string(o.nproc));
+  set("MASTER_ADDR", o.master_addr);
+  set("MASTER_PORT", std::to_string(port));
+  const auto cores = std::max(1u, std::thread::hardware_concurrency());
+  ::setenv("OMP_NUM_THREADS", std::to_string(std::max(1u, cores / static_cast<unsigned>(o.nproc))).c_str(), 0);
+  std::vector<char*> argv;
+  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  fmt::print(stderr, "headprune launch: cannot run '{}': {}\n", o.command.front(), std::strerror(errno));
+  std::_Exit(127);
+}
+
+/// The exit code a shell reports for a wait status.
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+/// The running ranks and what the launcher has decided about them.
+class Ranks {
+ public:
+  Ranks(const LaunchOptions& o, int port) : o_(o) {
+    for (int rank = 0; rank < o.nproc; ++rank) {
+      const pid_t pid = ::fork();
+      if (pid < 0) {
+        signal_all(SIGKILL);
+        throw Error(fmt::format("launch: cannot start rank {}: {}", rank, std::strerror(errno)));
+      }
+      if (pid == 0) exec_rank(o, rank, port);
+      pids_.push_back(pid);
+    }
+    log::info("launch: {} ranks of '{}' started (rendezvous {}:{})", o.nproc, o.command.front(),
+              o.master_addr, port);
+  }
+
+  /// Waits for every rank; returns the exit code launch() promises.
+  int wait_all() {
+    int running = o_.nproc;
+    while (running > 0) {
+      if (g_pending_signal) forward_signal();
+      if (deadline_ && std::chrono::steady_clock::now() > *deadline_) escalate();
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      --running;
+      on_exit(pid, exit_code(status));
+    }
+    return first_failure_;
+  }
+
+ private:
+  void forward_signal() {
+    const int s = g_pending_signal;
+    g_pending_signal = 0;
+    log::info("launch: {} received, passing it to the ranks", s == SIGINT ? "SIGINT" : "SIGTERM");
+    stopping_ = true;
+    signal_all(s);
+  }
+
+  void on_exit(pid_t pid, int code) {
+    const auto rank = static_cast<int>(std::find(pids_.begin(), pids_.end(), pid) - pids_.begin());
+    if (rank < static_cast<int>(pids_.size())) pids_[static_cast<std::size_t>(rank)] = 0;
+    if (code == 0 || first_failure_ != 0) return;
+    first_failure_ = code;
+    if (stopping_) return;  // the ranks were asked to stop: they snapshot and end on their own
+    log::warn("launch: rank {} (pid {}) exited with code {}; the other ranks stop when they notice (or "
+              "get SIGTERM in {} s)",
+              rank, pid, code, o_.grace_seconds);
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(o_.grace_seconds);
+  }
+
+  /// After a failure: the ranks still running get SIGTERM when the grace period ends, SIGKILL
+  /// kKillAfter later.
+  void escalate() {
+    static constexpr std::chrono::seconds kKillAfter{5};
+    if (!terminated_) {
+      log::warn("launch: ranks still running {} s after the failure: SIGTERM", o_.grace_seconds);
+      signal_all(SIGTERM);
+      terminated_ = true;
+      deadline_ = std::chrono::steady_clock::now() + kKillAfter;
+    } else {
+      signal_all(SIGKILL);
+      deadline_.reset();
+    }
+  }
+
+  void signal_all(int signal_number) {
+    for (const pid_t pid : pids_)
+      if (pid > 0) ::kill(pid, signal_number);
+  }
+
+  const LaunchOptions& o_;
+  std::vector<pid_t> pids_;  ///< 0 once a rank has exited
+  int first_failure_ = 0;
+  bool stopping_ = false;  ///< a signal was passed on
+  bool terminated_ = false;  ///< SIGTERM sent after a failure
+  std::optional<std::chrono::steady_clock::time_point> deadline_;  ///< of the next escalation
+};
+
+}  // namespace
+
+int launch(const LaunchOptions& o) {
+  if (o.nproc < 1) throw UsageError("--nproc must be at least 1");
+  if (o.command.empty()) throw UsageError("launch: no command after --");
+  const int port = o.master_port > 0 ? o.master_port : free_port(o.master_addr);
+  const SignalsRecorded signals;
+  Ranks ranks(o, port);
+  return ranks.wait_all();
+}
+
+}  // namespace headprune::pruner
