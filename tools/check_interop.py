@@ -63,6 +63,10 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
   llama-uneven  5, 8, 0, 8, 4 query heads (layer 2 empty): LlamaForCausalLM cannot build it
               (expected, every version); AutoModelForCausalLM with trust_remote_code=True loads
               it cleanly and decodes 40 greedy tokens as headprune does.
+  torchrun    PyTorch's own launcher (`python -m torch.distributed.run --no-python`, the pinned
+              torch) starts 2 ranks of `headprune train-gates --distributed` on MiniLM (5 steps,
+              batch 8 of the texts); gates.json equals one process's run: the same mask and
+              log_alpha within 1e-5.
 
 Every required cosine must be >= --min-cosine (default 0.99999). Exit 0 when every required
 check passes, 1 otherwise (the reason is printed), 2 for usage errors.
@@ -86,6 +90,7 @@ import io  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import shutil  # noqa: E402
+import socket  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -642,6 +647,41 @@ def case_zero_head(case, exe, model_dir, texts, text_file, work, threshold):
 # --------------------------------------------------------------------------------------------
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def gates_of(folder):
+    """log_alpha and keep of every head in a gates folder, in layer order."""
+    layers = json.loads((folder / "gates.json").read_text())["layers"]
+    return ([a for layer in layers for a in layer["log_alpha"]],
+            [k for layer in layers for k in layer["keep"]])
+
+
+def case_torchrun(case, exe, model_dir, text_file, work):
+    args = ["train-gates", model_dir, "--data", text_file, "--target-sparsity", "0.5", "--steps", "5",
+            "--batch-size", "8", "--threads", "1", "--force"]
+    run_headprune([*args, "-o", work / "gates-one"], exe, "train-gates (1 process)")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--no-python", "--nnodes", "1",
+           "--nproc-per-node", "2", "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+           str(exe), *[str(a) for a in args], "-o", str(work / "gates-torchrun"), "--distributed",
+           "--dist-timeout", "120"]
+    print(f"  $ {' '.join(cmd)}", flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, encoding="utf-8", errors="replace",
+                          timeout=900)
+    if proc.returncode != 0:
+        raise CheckFailed(f"torchrun failed (exit {proc.returncode}):\n{proc.stderr.strip()[-2000:]}")
+    one, one_keep = gates_of(work / "gates-one")
+    two, two_keep = gates_of(work / "gates-torchrun")
+    case.max_diff = max(abs(a - b) for a, b in zip(one, two))
+    if one_keep != two_keep:
+        raise CheckFailed(f"the masks differ: {one_keep} vs {two_keep}")
+    if case.max_diff > 1e-5:
+        raise CheckFailed(f"log_alpha differs by {case.max_diff:.2e} (limit 1e-5)")
+
+
 def load_texts(path):
     cases = json.loads(Path(path).read_text(encoding="utf-8"))["cases"]
     texts = [c["text"].replace("\r", " ").replace("\n", " ") for c in cases]
@@ -724,6 +764,7 @@ def main():
         (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama 6 of 8 heads"), lambda c: case_llama_indivisible(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama uneven, empty layer"), lambda c: case_llama_uneven(c, exe, work)),
+        (Case("torchrun, 2 ranks = 1 process"), lambda c: case_torchrun(c, exe, model_dir, text_file, work)),
     ]
     if HAVE_ORT:
         steps += [

@@ -45,6 +45,12 @@ int int_variable(std::initializer_list<const char*> names, int low, int high, st
   return static_cast<int>(value);
 }
 
+/// True under torchrun, whose agent serves the store on MASTER_PORT.
+bool torchrun_agent_store() {
+  const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  return agent != nullptr && std::string(agent) == "True";
+}
+
 }  // namespace
 
 DistributedEnvironment DistributedEnvironment::from_environment() {
@@ -55,7 +61,7 @@ DistributedEnvironment DistributedEnvironment::from_environment() {
   const auto addr = first_set({"MASTER_ADDR"});
   if (!addr) throw Error(fmt::format("--distributed: MASTER_ADDR is not set; {}", kHowToStart));
   e.master_addr = addr->second;
-  e.master_port = int_variable({"MASTER_PORT"}, 1, 65535, std::nullopt);
+  e.master_port = int_variable({"MASTER_PORT"}, 1, torchrun_agent_store() ? 65534 : 65535, std::nullopt);
   return e;
 }
 
@@ -83,6 +89,19 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const std::string& master
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
+/// The rendezvous store, served by rank 0 on MASTER_PORT. Under torchrun
+/// (TORCHELASTIC_USE_AGENT_STORE=True) the agent already serves a store there, whose protocol
+/// Debian's LibTorch 1.13 client does not speak (torch 2.15's torchrun: a socket timeout, and a
+/// reset with USE_LIBUV=0): rank 0 then serves ours on MASTER_PORT + 1.
+c10::intrusive_ptr<c10d::Store> rendezvous_store(const DistributedEnvironment& env, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(env.master_port + (torchrun_agent_store() ? 1 : 0));
+  options.isServer = env.rank == 0;
+  options.numWorkers = static_cast<std::size_t>(env.world_size);
+  options.timeout = timeout;
+  return c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+}
+
 /// The first line of a c10d/Gloo message (they append C++ stack traces).
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -102,19 +121,14 @@ ProcessGroup ProcessGroup::join(const DistributedOptions& o, const torch::Device
   g.impl_ = std::make_unique<Impl>();
   g.impl_->timeout = timeout;
   try {
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<std::uint16_t>(env.master_port);
-    store_options.isServer = env.rank == 0;
-    store_options.numWorkers = static_cast<std::size_t>(env.world_size);
-    store_options.timeout = timeout;
-    auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
+    auto store = rendezvous_store(env, timeout);
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
     options->devices.push_back(gloo_device(env.master_addr));
     g.impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, options);
   } catch (const std::exception& e) {
     throw Error(fmt::format("--distributed: rank {} of {} could not meet its peers at {}:{} within {} s "
                             "(--dist-timeout): {}",
-                            env.rank, env.world_size, env.master_addr, env.master_port,
+                            env.rank, env.world_size, env.master_addr, env.master_port + (torchrun_agent_store() ? 1 : 0),
                             o.timeout_seconds, first_line(e.what())));
   }
   return g;
