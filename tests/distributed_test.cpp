@@ -123,7 +123,7 @@ CATCH_TEST_CASE("2 ranks over Gloo train the gates 1 process does with the same 
   CATCH_CHECK(lines == 30);
 }
 
-CATCH_TEST_CASE("SIGTERM to the launcher: every rank stops at the same step, --resume finishes the run",
+CATCH_TEST_CASE("SIGTERM to the launcher: every rank stops at the same step, 1 process resumes to the same gates",
                 "[distributed][signal]") {
   testing::Workspace w("dist-sigterm");
   CATCH_REQUIRE(run_binary(train_gates_args(w, w.dir / "full", 200)) == 0);
@@ -137,7 +137,7 @@ CATCH_TEST_CASE("SIGTERM to the launcher: every rank stops at the same step, --r
   CATCH_CHECK((snapshot.step >= 5 && snapshot.step < 200));
   auto resume = train_gates_args(w, out, 200);
   resume.push_back("--resume");
-  CATCH_REQUIRE(run_binary(launched(2, resume)) == 0);
+  CATCH_REQUIRE(run_binary(launched(1, resume)) == 0);  // the snapshot resumes with any world size
   check_same_gates(w.dir / "full", out);
 }
 

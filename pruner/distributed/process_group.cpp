@@ -171,14 +171,14 @@ void ProcessGroup::sum_gradients(const std::vector<torch::Tensor>& parameters) c
   if (!distributed()) return;
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> grads;
-  for (auto p : parameters) {
+  for (const auto& p : parameters) {
     if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
     grads.push_back(p.grad().reshape(-1));
   }
   auto flat = torch::cat(grads);
   all_reduce_sum(flat);
   int64_t offset = 0;
-  for (auto p : parameters) {
+  for (const auto& p : parameters) {
     const auto n = p.numel();
     p.mutable_grad().copy_(flat.slice(0, offset, offset + n).view_as(p));
     offset += n;
