@@ -39,6 +39,10 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
                "quality only (speedup \"not measured\")");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
+  if (const int world = pruner::DistributedEnvironment::launched_world_size(); world > 1)
+    throw UsageError(fmt::format("sweep does not run data-parallel (WORLD_SIZE={} is set by a launcher): run "
+                                 "`prune --distributed` once per target instead",
+                                 world));
   pruner::SweepOptions o;
   o.targets = parse_targets(targets);
   // The job template needs one target to validate its flags; each run sets its own.

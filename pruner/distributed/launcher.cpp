@@ -65,6 +65,20 @@ int free_port(const std::string& addr) {
   return ntohs(a.sin_port);
 }
 
+/// True if `program` names an executable file, directly (with a '/') or found in PATH.
+bool runnable(const std::string& program) {
+  if (program.find('/') != std::string::npos) return ::access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const auto end = std::min(dirs.find(':', start), dirs.size());
+    const auto dir = dirs.substr(start, end - start);
+    if (::access(((dir.empty() ? "." : dir) + "/" + program).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 /// In the child: the rank's environment, its own process group, SIGTERM when the launcher dies,
 /// then the program. Never returns (exit 127 if the program cannot run).
 [[noreturn]] void exec_rank(const LaunchOptions& o, int rank, int port) {
@@ -183,6 +197,8 @@ class Ranks {
 int launch(const LaunchOptions& o) {
   if (o.nproc < 1) throw UsageError("--nproc must be at least 1");
   if (o.command.empty()) throw UsageError("launch: no command after --");
+  if (!runnable(o.command.front()))
+    throw Error(fmt::format("launch: cannot run '{}': no such executable file (nor in PATH)", o.command.front()));
   const int port = o.master_port > 0 ? o.master_port : free_port(o.master_addr);
   const SignalsRecorded signals;
   Ranks ranks(o, port);

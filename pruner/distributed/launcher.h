@@ -27,7 +27,8 @@ struct LaunchOptions {
 /// 5 s later. Messages go to stderr.
 /// @returns 0 when every rank exited 0, else the first failure's exit code (128 + signal
 ///          for a rank ended by a signal).
-/// @throws headprune::Error if a process cannot be started or no free port is found.
+/// @throws headprune::Error if the program is not an executable file (or not in PATH), a process
+///         cannot be started or no free port is found.
 int launch(const LaunchOptions& options);
 
 }  // namespace headprune::pruner
