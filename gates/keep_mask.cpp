@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -48,11 +49,17 @@ SparsityMeasure head_count_measure(size_t heads) {
   return m;
 }
 
-/// Whether every layer still holds its minimum after removals leave `kept` heads per layer.
-bool within_minimums(const std::vector<int64_t>& kept, const std::vector<int64_t>& heads_per_layer,
-                     const MaskConstraints& c) {
+/// Whether a layer of `heads` heads may keep `kept`: at least its minimum, and a multiple of
+/// head_multiple unless it keeps them all.
+bool allowed_count(int64_t kept, int64_t heads, const MaskConstraints& c) {
+  return kept >= layer_minimum(heads, c) && (kept == heads || kept % std::max<int64_t>(1, c.head_multiple) == 0);
+}
+
+/// Whether every layer's count is allowed after removals leave `kept` heads per layer.
+bool within_constraints(const std::vector<int64_t>& kept, const std::vector<int64_t>& heads_per_layer,
+                        const MaskConstraints& c) {
   for (size_t l = 0; l < kept.size(); ++l)
-    if (kept[l] < layer_minimum(heads_per_layer[l], c)) return false;
+    if (!allowed_count(kept[l], heads_per_layer[l], c)) return false;
   return true;
 }
 
@@ -74,6 +81,40 @@ std::vector<std::map<int64_t, std::vector<int64_t>>> groups_by_layer(
   for (size_t i = 0; i < layer.size(); ++i)
     groups[layer[i]][c.head_group.empty() ? static_cast<int64_t>(i) : c.head_group[i]].push_back(static_cast<int64_t>(i));
   return groups;
+}
+
+/// Joins `a` and `b` (units of one layer) into one unit.
+Unit joined(Unit a, const Unit& b) {
+  const auto n = static_cast<double>(a.heads.size()), m = static_cast<double>(b.heads.size());
+  a.score = (a.score * n + b.score * m) / (n + m);
+  a.cost += b.cost;
+  a.heads.insert(a.heads.end(), b.heads.begin(), b.heads.end());
+  return a;
+}
+
+/// head_multiple: per layer, the units in ascending score joined until the heads left are a
+/// multiple of head_multiple (the last one leaves 0), so removing them in order keeps every
+/// layer's count allowed.
+std::vector<Unit> chunked(const std::vector<Unit>& units, const std::vector<int64_t>& heads_per_layer,
+                          int64_t multiple) {
+  std::vector<std::vector<Unit>> per_layer(heads_per_layer.size());
+  for (const auto& u : units) per_layer[u.layer].push_back(u);
+  std::vector<Unit> chunks;
+  for (size_t l = 0; l < per_layer.size(); ++l) {
+    auto& layer = per_layer[l];
+    std::stable_sort(layer.begin(), layer.end(), [](const Unit& a, const Unit& b) { return a.score < b.score; });
+    int64_t left = heads_per_layer[l];
+    std::optional<Unit> open;
+    for (const auto& u : layer) {
+      open = open ? joined(*open, u) : u;
+      left -= static_cast<int64_t>(u.heads.size());
+      if (left % multiple == 0) {
+        chunks.push_back(std::move(*open));
+        open.reset();
+      }
+    }
+  }
+  return chunks;
 }
 
 /// uniform_layers: level k joins the k-th unit (ascending score) of every layer, so removing
@@ -143,8 +184,9 @@ std::vector<Unit> removal_units(const std::vector<double>& score, const std::vec
       }
     }
   }
-  // Ascending score; within a layer a uniform level never precedes a lower one (its mean is
-  // at least as large, and ties keep the creation order).
+  if (c.head_multiple > 1) units = chunked(units, heads_per_layer, c.head_multiple);
+  // Ascending score; within a layer a uniform level (or a chunk) never precedes a lower one
+  // (its mean is at least as large, and ties keep the creation order).
   std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.score < b.score; });
   return c.uniform_layers ? layer_levels(units, heads_per_layer.size()) : units;
 }
@@ -159,7 +201,7 @@ std::set<int64_t> reachable_counts(const std::vector<int64_t>& heads_per_layer, 
     std::vector<int64_t> kept(heads_per_layer);
     for (const auto& level : removal_units(zero, heads_per_layer, head_count_measure(layer.size()), c)) {
       for (auto h : level.heads) --kept[layer[h]];
-      if (!within_minimums(kept, heads_per_layer, c)) return counts;
+      if (!within_constraints(kept, heads_per_layer, c)) return counts;
       counts.insert(removed += static_cast<int64_t>(level.heads.size()));
     }
     return counts;
@@ -184,7 +226,8 @@ std::set<int64_t> reachable_counts(const std::vector<int64_t>& heads_per_layer, 
     }
     std::set<int64_t> next;
     for (auto a : total)
-      for (auto b : layer) next.insert(a + b);
+      for (auto b : layer)
+        if (allowed_count(heads_per_layer[l] - b, heads_per_layer[l], c)) next.insert(a + b);
     total = std::move(next);
   }
   return total;
@@ -200,11 +243,11 @@ std::vector<bool> select(const std::vector<Unit>& units, const std::vector<int64
   for (const auto& u : units) {
     auto left = kept;
     for (auto h : u.heads) --left[layer[h]];
-    if (!within_minimums(left, heads_per_layer, c)) continue;
+    if (!within_constraints(left, heads_per_layer, c)) continue;
     const double after = removed + u.cost;
     // Remove while it brings us closer; ties (exactly halfway) round towards removing.
     if (std::abs(after - goal) > std::abs(removed - goal) + 1e-9 * measure.total_cost) {
-      if (c.group_rule == GroupRule::kNone) break;
+      if (c.group_rule == GroupRule::kNone && c.head_multiple <= 1) break;
       continue;  // a smaller unit later may still fit
     }
     for (auto h : u.heads) keep[h] = false;
@@ -212,6 +255,28 @@ std::vector<bool> select(const std::vector<Unit>& units, const std::vector<int64
     removed = after;
   }
   return keep;
+}
+
+/// The options that restrict which head counts can be removed ("--gqa-mode uniform with
+/// --uniform-layers") and how they remove heads, for validate_target's message.
+std::pair<std::string, std::string> removal_rule(const MaskConstraints& c) {
+  std::string rule = c.group_rule == GroupRule::kNone ? "" : fmt::format("--gqa-mode {}", to_string(c.group_rule));
+  std::string how = c.group_rule == GroupRule::kUniform       ? "one per KV group at a time, keeping the groups even"
+                    : c.group_rule == GroupRule::kWholeGroups ? "as whole KV groups"
+                    : c.uniform_layers                        ? "one per layer at a time"
+                                                              : "";
+  const auto add = [](std::string& text, const std::string& more, const char* joint) {
+    text += (text.empty() ? "" : joint) + more;
+  };
+  if (c.head_multiple > 1) {
+    add(rule, fmt::format("--head-multiple {}", c.head_multiple), " with ");
+    add(how, fmt::format("so that every layer keeps a multiple of {} heads (or all of them)", c.head_multiple), ", ");
+  }
+  if (c.uniform_layers) {
+    add(rule, "--uniform-layers", " with ");
+    how += ", in every layer alike";
+  }
+  return {rule, how};
 }
 
 }  // namespace
@@ -237,7 +302,7 @@ std::vector<bool> keep_mask_from_gates(const torch::Tensor& gate, const torch::T
                                        const MaskConstraints& constraints) {
   const auto g = to_vector(gate);
   const auto n = static_cast<int64_t>(g.size());
-  if (constraints.group_rule != GroupRule::kNone || constraints.uniform_layers) {
+  if (constraints.group_rule != GroupRule::kNone || constraints.uniform_layers || constraints.head_multiple > 1) {
     // Remove as many heads as gates closed, rounded to what the rules can remove.
     int64_t closed = 0;
     for (auto v : g) closed += v <= 0;
@@ -282,15 +347,16 @@ void validate_target(double target, const std::vector<int64_t>& heads_per_layer,
   const double reachable = max_sparsity(heads_per_layer, measure, constraints);
   if (target > reachable + 1e-9)
     throw Error(fmt::format(
-        "target sparsity {:.3f} ({}) cannot be reached: with --min-heads-per-layer {}{} at most "
+        "target sparsity {:.3f} ({}) cannot be reached: with --min-heads-per-layer {}{}{} at most "
         "{:.3f} can be removed{}",
         target, to_string(measure.unit), constraints.min_heads_per_layer,
         constraints.group_rule == GroupRule::kNone ? "" : fmt::format(" and --gqa-mode {}", to_string(constraints.group_rule)),
+        constraints.head_multiple > 1 ? fmt::format(" and --head-multiple {}", constraints.head_multiple) : "",
         reachable,
         constraints.min_heads_per_layer > 0 ? " (use --allow-empty-layers or lower the minimum)"
                                             : ""));
   if (measure.unit != SparsityUnit::kHeads ||
-      (constraints.group_rule == GroupRule::kNone && !constraints.uniform_layers))
+      (constraints.group_rule == GroupRule::kNone && !constraints.uniform_layers && constraints.head_multiple <= 1))
     return;
   const auto total = static_cast<int64_t>(measure.head_cost.size());
   const auto want = static_cast<int64_t>(std::llround(target * static_cast<double>(total)));
@@ -298,25 +364,21 @@ void validate_target(double target, const std::vector<int64_t>& heads_per_layer,
   if (counts.count(want)) return;
   auto above = counts.lower_bound(want);
   const int64_t below = *std::prev(above);
-  const std::string rule =
-      constraints.group_rule == GroupRule::kNone ? "" : fmt::format("--gqa-mode {}", to_string(constraints.group_rule));
-  const std::string how =
-      constraints.group_rule == GroupRule::kUniform ? "one per KV group at a time, keeping the groups even"
-      : constraints.group_rule == GroupRule::kWholeGroups ? "as whole KV groups"
-                                                          : "one per layer at a time";
+  const auto [rule, how] = removal_rule(constraints);
   throw Error(fmt::format(
-      "target sparsity {} asks to remove {} of {} query heads, but {} removes heads only {}{} "
+      "target sparsity {} asks to remove {} of {} query heads, but {} removes heads only {} "
       "(per layer: {}), so {} cannot be removed exactly; nearest: {} ({:.3f}){}. Choose one of "
       "those targets{}",
       target, want, total,
-      constraints.uniform_layers ? (rule.empty() ? "--uniform-layers" : rule + " with --uniform-layers") : rule,
-      how, constraints.uniform_layers ? ", in every layer alike" : "",
+      rule, how,
       fmt::format("{} heads", fmt::join(heads_per_layer, "/")), want, below,
       static_cast<double>(below) / static_cast<double>(total),
       above == counts.end() ? std::string()
                             : fmt::format(" or {} ({:.3f})", *above,
                                           static_cast<double>(*above) / static_cast<double>(total)),
-      constraints.group_rule == GroupRule::kNone ? " or drop --uniform-layers" : " or another --gqa-mode"));
+      constraints.head_multiple > 1         ? " or another --head-multiple"
+      : constraints.group_rule == GroupRule::kNone ? " or drop --uniform-layers"
+                                                   : " or another --gqa-mode"));
 }
 
 std::vector<bool> keep_mask_for_target(const torch::Tensor& score,

@@ -35,6 +35,11 @@ struct MaskConstraints {
   /// so the export is a plain config (one num_attention_heads / num_key_value_heads) that
   /// every reader accepts. Needs every layer to hold the same heads.
   bool uniform_layers = false;
+  /// Every layer keeps a multiple of this many heads, or all of its heads (so that, e.g., kept
+  /// heads × head_dim stays a multiple of the 64 or 128 that quantised and tensor-core kernels
+  /// want; TensorRT-LLM issue 988, llm-awq issue 29). A layer's removal units are taken in
+  /// ascending score and joined until the count left is such a multiple. 1 = no constraint.
+  int64_t head_multiple = 1;
 };
 
 /// Keep-mask from deterministic gate values: head i is kept iff gate[i] > 0; then layers below

@@ -209,3 +209,48 @@ CATCH_TEST_CASE("uniform layers with GQA: the same query heads per KV group in e
   CATCH_CHECK_THROWS_WITH(gates::validate_target(0.25, layers, head_measure(8), c),
                           Catch::Contains("nearest: 0") && Catch::Contains("or 4"));
 }
+
+CATCH_TEST_CASE("head multiple: every layer keeps a multiple of K heads or all of them", "[gates]") {
+  // 2 layers x 12 heads (MiniLM's shape); layer 0 holds the lower scores, head 0 the lowest.
+  const std::vector<int64_t> layers = {12, 12};
+  std::vector<double> s;
+  for (int i = 0; i < 24; ++i) s.push_back(i < 12 ? i : 100 + i);
+  const auto score = torch::tensor(s);
+  const auto kept_in = [](const std::vector<bool>& keep, int l) {
+    return std::count(keep.begin() + 12 * l, keep.begin() + 12 * l + 12, true);
+  };
+  // K = 8: a layer keeps 12 or 8 (or 0 without a minimum); the first chunk is its 4 lowest heads.
+  gates::MaskConstraints c{1, gates::GroupRule::kNone, {}, false, 8};
+  auto keep = gates::keep_mask_for_target(score, layers, head_measure(24), 4.0 / 24, c);
+  CATCH_CHECK(kept_in(keep, 0) == 8);
+  CATCH_CHECK(kept_in(keep, 1) == 12);
+  CATCH_CHECK_FALSE((keep[0] || keep[1] || keep[2] || keep[3]));
+  CATCH_CHECK_THROWS_WITH(gates::validate_target(0.25, layers, head_measure(24), c),
+                          Catch::Contains("--head-multiple 8") && Catch::Contains("nearest: 4") &&
+                              Catch::Contains("or 8"));
+  CATCH_CHECK(gates::max_sparsity(layers, head_measure(24), c) == Approx(8.0 / 24));
+  c.min_heads_per_layer = 0;  // 12 heads of one layer go at once: all of layer 0
+  keep = gates::keep_mask_for_target(score, layers, head_measure(24), 0.5, c);
+  CATCH_CHECK(kept_in(keep, 0) == 0);
+  CATCH_CHECK(kept_in(keep, 1) == 12);
+
+  // K = 2: even counts; the lowest heads go in pairs, layer 0 down to 2 (its minimum is 1).
+  gates::MaskConstraints even{1, gates::GroupRule::kNone, {}, false, 2};
+  keep = gates::keep_mask_for_target(score, layers, head_measure(24), 0.5, even);
+  CATCH_CHECK(kept_in(keep, 0) == 2);
+  CATCH_CHECK(kept_in(keep, 1) == 10);
+  // From gates: 5 closed gates -> the nearest even count (4; ties round down), lowest heads first.
+  std::vector<double> g(24, 1.0);
+  for (int i : {0, 1, 2, 13, 14}) g[i] = 0;
+  keep = gates::keep_mask_from_gates(torch::tensor(g), score, layers, even);
+  CATCH_CHECK(std::count(keep.begin(), keep.end(), false) == 4);
+  CATCH_CHECK(kept_in(keep, 0) % 2 == 0);
+
+  // With GQA groups of 2 and K = 4, a 4-head layer keeps 4 or 0: whole layers go.
+  gates::MaskConstraints groups{0, gates::GroupRule::kWholeGroups, {0, 0, 1, 1, 0, 0, 1, 1}, false, 4};
+  keep = gates::keep_mask_for_target(torch::tensor({5., 1., 4., 3., 9., 8., 7., 6.}), {4, 4}, head_measure(8),
+                                     0.5, groups);
+  CATCH_CHECK(keep == std::vector<bool>{false, false, false, false, true, true, true, true});
+  CATCH_CHECK_THROWS_WITH(gates::validate_target(0.25, {4, 4}, head_measure(8), groups),
+                          Catch::Contains("as whole KV groups, so that every layer keeps a multiple of 4"));
+}

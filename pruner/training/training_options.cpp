@@ -228,6 +228,10 @@ std::vector<TrainingOption> gate_rows() {
                     "keeps the same number (HF-compatible), 'groups' removes whole KV groups, 'none' "
                     "ignores groups (headprune-only checkpoints); no effect on models without GQA"),
       uniform_layers_row(),
+      run_option("head-multiple", int64_t{1}, "head_multiple",
+                 [](auto& o) -> auto& { return o.constraints.head_multiple; }, &positive<int64_t>, ">= 1",
+                 "every layer keeps a multiple of K heads (or all of them), e.g. so that kept heads x "
+                 "head_dim is a multiple of 64 for quantised kernels; the target must be reachable in such steps"),
       switch_option("allow-empty-layers", "let layers lose all their heads (sets --min-heads-per-layer "
                     "0; older transformers versions cannot load such a checkpoint)"),
       recorded_only("gamma", [](auto& o) -> auto& { return o.gate.gamma; }),
