@@ -32,12 +32,12 @@ CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[option
   std::set<std::string> recorded;
   for (const auto& [key, value] : record.items()) recorded.insert(key);
   CATCH_CHECK(recorded == table_keys);
-  // The settings docs/formats.md lists for gates.json.
+  // Every setting gates.json records (docs/formats.md: "settings").
   CATCH_CHECK(recorded == std::set<std::string>{
                               "steps", "batch_size", "learning_rate", "lambda_learning_rate",
                               "target_sparsity", "sparsity_unit", "flops_seq_len", "l0_lambda",
                               "warmup_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
-                              "min_heads_per_layer", "gqa_mode", "uniform_layers", "embedding_weight", "train_weights",
+                              "min_heads_per_layer", "gqa_mode", "uniform_layers", "head_multiple", "embedding_weight", "train_weights",
                               "finetune_steps", "weights_learning_rate", "seed", "corpus"});
 }
 
