@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -79,27 +80,45 @@ bool runnable(const std::string& program) {
   return false;
 }
 
-/// In the child: the rank's environment, its own process group, SIGTERM when the launcher dies,
-/// then the program. Never returns (exit 127 if the program cannot run).
-[[noreturn]] void exec_rank(const LaunchOptions& o, int rank, int port) {
-  ::setpgid(0, 0);
-  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-  const auto set = [](const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); };
-  set("RANK", std::to_string(rank));
-  set("LOCAL_RANK", std::to_string(rank));
-  set("WORLD_SIZE", std::to_string(o.nproc));
-  set("LOCAL_WORLD_SIZE", std::to_string(o.nproc));
-  set("MASTER_ADDR", o.master_addr);
-  set("MASTER_PORT", std::to_string(port));
-  const auto cores = std::max(1u, std::thread::hardware_concurrency());
-  ::setenv("OMP_NUM_THREADS", std::to_string(std::max(1u, cores / static_cast<unsigned>(o.nproc))).c_str(), 0);
-  std::vector<char*> argv;
-  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  ::execvp(argv[0], argv.data());
-  fmt::print(stderr, "headprune launch: cannot run '{}': {}\n", o.command.front(), std::strerror(errno));
-  std::_Exit(127);
-}
+/// What one rank runs: its argv and environment, built before fork() (the child of a process
+/// with threads may only call async-signal-safe functions until exec).
+struct RankProcess {
+  std::vector<std::string> args, env;
+  std::vector<char*> argv, envp;
+  std::string exec_failed;  ///< the message the child writes if exec fails
+
+  RankProcess(const LaunchOptions& o, int rank, int port) : args(o.command) {
+    std::map<std::string, std::string> vars;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry(*e);
+      const auto eq = entry.find('=');
+      if (eq != std::string::npos) vars[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+    const auto cores = std::max(1u, std::thread::hardware_concurrency());
+    vars.emplace("OMP_NUM_THREADS", std::to_string(std::max(1u, cores / static_cast<unsigned>(o.nproc))));
+    vars["RANK"] = vars["LOCAL_RANK"] = std::to_string(rank);
+    vars["WORLD_SIZE"] = vars["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc);
+    vars["MASTER_ADDR"] = o.master_addr;
+    vars["MASTER_PORT"] = std::to_string(port);
+    for (const auto& [name, value] : vars) env.push_back(name + "=" + value);
+    for (auto& a : args) argv.push_back(a.data());
+    for (auto& e : env) envp.push_back(e.data());
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    exec_failed = fmt::format("headprune launch: cannot run '{}'\n", o.command.front());
+  }
+
+  /// In the child: its own process group, SIGTERM when the launcher dies, then the program.
+  /// Never returns (exit 127 if the program cannot run).
+  [[noreturn]] void exec() {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    const auto written = ::write(STDERR_FILENO, exec_failed.data(), exec_failed.size());
+    static_cast<void>(written);
+    ::_exit(127);
+  }
+};
 
 /// The exit code a shell reports for a wait status.
 int exit_code(int status) {
@@ -113,12 +132,13 @@ class Ranks {
  public:
   Ranks(const LaunchOptions& o, int port) : o_(o) {
     for (int rank = 0; rank < o.nproc; ++rank) {
+      RankProcess process(o, rank, port);
       const pid_t pid = ::fork();
       if (pid < 0) {
         signal_all(SIGKILL);
         throw Error(fmt::format("launch: cannot start rank {}: {}", rank, std::strerror(errno)));
       }
-      if (pid == 0) exec_rank(o, rank, port);
+      if (pid == 0) process.exec();
       pids_.push_back(pid);
     }
     log::info("launch: {} ranks of '{}' started (rendezvous {}:{})", o.nproc, o.command.front(),
