@@ -233,9 +233,11 @@ std::set<int64_t> reachable_counts(const std::vector<int64_t>& heads_per_layer, 
   return total;
 }
 
-/// Removes units in ascending score while that brings the removed cost closer to `goal`.
+/// Removes units in ascending score while that brings the removed cost closer to `goal` (or,
+/// `at_least`, until it reaches `goal`).
 std::vector<bool> select(const std::vector<Unit>& units, const std::vector<int64_t>& heads_per_layer,
-                         const SparsityMeasure& measure, double goal, const MaskConstraints& c) {
+                         const SparsityMeasure& measure, double goal, const MaskConstraints& c,
+                         bool at_least = false) {
   const auto layer = layer_of_heads(heads_per_layer);
   std::vector<bool> keep(layer.size(), true);
   std::vector<int64_t> kept(heads_per_layer);
@@ -244,9 +246,10 @@ std::vector<bool> select(const std::vector<Unit>& units, const std::vector<int64
     auto left = kept;
     for (auto h : u.heads) --left[layer[h]];
     if (!within_constraints(left, heads_per_layer, c)) continue;
+    if (at_least && removed >= goal - 1e-9 * measure.total_cost) break;
     const double after = removed + u.cost;
     // Remove while it brings us closer; ties (exactly halfway) round towards removing.
-    if (std::abs(after - goal) > std::abs(removed - goal) + 1e-9 * measure.total_cost) {
+    if (!at_least && std::abs(after - goal) > std::abs(removed - goal) + 1e-9 * measure.total_cost) {
       if (c.group_rule == GroupRule::kNone && c.head_multiple <= 1) break;
       continue;  // a smaller unit later may still fit
     }
@@ -384,10 +387,10 @@ void validate_target(double target, const std::vector<int64_t>& heads_per_layer,
 std::vector<bool> keep_mask_for_target(const torch::Tensor& score,
                                        const std::vector<int64_t>& heads_per_layer,
                                        const SparsityMeasure& measure, double target,
-                                       const MaskConstraints& constraints) {
+                                       const MaskConstraints& constraints, bool at_least) {
   validate_target(target, heads_per_layer, measure, constraints);
   return select(removal_units(to_vector(score), heads_per_layer, measure, constraints),
-                heads_per_layer, measure, target * measure.total_cost, constraints);
+                heads_per_layer, measure, target * measure.total_cost, constraints, at_least);
 }
 
 }  // namespace headprune::gates

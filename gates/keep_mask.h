@@ -57,13 +57,15 @@ std::vector<bool> keep_mask_from_gates(const torch::Tensor& gate, const torch::T
 /// one brings the sparsity closer to `target`. Units: single heads (kNone); whole KV groups
 /// (kWholeGroups); per layer, the lowest-scoring remaining query head of every group at once
 /// (kUniform). With the heads unit this removes exactly round(target · N) heads.
+/// With `at_least` (a budget) units are removed until the removed cost reaches target · total
+/// (never less; at most one unit more), instead of the count nearest to it.
 /// @throws headprune::Error if the target cannot be reached under the constraints (the
 ///         message gives the reachable maximum), or, for the heads unit, if round(target · N)
 ///         heads cannot be removed in the rule's units (the message gives the nearest counts).
 std::vector<bool> keep_mask_for_target(const torch::Tensor& score,
                                        const std::vector<int64_t>& heads_per_layer,
                                        const SparsityMeasure& measure, double target,
-                                       const MaskConstraints& constraints);
+                                       const MaskConstraints& constraints, bool at_least = false);
 
 /// The highest sparsity the constraints allow (removing the cheapest-to-keep heads first is not
 /// needed: constraints are per layer, so this removes all heads above each layer's minimum).

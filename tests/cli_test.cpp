@@ -133,3 +133,32 @@ CATCH_TEST_CASE("sweep prunes at every target and plots quality against speed", 
                    "--out", (w.dir / "bad").string()}) == 1);
   CATCH_CHECK_FALSE(fs::exists(w.dir / "bad" / "target-50"));
 }
+
+CATCH_TEST_CASE("--target-params: the mask stays within the budget and within one head of it", "[cli][budget]") {
+  testing::Workspace w("budget");
+  const auto ckpt = models::load_checkpoint(w.model, torch::kCPU);
+  int64_t total = 0;
+  for (const auto& p : ckpt.model->parameters()) total += p.numel();
+  // One head of the tiny BERT (hidden 32, head size 8): Q, K, V rows + biases and O columns.
+  const int64_t per_head = 4 * 32 * 8 + 3 * 8;
+  const auto out = w.dir / "g";
+  for (const auto& budget : {std::to_string(total - 2500), std::string("90%")}) {
+    CATCH_REQUIRE(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-params", budget,
+                       "--steps", "20", "--min-heads-per-layer", "0", "-o", out.string(), "--force"}) == 0);
+    const auto summary = nlohmann::json::parse(testing::read_text(out / "gates.json"))["summary"];
+    const double allowed = summary["target_params"].get<double>();
+    const auto achieved = summary["achieved_params"].get<int64_t>();
+    CATCH_INFO("budget " << budget << ": allowed " << allowed << ", achieved " << achieved);
+    CATCH_CHECK(static_cast<double>(achieved) <= allowed);
+    CATCH_CHECK(static_cast<double>(achieved) > allowed - static_cast<double>(per_head));
+  }
+  // A budget the dense model meets, one below every head removed, and a malformed one.
+  CATCH_CHECK(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-params",
+                   std::to_string(total), "-o", out.string(), "--force"}) == 1);
+  CATCH_CHECK(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-params", "1000",
+                   "-o", out.string(), "--force"}) == 1);
+  CATCH_CHECK(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-params", "12 heads",
+                   "-o", out.string()}) == 2);
+  CATCH_CHECK(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-params", "90%",
+                   "--target-sparsity", "0.5", "-o", out.string()}) == 2);
+}

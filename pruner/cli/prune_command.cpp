@@ -23,6 +23,12 @@ void print_summary(const nlohmann::json& s) {
   std::cout << fmt::format("  parameters     {} -> {} ({:+.2f}%)\n", apply["params_before"].get<int64_t>(),
                            apply["params_after"].get<int64_t>(),
                            100.0 * (apply["params_after"].get<double>() / apply["params_before"].get<double>() - 1));
+  if (const auto& gates = s["gates"]; gates.contains("target_params"))
+    std::cout << fmt::format("  budget         {:.0f} parameters (--target-params): the export holds {}, {}\n",
+                             gates["target_params"].get<double>(), apply["params_after"].get<int64_t>(),
+                             apply["params_after"].get<double>() <= gates["target_params"].get<double>()
+                                 ? "within it"
+                                 : "OVER IT");
   std::cout << fmt::format("  file size      {} -> {} ({:+.2f}%; safetensors weights, {} in both)\n",
                            pruner::human_bytes(apply["bytes_before"].get<std::uintmax_t>()),
                            pruner::human_bytes(apply["bytes_after"].get<std::uintmax_t>()),

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/head_costs.h"
 #include "models/model_family.h"
 #include "pruner/distributed/process_group.h"
 #include "pruner/training/distillation.h"
@@ -29,6 +30,25 @@ std::vector<double> to_vector(const torch::Tensor& t) {
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
 }
 
+/// The model's config after removing the heads `keep` (layer-major, one bool per head) drops.
+models::ModelConfig config_after(const models::ModelConfig& config, const std::vector<bool>& keep) {
+  auto after = config;
+  size_t i = 0;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    std::vector<int64_t> removed;
+    for (auto h : config.kept_heads[l])
+      if (!keep[i++]) removed.push_back(h);
+    after.remove_heads(l, removed);
+  }
+  return after;
+}
+
+int64_t parameter_count(const models::AttentionModel& model) {
+  int64_t n = 0;
+  for (const auto& p : model.parameters()) n += p.numel();
+  return n;
+}
+
 /// Gate values, keep-mask and bookkeeping of the gates as they stand.
 GateState snapshot_state(const gates::HardConcreteGates& g, const models::AttentionModel& model,
                          const ModelFingerprint& fingerprint, const gates::SparsityMeasure& measure,
@@ -38,7 +58,7 @@ GateState snapshot_state(const gates::HardConcreteGates& g, const models::Attent
   std::vector<bool> keep =
       o.target_sparsity
           ? gates::keep_mask_for_target(g.log_alpha, g.heads_per_layer(), measure,
-                                        *o.target_sparsity, constraints)
+                                        *o.target_sparsity, constraints, o.target_params.has_value())
           : gates::keep_mask_from_gates(gate, g.log_alpha, g.heads_per_layer(), constraints);
   GateState s;
   s.model = fingerprint;
@@ -119,6 +139,29 @@ void record_convergence(GateState& state) {
   log::warn("{}", warning);
 }
 
+/// The parameters a --target-params budget allows, for `total` parameters in the dense model.
+double params_budget(const GateTrainingOptions& o, int64_t total) {
+  const auto [value, percent] = parse_params_budget(*o.target_params);
+  return percent ? static_cast<double>(total) * value / 100 : value;
+}
+
+/// With --target-params: the budget and the parameters the final mask leaves (the dense count
+/// less the attention parameters the removed heads free, models::attention_parameters), in the
+/// summary and the log.
+void record_budget(GateState& state, const models::AttentionModel& model, const GateTrainingOptions& o) {
+  if (!o.target_params) return;
+  std::vector<bool> keep;
+  for (const auto& layer : state.layers) keep.insert(keep.end(), layer.keep.begin(), layer.keep.end());
+  const auto& config = model.config();
+  const auto total = parameter_count(model);
+  const auto achieved =
+      total - (models::attention_parameters(config) - models::attention_parameters(config_after(config, keep)));
+  state.summary["target_params"] = params_budget(o, total);
+  state.summary["achieved_params"] = achieved;
+  log::info("parameter budget {:.0f} (--target-params {}): the pruned model keeps {} of {} parameters",
+            params_budget(o, total), *o.target_params, achieved, total);
+}
+
 /// The state at the end of the gate phase. A head the target keeps while its deterministic
 /// gate is 0 (training ended closing more gates than the target asks) would be dead weight at
 /// 0: it is kept at gate 1 instead.
@@ -139,6 +182,7 @@ GateState final_gate_state(const gates::HardConcreteGates& g, const models::Atte
               reopened);
   state.summary["reopened_heads"] = reopened;
   record_convergence(state);
+  record_budget(state, model, o);
   return state;
 }
 
@@ -163,14 +207,7 @@ void announce_uniform_export(const models::ModelConfig& config, const gates::Spa
   const auto& c = constraints_for(config, o.constraints);
   const auto keep = gates::keep_mask_for_target(torch::zeros({config.total_heads()}), config.heads_per_layer(),
                                                 measure, *o.target_sparsity, c);
-  auto after = config;
-  size_t i = 0;
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    std::vector<int64_t> removed;
-    for (auto h : config.kept_heads[l])
-      if (!keep[i++]) removed.push_back(h);
-    after.remove_heads(l, removed);
-  }
+  const auto after = config_after(config, keep);
   const auto heads = after.kept_heads.front().size();
   if (auto warning = config.family().layout_warning(after))
     log::warn("--uniform-layers: every layer will keep {} heads; {}", heads, *warning);
@@ -455,9 +492,33 @@ class GateTrainer {
 
 }  // namespace
 
+GateTrainingOptions with_params_budget(const GateTrainingOptions& o, const models::AttentionModel& model) {
+  if (!o.target_params) return o;
+  const auto& config = model.config();
+  const auto total = parameter_count(model);
+  const double budget = params_budget(o, total);
+  const auto measure = sparsity_measure(config, gates::SparsityUnit::kAttentionParams, o.flops_seq_len);
+  const double removable =
+      gates::max_sparsity(config.heads_per_layer(), measure, constraints_for(config, o.constraints)) * measure.total_cost;
+  if (budget >= static_cast<double>(total))
+    throw Error(fmt::format("--target-params {}: the dense model has {} parameters, already within the budget",
+                            *o.target_params, total));
+  if (static_cast<double>(total) - removable > budget)
+    throw Error(fmt::format("--target-params {}: at least {:.0f} parameters remain with every head removed that "
+                            "--min-heads-per-layer {} allows (heads hold only the attention parameters); "
+                            "raise the budget or lower the minimum",
+                            *o.target_params, static_cast<double>(total) - removable,
+                            o.constraints.min_heads_per_layer));
+  auto effective = o;
+  effective.unit = gates::SparsityUnit::kAttentionParams;
+  effective.target_sparsity = (static_cast<double>(total) - budget) / measure.total_cost;
+  return effective;
+}
+
 GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o,
                       const ProcessGroup& group) {
-  return GateTrainer(ckpt, corpus, o, group).run();
+  const auto effective = with_params_budget(o, *ckpt.model);
+  return GateTrainer(ckpt, corpus, effective, group).run();
 }
 
 }  // namespace headprune::pruner

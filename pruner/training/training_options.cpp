@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <utility>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -129,7 +131,18 @@ std::vector<TrainingOption> objective_rows() {
     s.training.l0_lambda = v.as<double>();
   };
   lambda.record = [](const GateTrainingOptions& o) { return nlohmann::json(o.l0_lambda); };
-  return {target, lambda,
+  TrainingOption params{"target-params", "instead of a fraction: a budget in parameters of the whole "
+                        "model, N or X% of the dense model's; the final mask stays within it",
+                        "target_params", true, {}, {}, {}, ""};
+  params.value = [] { return po::value<std::string>()->value_name("N|X%"); };
+  params.apply = [](const po::variable_value& v, TrainingSettings& s) {
+    parse_params_budget(v.as<std::string>());
+    s.training.target_params = v.as<std::string>();
+  };
+  params.record = [](const GateTrainingOptions& o) {
+    return o.target_params ? nlohmann::json(*o.target_params) : nlohmann::json();
+  };
+  return {target, lambda, params,
           choice_option("sparsity-unit", "heads", "sparsity_unit",
                         [](auto& o) -> auto& { return o.unit; }, &gates::parse_unit,
                         "what the target counts: heads, attention-params or flops")};
@@ -277,8 +290,10 @@ std::vector<TrainingOption> phase_rows() {
 
 /// The rules between flags, after every row has been applied.
 void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
-  if ((vm.count("target-sparsity") > 0) == (vm.count("l0-lambda") > 0))
-    throw UsageError("give exactly one of --target-sparsity S or --l0-lambda X");
+  if (vm.count("target-sparsity") + vm.count("l0-lambda") + vm.count("target-params") != 1)
+    throw UsageError("give exactly one of --target-sparsity S, --target-params N|X% or --l0-lambda X");
+  if (vm.count("target-params") && !vm["sparsity-unit"].defaulted())
+    throw UsageError("--target-params counts parameters; drop --sparsity-unit");
   auto& o = s.training;
   if (o.train_weights && o.finetune_steps < 1)
     throw UsageError("--finetune-steps must be >= 1 with --train-weights");
@@ -323,6 +338,19 @@ void add_training_options(const std::function<po::options_description&(const std
 
 void check_target_sparsity(double target, const std::string& flag) {
   if (!(target >= 0 && target < 1)) throw UsageError(fmt::format("{} {} is outside [0, 1)", flag, target));
+}
+
+std::pair<double, bool> parse_params_budget(const std::string& text) {
+  const bool percent = !text.empty() && text.back() == '%';
+  const std::string number = percent ? text.substr(0, text.size() - 1) : text;
+  char* end = nullptr;
+  const double value = std::strtod(number.c_str(), &end);
+  const bool whole = !number.empty() && end != nullptr && *end == '\0';
+  if (!whole || !std::isfinite(value) || value <= 0 || (percent && value >= 100))
+    throw UsageError(fmt::format("--target-params {}: expected a parameter count (e.g. 21000000 or 21e6) or a "
+                                 "percentage of the dense model in (0, 100) (e.g. 90%)",
+                                 text));
+  return {value, percent};
 }
 
 TrainingSettings training_settings(const po::variables_map& vm, uint64_t seed, const torch::Device& device) {

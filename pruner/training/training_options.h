@@ -30,6 +30,10 @@ struct GateTrainingOptions {
   double lambda_learning_rate = 0.1;  ///< gradient-ascent (SGD) step on λ1, λ2 (docs/results.md)
   /// Target sparsity in [0, 1) (Lagrangian); unset = fixed penalty `l0_lambda`.
   std::optional<double> target_sparsity;
+  /// A budget in parameters of the whole model, as given: "N" or "X%" of the dense model's
+  /// (`--target-params`). Training turns it into a target in attention parameters
+  /// (with_params_budget); the final mask then removes at least the cost it names.
+  std::optional<std::string> target_params;
   gates::SparsityUnit unit = gates::SparsityUnit::kHeads;
   int64_t flops_seq_len = 128;       ///< sequence length FLOPs are counted at (unit flops)
   double l0_lambda = 0.0;            ///< Voita et al.'s λ (fixed-penalty mode)
@@ -104,6 +108,11 @@ void add_training_options(
 /// Checks a sparsity target given with `flag` (--target-sparsity, sweep's --targets).
 /// @throws headprune::UsageError "FLAG T is outside [0, 1)".
 void check_target_sparsity(double target, const std::string& flag);
+
+/// Parses a --target-params value: a parameter count ("21000000", "21e6") or a percentage of
+/// the dense model ("92.5%", in (0, 100)). @returns {value, is_percent}.
+/// @throws headprune::UsageError naming the flag for anything else.
+std::pair<double, bool> parse_params_budget(const std::string& text);
 
 /// Settings from parsed flags: each row's value, then the rules between flags (exactly one of
 /// --target-sparsity / --l0-lambda; --allow-empty-layers; --finetune-steps with --train-weights).
