@@ -134,7 +134,7 @@ CATCH_TEST_CASE("sweep prunes at every target and plots quality against speed", 
   CATCH_CHECK_FALSE(fs::exists(w.dir / "bad" / "target-50"));
 }
 
-CATCH_TEST_CASE("--target-params: the mask stays within the budget and within one head of it", "[cli][budget]") {
+CATCH_TEST_CASE("a parameter budget (--target-params) is met, within one head of it", "[cli][budget]") {
   testing::Workspace w("budget");
   const auto ckpt = models::load_checkpoint(w.model, torch::kCPU);
   int64_t total = 0;
