@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "models/config.h"
+#include "models/head_costs.h"
 #include "tests/cli_support.h"
 #include "pruner/report/report.h"
 #include "tests/test_support.h"
@@ -134,7 +135,7 @@ CATCH_TEST_CASE("sweep prunes at every target and plots quality against speed", 
   CATCH_CHECK_FALSE(fs::exists(w.dir / "bad" / "target-50"));
 }
 
-CATCH_TEST_CASE("a parameter budget (--target-params) is met, within one head of it", "[cli][budget]") {
+CATCH_TEST_CASE("budgets in parameters and FLOPs are met, within one head of them", "[cli][budget]") {
   testing::Workspace w("budget");
   const auto ckpt = models::load_checkpoint(w.model, torch::kCPU);
   int64_t total = 0;
@@ -152,6 +153,16 @@ CATCH_TEST_CASE("a parameter budget (--target-params) is met, within one head of
     CATCH_CHECK(static_cast<double>(achieved) <= allowed);
     CATCH_CHECK(static_cast<double>(achieved) > allowed - static_cast<double>(per_head));
   }
+  // FLOPs per token at --max-length: within the budget and within one head's FLOPs of it.
+  const double head_flops = models::head_costs(ckpt.model->config(), 64).flops_per_head(ckpt.model->config());
+  CATCH_REQUIRE(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-flops", "90%",
+                     "--max-length", "64", "--steps", "20", "--min-heads-per-layer", "0", "-o", out.string(),
+                     "--force"}) == 0);
+  const auto summary = nlohmann::json::parse(testing::read_text(out / "gates.json"))["summary"];
+  CATCH_CHECK(summary["achieved_flops_per_token"].get<double>() <= summary["target_flops_per_token"].get<double>());
+  CATCH_CHECK(summary["achieved_flops_per_token"].get<double>() > summary["target_flops_per_token"].get<double>() - head_flops);
+  CATCH_CHECK(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-flops", "0.9",
+                   "-o", out.string()}) == 2);
   // A budget the dense model meets, one below every head removed, and a malformed one.
   CATCH_CHECK(run({"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-params",
                    std::to_string(total), "-o", out.string(), "--force"}) == 1);

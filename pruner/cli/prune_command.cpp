@@ -29,6 +29,14 @@ void print_summary(const nlohmann::json& s) {
                              apply["params_after"].get<double>() <= gates["target_params"].get<double>()
                                  ? "within it"
                                  : "OVER IT");
+  if (const auto& gates = s["gates"]; gates.contains("target_flops_per_token"))
+    std::cout << fmt::format("  budget         {:.4g} FLOPs per token (--target-flops): the export needs {:.4g}, {}\n",
+                             gates["target_flops_per_token"].get<double>(),
+                             gates["achieved_flops_per_token"].get<double>(),
+                             gates["achieved_flops_per_token"].get<double>() <=
+                                     gates["target_flops_per_token"].get<double>() * (1 + 1e-12)
+                                 ? "within it"
+                                 : "OVER IT");
   std::cout << fmt::format("  file size      {} -> {} ({:+.2f}%; safetensors weights, {} in both)\n",
                            pruner::human_bytes(apply["bytes_before"].get<std::uintmax_t>()),
                            pruner::human_bytes(apply["bytes_after"].get<std::uintmax_t>()),

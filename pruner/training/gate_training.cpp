@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/flops.h"
 #include "models/head_costs.h"
 #include "models/model_family.h"
 #include "pruner/distributed/process_group.h"
@@ -58,7 +59,7 @@ GateState snapshot_state(const gates::HardConcreteGates& g, const models::Attent
   std::vector<bool> keep =
       o.target_sparsity
           ? gates::keep_mask_for_target(g.log_alpha, g.heads_per_layer(), measure,
-                                        *o.target_sparsity, constraints, o.target_params.has_value())
+                                        *o.target_sparsity, constraints, o.budget())
           : gates::keep_mask_from_gates(gate, g.log_alpha, g.heads_per_layer(), constraints);
   GateState s;
   s.model = fingerprint;
@@ -145,21 +146,32 @@ double params_budget(const GateTrainingOptions& o, int64_t total) {
   return percent ? static_cast<double>(total) * value / 100 : value;
 }
 
-/// With --target-params: the budget and the parameters the final mask leaves (the dense count
-/// less the attention parameters the removed heads free, models::attention_parameters), in the
+/// With a budget: what it allows and what the final mask leaves — parameters (the dense count
+/// less the attention parameters the removed heads free, models::attention_parameters) or
+/// forward FLOPs per token (models::forward_flops_per_token of the pruned config) — in the
 /// summary and the log.
 void record_budget(GateState& state, const models::AttentionModel& model, const GateTrainingOptions& o) {
-  if (!o.target_params) return;
+  if (!o.budget()) return;
   std::vector<bool> keep;
   for (const auto& layer : state.layers) keep.insert(keep.end(), layer.keep.begin(), layer.keep.end());
   const auto& config = model.config();
-  const auto total = parameter_count(model);
-  const auto achieved =
-      total - (models::attention_parameters(config) - models::attention_parameters(config_after(config, keep)));
-  state.summary["target_params"] = params_budget(o, total);
-  state.summary["achieved_params"] = achieved;
-  log::info("parameter budget {:.0f} (--target-params {}): the pruned model keeps {} of {} parameters",
-            params_budget(o, total), *o.target_params, achieved, total);
+  const auto after = config_after(config, keep);
+  if (o.target_params) {
+    const auto total = parameter_count(model);
+    const auto achieved = total - (models::attention_parameters(config) - models::attention_parameters(after));
+    state.summary["target_params"] = params_budget(o, total);
+    state.summary["achieved_params"] = achieved;
+    log::info("parameter budget {:.0f} (--target-params {}): the pruned model keeps {} of {} parameters",
+              params_budget(o, total), *o.target_params, achieved, total);
+    return;
+  }
+  const double dense = models::forward_flops_per_token(config, o.flops_seq_len);
+  const double achieved = models::forward_flops_per_token(after, o.flops_seq_len);
+  state.summary["target_flops_per_token"] = *o.target_flops * dense;
+  state.summary["achieved_flops_per_token"] = achieved;
+  log::info("FLOPs budget {:.4g} per token at {} tokens ({:.1f}% of the dense model's): the pruned model needs {:.4g} "
+            "({:.1f}%)",
+            *o.target_flops * dense, o.flops_seq_len, 100 * *o.target_flops, achieved, 100 * achieved / dense);
 }
 
 /// The state at the end of the gate phase. A head the target keeps while its deterministic
@@ -492,32 +504,35 @@ class GateTrainer {
 
 }  // namespace
 
-GateTrainingOptions with_params_budget(const GateTrainingOptions& o, const models::AttentionModel& model) {
-  if (!o.target_params) return o;
+GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::AttentionModel& model) {
+  if (!o.budget()) return o;
   const auto& config = model.config();
-  const auto total = parameter_count(model);
-  const double budget = params_budget(o, total);
-  const auto measure = sparsity_measure(config, gates::SparsityUnit::kAttentionParams, o.flops_seq_len);
+  const auto unit = o.target_params ? gates::SparsityUnit::kAttentionParams : gates::SparsityUnit::kFlops;
+  const auto measure = sparsity_measure(config, unit, o.flops_seq_len);
   const double removable =
       gates::max_sparsity(config.heads_per_layer(), measure, constraints_for(config, o.constraints)) * measure.total_cost;
-  if (budget >= static_cast<double>(total))
-    throw Error(fmt::format("--target-params {}: the dense model has {} parameters, already within the budget",
-                            *o.target_params, total));
-  if (static_cast<double>(total) - removable > budget)
-    throw Error(fmt::format("--target-params {}: at least {:.0f} parameters remain with every head removed that "
-                            "--min-heads-per-layer {} allows (heads hold only the attention parameters); "
-                            "raise the budget or lower the minimum",
-                            *o.target_params, static_cast<double>(total) - removable,
-                            o.constraints.min_heads_per_layer));
+  // Both in the unit's cost: what the dense model holds, and what the budget allows.
+  const auto total = o.target_params ? static_cast<double>(parameter_count(model)) : measure.total_cost;
+  const double budget = o.target_params ? params_budget(o, parameter_count(model)) : *o.target_flops * total;
+  const auto flag = o.target_params ? "--target-params " + *o.target_params
+                                    : fmt::format("--target-flops {}%", 100 * *o.target_flops);
+  if (budget >= total)
+    throw Error(fmt::format("{}: the dense model has {} parameters, already within the budget", flag,
+                            parameter_count(model)));
+  if (total - removable > budget)
+    throw Error(fmt::format("{}: at least {:.4g} {} remain with every head removed that --min-heads-per-layer {} "
+                            "allows (heads hold only the attention {}); raise the budget or lower the minimum",
+                            flag, total - removable, o.target_params ? "parameters" : "FLOPs per token",
+                            o.constraints.min_heads_per_layer, o.target_params ? "parameters" : "FLOPs"));
   auto effective = o;
-  effective.unit = gates::SparsityUnit::kAttentionParams;
-  effective.target_sparsity = (static_cast<double>(total) - budget) / measure.total_cost;
+  effective.unit = unit;
+  effective.target_sparsity = (total - budget) / measure.total_cost;
   return effective;
 }
 
 GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o,
                       const ProcessGroup& group) {
-  const auto effective = with_params_budget(o, *ckpt.model);
+  const auto effective = with_budget(o, *ckpt.model);
   return GateTrainer(ckpt, corpus, effective, group).run();
 }
 

@@ -14,20 +14,21 @@
 
 namespace headprune::pruner {
 
-/// With options.target_params (a budget in parameters of the whole model, N or X%): the same
-/// options with unit attention-params and the target (P − N) / A that meets it, P being the
-/// model's parameters and A its attention parameters (the only ones heads hold); the final
-/// mask then removes at least that cost (gates::keep_mask_for_target's at_least). Without it,
-/// the options unchanged.
+/// With a budget, the options that train towards it; without, the options unchanged.
+/// options.target_params (parameters of the whole model, N or X%): unit attention-params and
+/// the target (P − N) / A, P being the model's parameters and A its attention parameters (the
+/// only ones heads hold). options.target_flops (a share f of the dense model's forward FLOPs per
+/// token at flops_seq_len): unit flops and the target 1 − f. The final mask then removes at
+/// least that cost (gates::keep_mask_for_target's at_least), so the model stays within it.
 /// @throws headprune::Error for a budget at or above the dense model, or one that removing
 ///         every head the constraints allow cannot reach.
-GateTrainingOptions with_params_budget(const GateTrainingOptions& options, const models::AttentionModel& model);
+GateTrainingOptions with_budget(const GateTrainingOptions& options, const models::AttentionModel& model);
 
 /// Trains gates on `checkpoint.model` (weights frozen unless train_weights) against the dense
 /// model as teacher, writes progress to stderr, `train_log.jsonl` and periodic snapshots to
 /// out_dir, and returns the final state (keep-mask included; also saved as out_dir/gates.json).
 /// Objective: pruner/training/distillation.h plus the Lagrangian (target) or the fixed L0 penalty;
-/// a --target-params budget first goes through with_params_budget.
+/// a budget (--target-params, --target-flops) first goes through with_budget.
 /// In a data-parallel `group` each rank trains on its share of every batch (same global batch,
 /// same result as one process up to float32 summation order); rank 0 alone writes and measures
 /// held-out fidelity (the other ranks return the same state without it).

@@ -142,7 +142,19 @@ std::vector<TrainingOption> objective_rows() {
   params.record = [](const GateTrainingOptions& o) {
     return o.target_params ? nlohmann::json(*o.target_params) : nlohmann::json();
   };
-  return {target, lambda, params,
+  TrainingOption flops{"target-flops", "instead of a fraction of heads: the share X% of the dense model's "
+                       "forward FLOPs per token (at --max-length) the pruned model may keep; the final mask "
+                       "stays within it", "target_flops", true, {}, {}, {}, ""};
+  flops.value = [] { return po::value<std::string>()->value_name("X%"); };
+  flops.apply = [](const po::variable_value& v, TrainingSettings& s) {
+    const auto [value, percent] = parse_params_budget(v.as<std::string>());
+    if (!percent) throw UsageError(fmt::format("--target-flops {}: give a percentage, e.g. 60%", v.as<std::string>()));
+    s.training.target_flops = value / 100;
+  };
+  flops.record = [](const GateTrainingOptions& o) {
+    return o.target_flops ? nlohmann::json(*o.target_flops) : nlohmann::json();
+  };
+  return {target, lambda, params, flops,
           choice_option("sparsity-unit", "heads", "sparsity_unit",
                         [](auto& o) -> auto& { return o.unit; }, &gates::parse_unit,
                         "what the target counts: heads, attention-params or flops")};
@@ -290,10 +302,11 @@ std::vector<TrainingOption> phase_rows() {
 
 /// The rules between flags, after every row has been applied.
 void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
-  if (vm.count("target-sparsity") + vm.count("l0-lambda") + vm.count("target-params") != 1)
-    throw UsageError("give exactly one of --target-sparsity S, --target-params N|X% or --l0-lambda X");
-  if (vm.count("target-params") && !vm["sparsity-unit"].defaulted())
-    throw UsageError("--target-params counts parameters; drop --sparsity-unit");
+  if (vm.count("target-sparsity") + vm.count("l0-lambda") + vm.count("target-params") + vm.count("target-flops") != 1)
+    throw UsageError("give exactly one of --target-sparsity S, --target-params N|X%, --target-flops X% or "
+                     "--l0-lambda X");
+  if ((vm.count("target-params") || vm.count("target-flops")) && !vm["sparsity-unit"].defaulted())
+    throw UsageError("a budget (--target-params, --target-flops) sets its own unit; drop --sparsity-unit");
   auto& o = s.training;
   if (o.train_weights && o.finetune_steps < 1)
     throw UsageError("--finetune-steps must be >= 1 with --train-weights");

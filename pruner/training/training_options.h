@@ -34,6 +34,13 @@ struct GateTrainingOptions {
   /// (`--target-params`). Training turns it into a target in attention parameters
   /// (with_params_budget); the final mask then removes at least the cost it names.
   std::optional<std::string> target_params;
+  /// A budget in forward FLOPs per token at flops_seq_len (--max-length): the share of the dense
+  /// model's the pruned one may keep, in (0, 1) (`--target-flops X%`). Trained as a target in
+  /// unit flops; the final mask removes at least the cost it names.
+  std::optional<double> target_flops;
+  /// Whether a budget (target_params or target_flops) sets the target: the final mask must not
+  /// exceed it.
+  bool budget() const { return target_params.has_value() || target_flops.has_value(); }
   gates::SparsityUnit unit = gates::SparsityUnit::kHeads;
   int64_t flops_seq_len = 128;       ///< sequence length FLOPs are counted at (unit flops)
   double l0_lambda = 0.0;            ///< Voita et al.'s λ (fixed-penalty mode)
