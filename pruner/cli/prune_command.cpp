@@ -13,6 +13,14 @@
 namespace headprune::cli {
 namespace {
 
+/// The summary's budget line: what the budget allowed, what the export holds, and whether it
+/// is within it (to the relative 1e-9 keep_mask_for_target's selection stops at).
+void print_budget(const nlohmann::json& allowed, const nlohmann::json& achieved, const char* what) {
+  const double a = allowed.get<double>(), got = achieved.get<double>();
+  std::cout << fmt::format("  budget         {:.10g} {} {:.10g}, {}\n", a, what, got,
+                           got <= a * (1 + 1e-9) ? "within it" : "OVER IT");
+}
+
 void print_summary(const nlohmann::json& s) {
   const auto& apply = s["apply"];
   const auto& fid = s["fidelity"];
@@ -23,20 +31,12 @@ void print_summary(const nlohmann::json& s) {
   std::cout << fmt::format("  parameters     {} -> {} ({:+.2f}%)\n", apply["params_before"].get<int64_t>(),
                            apply["params_after"].get<int64_t>(),
                            100.0 * (apply["params_after"].get<double>() / apply["params_before"].get<double>() - 1));
-  if (const auto& gates = s["gates"]; gates.contains("target_params"))
-    std::cout << fmt::format("  budget         {:.0f} parameters (--target-params): the export holds {}, {}\n",
-                             gates["target_params"].get<double>(), apply["params_after"].get<int64_t>(),
-                             apply["params_after"].get<double>() <= gates["target_params"].get<double>()
-                                 ? "within it"
-                                 : "OVER IT");
-  if (const auto& gates = s["gates"]; gates.contains("target_flops_per_token"))
-    std::cout << fmt::format("  budget         {:.4g} FLOPs per token (--target-flops): the export needs {:.4g}, {}\n",
-                             gates["target_flops_per_token"].get<double>(),
-                             gates["achieved_flops_per_token"].get<double>(),
-                             gates["achieved_flops_per_token"].get<double>() <=
-                                     gates["target_flops_per_token"].get<double>() * (1 + 1e-12)
-                                 ? "within it"
-                                 : "OVER IT");
+  const auto& gates = s["gates"];
+  if (gates.contains("target_params"))
+    print_budget(gates["target_params"], apply["params_after"], "parameters (--target-params): the export holds");
+  if (gates.contains("target_flops_per_token"))
+    print_budget(gates["target_flops_per_token"], gates["achieved_flops_per_token"],
+                 "FLOPs per token (--target-flops): the export needs");
   std::cout << fmt::format("  file size      {} -> {} ({:+.2f}%; safetensors weights, {} in both)\n",
                            pruner::human_bytes(apply["bytes_before"].get<std::uintmax_t>()),
                            pruner::human_bytes(apply["bytes_after"].get<std::uintmax_t>()),

@@ -15,6 +15,7 @@
 #include "pruner/distributed/process_group.h"
 #include "pruner/training/distillation.h"
 #include "pruner/measure/fidelity.h"
+#include "pruner/measure/inspect.h"
 #include "pruner/report/format.h"
 #include "pruner/training/sparsity_measure.h"
 #include "pruner/log.h"
@@ -42,12 +43,6 @@ models::ModelConfig config_after(const models::ModelConfig& config, const std::v
     after.remove_heads(l, removed);
   }
   return after;
-}
-
-int64_t parameter_count(const models::AttentionModel& model) {
-  int64_t n = 0;
-  for (const auto& p : model.parameters()) n += p.numel();
-  return n;
 }
 
 /// Gate values, keep-mask and bookkeeping of the gates as they stand.
@@ -140,10 +135,22 @@ void record_convergence(GateState& state) {
   log::warn("{}", warning);
 }
 
-/// The parameters a --target-params budget allows, for `total` parameters in the dense model.
-double params_budget(const GateTrainingOptions& o, int64_t total) {
-  const auto [value, percent] = parse_params_budget(*o.target_params);
-  return percent ? static_cast<double>(total) * value / 100 : value;
+/// A budget in its unit's cost: what the dense model holds and what the budget allows —
+/// parameters of the whole model (--target-params) or forward FLOPs per token at
+/// flops_seq_len (--target-flops).
+struct Budget {
+  double dense = 0;
+  double allowed = 0;
+};
+
+Budget budget_of(const GateTrainingOptions& o, const models::AttentionModel& model) {
+  if (o.target_params) {
+    const auto dense = static_cast<double>(parameter_count(model));
+    const auto [value, percent] = parse_budget(*o.target_params, "--target-params");
+    return {dense, percent ? dense * value / 100 : value};
+  }
+  const double dense = models::forward_flops_per_token(model.config(), o.flops_seq_len);
+  return {dense, *o.target_flops * dense};
 }
 
 /// With a budget: what it allows and what the final mask leaves — parameters (the dense count
@@ -156,22 +163,22 @@ void record_budget(GateState& state, const models::AttentionModel& model, const 
   for (const auto& layer : state.layers) keep.insert(keep.end(), layer.keep.begin(), layer.keep.end());
   const auto& config = model.config();
   const auto after = config_after(config, keep);
+  const auto budget = budget_of(o, model);
   if (o.target_params) {
-    const auto total = parameter_count(model);
-    const auto achieved = total - (models::attention_parameters(config) - models::attention_parameters(after));
-    state.summary["target_params"] = params_budget(o, total);
+    const auto achieved = static_cast<int64_t>(budget.dense) -
+                          (models::attention_parameters(config) - models::attention_parameters(after));
+    state.summary["target_params"] = budget.allowed;
     state.summary["achieved_params"] = achieved;
-    log::info("parameter budget {:.0f} (--target-params {}): the pruned model keeps {} of {} parameters",
-              params_budget(o, total), *o.target_params, achieved, total);
+    log::info("parameter budget {:.0f} (--target-params {}): the pruned model keeps {} of {:.0f} parameters",
+              budget.allowed, *o.target_params, achieved, budget.dense);
     return;
   }
-  const double dense = models::forward_flops_per_token(config, o.flops_seq_len);
   const double achieved = models::forward_flops_per_token(after, o.flops_seq_len);
-  state.summary["target_flops_per_token"] = *o.target_flops * dense;
+  state.summary["target_flops_per_token"] = budget.allowed;
   state.summary["achieved_flops_per_token"] = achieved;
   log::info("FLOPs budget {:.4g} per token at {} tokens ({:.1f}% of the dense model's): the pruned model needs {:.4g} "
             "({:.1f}%)",
-            *o.target_flops * dense, o.flops_seq_len, 100 * *o.target_flops, achieved, 100 * achieved / dense);
+            budget.allowed, o.flops_seq_len, 100 * *o.target_flops, achieved, 100 * achieved / budget.dense);
 }
 
 /// The state at the end of the gate phase. A head the target keeps while its deterministic
@@ -511,22 +518,20 @@ GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::Atte
   const auto measure = sparsity_measure(config, unit, o.flops_seq_len);
   const double removable =
       gates::max_sparsity(config.heads_per_layer(), measure, constraints_for(config, o.constraints)) * measure.total_cost;
-  // Both in the unit's cost: what the dense model holds, and what the budget allows.
-  const auto total = o.target_params ? static_cast<double>(parameter_count(model)) : measure.total_cost;
-  const double budget = o.target_params ? params_budget(o, parameter_count(model)) : *o.target_flops * total;
+  const auto budget = budget_of(o, model);
   const auto flag = o.target_params ? "--target-params " + *o.target_params
                                     : fmt::format("--target-flops {}%", 100 * *o.target_flops);
-  if (budget >= total)
-    throw Error(fmt::format("{}: the dense model has {} parameters, already within the budget", flag,
-                            parameter_count(model)));
-  if (total - removable > budget)
+  if (budget.allowed >= budget.dense)
+    throw Error(fmt::format("{}: the dense model has {:.0f} parameters, already within the budget", flag,
+                            budget.dense));
+  if (budget.dense - removable > budget.allowed)
     throw Error(fmt::format("{}: at least {:.4g} {} remain with every head removed that --min-heads-per-layer {} "
                             "allows (heads hold only the attention {}); raise the budget or lower the minimum",
-                            flag, total - removable, o.target_params ? "parameters" : "FLOPs per token",
+                            flag, budget.dense - removable, o.target_params ? "parameters" : "FLOPs per token",
                             o.constraints.min_heads_per_layer, o.target_params ? "parameters" : "FLOPs"));
   auto effective = o;
   effective.unit = unit;
-  effective.target_sparsity = (total - budget) / measure.total_cost;
+  effective.target_sparsity = (budget.dense - budget.allowed) / measure.total_cost;
   return effective;
 }
 

@@ -136,7 +136,7 @@ std::vector<TrainingOption> objective_rows() {
                         "target_params", true, {}, {}, {}, ""};
   params.value = [] { return po::value<std::string>()->value_name("N|X%"); };
   params.apply = [](const po::variable_value& v, TrainingSettings& s) {
-    parse_params_budget(v.as<std::string>());
+    parse_budget(v.as<std::string>(), "--target-params");
     s.training.target_params = v.as<std::string>();
   };
   params.record = [](const GateTrainingOptions& o) {
@@ -147,7 +147,7 @@ std::vector<TrainingOption> objective_rows() {
                        "stays within it", "target_flops", true, {}, {}, {}, ""};
   flops.value = [] { return po::value<std::string>()->value_name("X%"); };
   flops.apply = [](const po::variable_value& v, TrainingSettings& s) {
-    const auto [value, percent] = parse_params_budget(v.as<std::string>());
+    const auto [value, percent] = parse_budget(v.as<std::string>(), "--target-flops");
     if (!percent) throw UsageError(fmt::format("--target-flops {}: give a percentage, e.g. 60%", v.as<std::string>()));
     s.training.target_flops = value / 100;
   };
@@ -353,16 +353,16 @@ void check_target_sparsity(double target, const std::string& flag) {
   if (!(target >= 0 && target < 1)) throw UsageError(fmt::format("{} {} is outside [0, 1)", flag, target));
 }
 
-std::pair<double, bool> parse_params_budget(const std::string& text) {
+std::pair<double, bool> parse_budget(const std::string& text, const std::string& flag) {
   const bool percent = !text.empty() && text.back() == '%';
   const std::string number = percent ? text.substr(0, text.size() - 1) : text;
   char* end = nullptr;
   const double value = std::strtod(number.c_str(), &end);
   const bool whole = !number.empty() && end != nullptr && *end == '\0';
   if (!whole || !std::isfinite(value) || value <= 0 || (percent && value >= 100))
-    throw UsageError(fmt::format("--target-params {}: expected a parameter count (e.g. 21000000 or 21e6) or a "
-                                 "percentage of the dense model in (0, 100) (e.g. 90%)",
-                                 text));
+    throw UsageError(fmt::format("{} {}: expected a count (e.g. 21000000 or 21e6) or a percentage of the "
+                                 "dense model in (0, 100) (e.g. 90%)",
+                                 flag, text));
   return {value, percent};
 }
 

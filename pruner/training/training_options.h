@@ -32,7 +32,7 @@ struct GateTrainingOptions {
   std::optional<double> target_sparsity;
   /// A budget in parameters of the whole model, as given: "N" or "X%" of the dense model's
   /// (`--target-params`). Training turns it into a target in attention parameters
-  /// (with_params_budget); the final mask then removes at least the cost it names.
+  /// (with_budget); the final mask then removes at least the cost it names.
   std::optional<std::string> target_params;
   /// A budget in forward FLOPs per token at flops_seq_len (--max-length): the share of the dense
   /// model's the pruned one may keep, in (0, 1) (`--target-flops X%`). Trained as a target in
@@ -116,10 +116,10 @@ void add_training_options(
 /// @throws headprune::UsageError "FLAG T is outside [0, 1)".
 void check_target_sparsity(double target, const std::string& flag);
 
-/// Parses a --target-params value: a parameter count ("21000000", "21e6") or a percentage of
-/// the dense model ("92.5%", in (0, 100)). @returns {value, is_percent}.
-/// @throws headprune::UsageError naming the flag for anything else.
-std::pair<double, bool> parse_params_budget(const std::string& text);
+/// Parses a budget flag's value: a count ("21000000", "21e6") or a percentage of the dense
+/// model ("92.5%", in (0, 100)); `flag` (--target-params, --target-flops) names it in errors.
+/// @returns {value, is_percent}. @throws headprune::UsageError for anything else.
+std::pair<double, bool> parse_budget(const std::string& text, const std::string& flag);
 
 /// Settings from parsed flags: each row's value, then the rules between flags (exactly one of
 /// --target-sparsity / --l0-lambda; --allow-empty-layers; --finetune-steps with --train-weights).
