@@ -113,6 +113,10 @@ ProcessGroup ProcessGroup::join(const DistributedOptions& o, const torch::Device
     throw Error("--backend nccl: this build of headprune has no NCCL process group (Debian's LibTorch is "
                 "CPU-only); use --backend gloo");
   if (backend != "gloo") throw UsageError(fmt::format("--backend {}: expected gloo or nccl", backend));
+  // LOCAL_RANK does not pick a GPU yet: every rank would share the one --device names.
+  if (device.is_cuda())
+    throw Error("--distributed on --device cuda is not supported yet (each rank would use the same GPU); "
+                "train data-parallel on --device cpu");
   const auto env = DistributedEnvironment::from_environment();
   const std::chrono::milliseconds timeout(o.timeout_seconds * 1000);
   ProcessGroup g;

@@ -49,7 +49,8 @@ class ProcessGroup {
 
   /// Joins the job the environment describes: a TCPStore on MASTER_ADDR:MASTER_PORT (rank 0
   /// serves it) and a Gloo (or NCCL) process group over it. Blocks until every rank joined.
-  /// @throws headprune::Error for a backend this LibTorch lacks, a bad environment, or peers
+  /// @throws headprune::Error for a backend this LibTorch lacks, a CUDA device (LOCAL_RANK does
+  ///         not pick a GPU yet), a bad environment, or peers
   ///         that do not all arrive within the timeout (the message names the address).
   static ProcessGroup join(const DistributedOptions& options, const torch::Device& device);
 
