@@ -225,7 +225,7 @@ void announce_uniform_export(const models::ModelConfig& config, const gates::Spa
   if (!o.constraints.uniform_layers || !o.target_sparsity) return;
   const auto& c = constraints_for(config, o.constraints);
   const auto keep = gates::keep_mask_for_target(torch::zeros({config.total_heads()}), config.heads_per_layer(),
-                                                measure, *o.target_sparsity, c);
+                                                measure, *o.target_sparsity, c, o.budget());
   const auto after = config_after(config, keep);
   const auto heads = after.kept_heads.front().size();
   if (auto warning = config.family().layout_warning(after))
