@@ -15,6 +15,7 @@
 #include <torch/types.h>
 
 #include "models/config.h"
+#include "models/linear.h"
 
 namespace headprune::models {
 
@@ -30,6 +31,16 @@ struct ModelInputs {
 /// shape [heads present in layer l].
 using HeadMultipliers = std::vector<torch::Tensor>;
 
+/// One layer's attention block as the last forward pass saw it (set_record_attention_io(true)).
+/// Both families compute the block's contribution to the residual stream as
+/// `residual + output_projection(context)` (BERT then applies its LayerNorm; LLaMA's residual
+/// is taken before input_layernorm), which is what a refit of the output projection matches.
+struct AttentionBlockIO {
+  torch::Tensor residual;  ///< [batch, seq, hidden_size]: the residual stream entering the block
+  torch::Tensor context;   ///< [batch, seq, heads present × head_dim]: each head's context × its
+                           ///< multiplier, concatenated — the output projection's input
+};
+
 /// What a forward pass produces.
 struct ModelOutput {
   torch::Tensor last_hidden_state;  ///< [batch, seq, hidden_size]
@@ -38,6 +49,9 @@ struct ModelOutput {
   /// heads present in the layer, query, key] (softmax over keys; detached), as HF's
   /// `output_attentions`. Empty otherwise.
   std::vector<torch::Tensor> attentions;
+  /// With set_record_attention_io(true): per layer its attention block's input and context
+  /// (detached). Empty otherwise.
+  std::vector<AttentionBlockIO> attention_io;
 };
 
 /// Query/key weights of one layer's heads, for the score matrix X·W_Q,h·W_K,hᵀ·Xᵀ.
@@ -85,6 +99,12 @@ class AttentionModel : public torch::nn::Module {
   virtual OnnxModelOutputs add_to_onnx(OnnxGraph& graph) const = 0;
   /// Whether forward() also returns each layer's attention probabilities (ModelOutput::attentions).
   virtual void set_output_attentions(bool on) = 0;
+  /// Whether forward() also returns each layer's AttentionBlockIO (ModelOutput::attention_io).
+  virtual void set_record_attention_io(bool on) = 0;
+  /// Layer `layer`'s attention output projection (BERT `attention.output.dense`, LLaMA
+  /// `self_attn.o_proj`): weight [hidden_size, heads present × head_dim], bias [hidden_size] or
+  /// undefined. Its tensors are the model's own: changing them changes the model.
+  virtual Linear output_projection(int64_t layer) const = 0;
   /// Layer `layer`'s query and key projection weights per present head (GQA: each query head
   /// with its KV head's rows). Biases and RoPE are not included.
   virtual QueryKeyWeights query_key_weights(int64_t layer) const = 0;

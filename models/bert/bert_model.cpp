@@ -62,7 +62,9 @@ BertAttentionImpl::BertAttentionImpl(const ModelConfig& config, int64_t num_head
 
 torch::Tensor BertAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
                                          const torch::Tensor& multiplier) {
-  return output->forward(self->forward(x, mask_bias, multiplier), x);
+  auto context = self->forward(x, mask_bias, multiplier);
+  if (record_io) io = {x.detach(), context.detach()};
+  return output->forward(context, x);
 }
 
 BertIntermediateImpl::BertIntermediateImpl(int64_t hidden_size, int64_t intermediate_size,
@@ -158,15 +160,26 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
     }
     x = layers[l]->forward(x, mask_bias, m);
   }
-  ModelOutput out{x, {}, {}};
+  ModelOutput out{x, {}, {}, {}};
   for (auto& layer : layers)
     if (layer->attention->self->record_probs) out.attentions.push_back(layer->attention->self->probs);
+  for (auto& layer : layers)
+    if (layer->attention->record_io) out.attention_io.push_back(layer->attention->io);
   return out;
 }
 
 void BertModel::set_output_attentions(bool on) {
   for (auto& layer : layers) layer->attention->self->record_probs = on;
 }
+
+void BertModel::set_record_attention_io(bool on) {
+  for (auto& layer : layers) {
+    layer->attention->record_io = on;
+    if (!on) layer->attention->io = {};
+  }
+}
+
+Linear BertModel::output_projection(int64_t layer) const { return layers.at(layer)->attention->output->dense; }
 
 QueryKeyWeights BertModel::query_key_weights(int64_t layer) const {
   const auto& self = layers.at(layer)->attention->self;

@@ -57,6 +57,8 @@ class BertAttentionImpl : public torch::nn::Module {
                         const torch::Tensor& multiplier);
   BertSelfAttention self{nullptr};
   BertProjection output{nullptr};
+  bool record_io = false;  ///< keep the last forward's input and context in `io`
+  AttentionBlockIO io;     ///< detached, when record_io
 };
 TORCH_MODULE(BertAttention);
 
@@ -115,6 +117,8 @@ class BertModel : public AttentionModel {
   /// output projection's bias before the residual LayerNorm.
   OnnxModelOutputs add_to_onnx(OnnxGraph& graph) const override;
   void set_output_attentions(bool on) override;
+  void set_record_attention_io(bool on) override;
+  Linear output_projection(int64_t layer) const override;
   QueryKeyWeights query_key_weights(int64_t layer) const override;
 
   BertEmbeddings embeddings{nullptr};

@@ -79,7 +79,11 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
                                           const torch::Tensor& multiplier) {
   const int64_t B = x.size(0), T = x.size(1);
   if (record_probs) probs = torch::zeros({B, 0, T, T}, x.options());
-  if (num_heads == 0) return o_proj->forward(torch::zeros({B, T, 0}, x.options()));
+  if (num_heads == 0) {
+    auto none = torch::zeros({B, T, 0}, x.options());
+    if (record_context) context = none;
+    return o_proj->forward(none);
+  }
   // [B, T, n*d] -> [B, n, T, d]
   auto split = [&](const torch::Tensor& t, int64_t n) {
     return t.view({B, T, n, head_dim}).transpose(1, 2);
@@ -98,7 +102,9 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
   if (record_probs) probs = p.detach();
   auto context = torch::matmul(p, v);  // [B, h, T, d]
   if (multiplier.defined()) context = context * multiplier.view({1, num_heads, 1, 1});
-  return o_proj->forward(context.transpose(1, 2).reshape({B, T, num_heads * head_dim}));
+  auto joined = context.transpose(1, 2).reshape({B, T, num_heads * head_dim});
+  if (record_context) this->context = joined.detach();
+  return o_proj->forward(joined);
 }
 
 // ---------------------------------------------------------------- MLP and layer
@@ -128,7 +134,13 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x,
                                              const torch::Tensor& cos, const torch::Tensor& sin,
                                              const torch::Tensor& multiplier) {
   auto h = x + self_attn->forward(input_layernorm->forward(x), mask_bias, cos, sin, multiplier);
+  if (self_attn->record_context) io = {x.detach(), self_attn->context};
   return h + mlp->forward(post_attention_layernorm->forward(h));
+}
+
+void LlamaDecoderLayerImpl::set_record_io(bool on) {
+  self_attn->record_context = on;
+  if (!on) io = {};
 }
 
 // ---------------------------------------------------------------- model
@@ -193,15 +205,23 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
   }
   x = norm->forward(x);
   auto logits = lm_head ? lm_head->forward(x) : torch::linear(x, embed_tokens->weight);
-  ModelOutput out{x, logits, {}};
+  ModelOutput out{x, logits, {}, {}};
   for (auto& layer : layers)
     if (layer->self_attn->record_probs) out.attentions.push_back(layer->self_attn->probs);
+  for (auto& layer : layers)
+    if (layer->self_attn->record_context) out.attention_io.push_back(layer->io);
   return out;
 }
 
 void LlamaModel::set_output_attentions(bool on) {
   for (auto& layer : layers) layer->self_attn->record_probs = on;
 }
+
+void LlamaModel::set_record_attention_io(bool on) {
+  for (auto& layer : layers) layer->set_record_io(on);
+}
+
+Linear LlamaModel::output_projection(int64_t layer) const { return layers.at(layer)->self_attn->o_proj; }
 
 QueryKeyWeights LlamaModel::query_key_weights(int64_t layer) const {
   const auto& attn = layers.at(layer)->self_attn;

@@ -65,6 +65,8 @@ class LlamaAttentionImpl : public torch::nn::Module {
   std::vector<int64_t> kv_of_query;  ///< local query head -> local KV head
   bool record_probs = false;  ///< keep the last forward's probabilities in `probs`
   torch::Tensor probs;        ///< [B, num_heads, T, T], detached, when record_probs
+  bool record_context = false;  ///< keep the last forward's o_proj input in `context`
+  torch::Tensor context;        ///< [B, T, num_heads*head_dim], detached, when record_context
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 };
 TORCH_MODULE(LlamaAttention);
@@ -86,6 +88,9 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
                         const torch::Tensor& cos, const torch::Tensor& sin,
                         const torch::Tensor& multiplier);
+  /// Keeps the last forward's block input and context in `io` (sets self_attn's record_context).
+  void set_record_io(bool on);
+  AttentionBlockIO io;  ///< detached, when recording
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
   LlamaAttention self_attn{nullptr};
   LlamaMLP mlp{nullptr};
@@ -121,6 +126,8 @@ class LlamaModel : public AttentionModel {
   /// input_ids and attention_mask, outputs last_hidden_state (after the final norm) and logits.
   OnnxModelOutputs add_to_onnx(OnnxGraph& graph) const override;
   void set_output_attentions(bool on) override;
+  void set_record_attention_io(bool on) override;
+  Linear output_projection(int64_t layer) const override;
   QueryKeyWeights query_key_weights(int64_t layer) const override;
 
   torch::nn::Embedding embed_tokens{nullptr};  ///< "model.embed_tokens"

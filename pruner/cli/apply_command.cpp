@@ -8,10 +8,30 @@
 #include "pruner/surgery/onnx_export.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
+#include "pruner/cli/training_flags.h"
+#include "pruner/surgery/refit.h"
+#include "pruner/training/corpus.h"
 #include "pruner/training/gate_state.h"
 #include "pruner/log.h"
 
 namespace headprune::cli {
+
+namespace {
+
+/// apply --refit: rebuilds the gates' training share of their text and refits the pruned
+/// model on it against the dense `model`. @returns the refit's record.
+nlohmann::json refit_from_gates(models::Checkpoint& pruned, const pruner::GateState& gates,
+                                const std::string& model, pruner::RefitOptions refit) {
+  const auto [files, corpus_options] = pruner::recorded_corpus(gates.settings);
+  const auto corpus = pruner::load_corpus(files, *pruned.tokenizer, corpus_options);
+  auto dense = models::load_checkpoint(model, refit.device);
+  refit.batch_size = gates.settings.value("batch_size", refit.batch_size);
+  const auto result = pruner::refit_pruned_model(*pruned.model, *dense.model, corpus.train, corpus.pad_id, refit);
+  log::info("{}", result.describe());
+  return result.to_json();
+}
+
+}  // namespace
 
 int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals) {
   CommandLine line("apply", "apply MODEL (--gates DIR | --remove-heads JSON) -o DIR [--force] [--json]");
@@ -28,14 +48,21 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
                   "output projection")
       ("onnx", "also write onnx/model.onnx (the pruned model for ONNX Runtime, as export-onnx)")
       ("json", "print the result as JSON on stdout");
+  RefitFlags refit_flags;
+  add_refit_flags(line, refit_flags, "the training share of the text the gates were trained on (needs --gates)");
   line.example("apply MODEL --gates out/gates -o out/pruned", "remove the heads the trained gates closed")
       .example("apply MODEL --remove-heads '{\"0\": [1, 5], \"3\": [0]}' -o out/pruned",
-               "remove heads 1 and 5 of layer 0 and head 0 of layer 3");
+               "remove heads 1 and 5 of layer 0 and head 0 of layer 3")
+      .example("apply MODEL --gates out/gates --refit output -o out/pruned",
+               "remove the closed heads, then refit each layer's output projection on the gates' training text");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   if (vm.count("gates") == vm.count("remove-heads"))
     throw UsageError("give exactly one of --gates GATES_DIR or --remove-heads JSON");
   const auto device = globals.torch_device();
+  const auto refit = refit_options(refit_flags, device);
+  if (refit.method != pruner::RefitMethod::kNone && !vm.count("gates"))
+    throw UsageError("--refit needs --gates: it refits on the text the gates were trained on");
   // Validate everything that can be validated before loading weights or writing anything.
   std::optional<pruner::GateState> gates;
   nlohmann::json spec;
@@ -64,6 +91,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   if (gates) record["gates"] = {{"path", gates_dir}, {"settings", gates->settings}};
   else record["remove_heads"] = spec;
   auto result = pruner::apply_in_memory(ckpt, plan);
+  if (refit.method != pruner::RefitMethod::kNone) record["refit"] = refit_from_gates(ckpt, *gates, model, refit);
   pruner::LateFiles onnx;
   if (vm.count("onnx"))
     onnx = [&](const pruner::ApplyResult&) -> std::map<std::string, std::string> {

@@ -48,6 +48,7 @@ inline constexpr const char* kTraining = "Training";
 inline constexpr const char* kText = "Training text";
 inline constexpr const char* kAdvanced = "Advanced training";
 inline constexpr const char* kBench = "Benchmark";
+inline constexpr const char* kRefit = "Recovery after removal";
 inline constexpr const char* kResume = "Resume";
 inline constexpr const char* kDistributed = "Distributed";
 inline constexpr const char* kOptions = "Options";

@@ -1,5 +1,7 @@
 #include "pruner/cli/training_flags.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "models/errors.h"
@@ -47,9 +49,33 @@ pruner::ProcessGroup join_if_distributed(const po::variables_map& vm, const prun
   return group;
 }
 
+void add_refit_flags(CommandLine& line, RefitFlags& f, const char* text) {
+  line.group(group::kRefit).add_options()
+      ("refit", arg(&f.method, "METHOD", f.method),
+       fmt::format("after removing heads, refit each layer's attention output to the dense model's on {}, "
+                   "in closed form (least squares, layer by layer): output = the output projection's weights "
+                   "and bias, scale = one factor per kept head, none = keep the weights as they are",
+                   text).c_str())
+      ("refit-sequences", arg(&f.sequences, "N", f.sequences), "calibration sequences the refit uses")
+      ("refit-ridge", arg(&f.ridge, "R", f.ridge),
+       "pull of the refit towards the weights it starts from, relative to the mean diagonal of each "
+       "layer's normal matrix (0 = plain least squares)");
+}
+
+pruner::RefitOptions refit_options(const RefitFlags& f, const torch::Device& device) {
+  pruner::RefitOptions o;
+  o.method = pruner::parse_refit_method(f.method, "--refit");
+  if (f.sequences < 1) throw UsageError("--refit-sequences must be at least 1");
+  o.max_sequences = f.sequences;
+  if (!(f.ridge >= 0) || !std::isfinite(f.ridge)) throw UsageError("--refit-ridge must be a finite number >= 0");
+  o.ridge = f.ridge;
+  o.device = device;
+  return o;
+}
+
 void add_prune_flags(CommandLine& line, PruneFlags& f, std::string& out, const char* out_help) {
   for (const char* caption : {group::kRequired, group::kTarget, group::kOutput, group::kTraining,
-                              group::kText, group::kBench, group::kResume, group::kAdvanced})
+                              group::kText, group::kRefit, group::kBench, group::kResume, group::kAdvanced})
     line.group(caption);  // the order --help lists them in
   line.group(group::kRequired).add_options()("out,o", arg(&out, "DIR")->required(), out_help);
   line.group(group::kOutput).add_options()
@@ -61,6 +87,7 @@ void add_prune_flags(CommandLine& line, PruneFlags& f, std::string& out, const c
                   "in headprune/head_roles.*; `report` then shows the roles of kept and removed heads")
       ("analyze-conllu", arg(&f.analyze_conllu, "FILE"),
        "also analyse on this CoNLL-U treebank, for the syntactic roles (implies --analyze)");
+  add_refit_flags(line, f.refit, "the training text (its training share)");
   line.group(group::kResume).add_options()
       ("resume", "continue the gate training of an interrupted run with the same --out");
   line.group(group::kBench).add_options()
@@ -90,6 +117,8 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   job.bench_options.batches = parse_positive_list(prune.batches, "--bench-batch-size");
   job.bench_options.seqs = parse_positive_list(prune.seqs, "--bench-seq-len");
   job.bench_options.device = job.training.device;
+  job.refit = refit_options(prune.refit, job.training.device);
+  job.refit.batch_size = job.training.batch_size;
   return job;
 }
 

@@ -30,11 +30,26 @@ void add_distributed_flags(CommandLine& line, pruner::DistributedOptions& option
 pruner::ProcessGroup join_if_distributed(const po::variables_map& vm, const pruner::DistributedOptions& options,
                                          const GlobalOptions& globals);
 
+/// --refit and --refit-sequences (prune, sweep, apply).
+struct RefitFlags {
+  std::string method = "none";
+  std::size_t sequences = 256;
+  double ridge = 1e-3;
+};
+
+/// Declares the refit flags (group "Recovery after removal"); `text` says where the
+/// calibration text comes from for this command.
+void add_refit_flags(CommandLine& line, RefitFlags& flags, const char* text);
+
+/// The refit settings from parsed flags. @throws headprune::UsageError on a bad value.
+pruner::RefitOptions refit_options(const RefitFlags& flags, const torch::Device& device);
+
 /// Flags of the prune job beyond training (shared by `prune` and `sweep`).
 struct PruneFlags {
   std::string batches = "1,32";
   std::string seqs = "128";
   std::string analyze_conllu;
+  RefitFlags refit;
 };
 
 /// Adds -o/--out (folder, with `out_help`), --force, --resume, --no-fold, --no-bench,

@@ -114,9 +114,12 @@ nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group
   log::info("{} of {} heads kept; per layer {}", applied.heads_after, applied.heads_before,
             fmt::join(student.model->config().heads_per_layer(), " "));
 
+  auto dense = models::load_checkpoint(o.model, device);
+  const auto refit = refit_pruned_model(*student.model, *dense.model, corpus.train, corpus.pad_id, o.refit);
+  if (o.refit.method != RefitMethod::kNone) log::info("{}", refit.describe());
+
   std::map<std::string, std::string> extra;
   stage(3, "verifying fidelity to the dense model on held-out text");
-  auto dense = models::load_checkpoint(o.model, device);
   const auto fidelity = measure_fidelity(*student.model, nullptr, *dense.model, corpus.heldout,
                                          corpus.pad_id, dense.pooling, training.batch_size, device);
   log::info("{}", fidelity.describe());
@@ -145,10 +148,12 @@ nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group
       {"fidelity", fidelity.to_json()},
       {"gates", gates.summary},
       {"bench", bench_json},
+      {"refit", refit.to_json()},
   };
   if (!roles.is_null()) summary["head_roles"] = roles;
   nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()},
                            {"data", data_names}, {"fold_gates", o.fold_gates},
+                           {"refit", refit_method_name(o.refit.method)},
                            {"training", training.to_json()}};
   // summary.json needs the written sizes: it joins the same atomic folder build last.
   export_and_verify(applied, student, o.out, o.force, record, device, extra,

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pruner/measure/bench.h"
+#include "pruner/surgery/refit.h"
 #include "pruner/training/corpus.h"
 #include "pruner/training/gate_training.h"
 
@@ -27,6 +28,7 @@ struct PruneJobOptions {
   CorpusOptions corpus;
   GateTrainingOptions training;  ///< out_dir is set by the job (a work folder beside --out)
   BenchOptions bench_options;
+  RefitOptions refit;  ///< after removal, on the corpus's training share (pruner/surgery/refit.h)
 };
 
 /// Runs the stages with a progress display and returns the summary that is also written to

@@ -399,4 +399,21 @@ std::string GateTrainingOptions::resume_difference(const nlohmann::json& recorde
   return "";
 }
 
+std::pair<std::vector<std::filesystem::path>, CorpusOptions> recorded_corpus(const nlohmann::json& settings) {
+  const auto corpus = settings.value("corpus", nlohmann::json());
+  if (!corpus.is_object() || !corpus.contains("data"))
+    throw Error("the gates folder does not record its training text (settings.corpus), so it cannot be read again");
+  try {
+    CorpusOptions o;
+    o.max_lines = corpus.at("max_lines").get<std::size_t>();
+    o.holdout_fraction = corpus.at("holdout").get<double>();
+    o.paragraphs = corpus.at("paragraphs").get<bool>();
+    o.seed = settings.at("seed").get<uint64_t>();
+    o.max_length = settings.at("flops_seq_len").get<std::size_t>();
+    return {corpus.at("data").get<std::vector<std::filesystem::path>>(), o};
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("the gates folder's record of its training text is incomplete ({})", e.what()));
+  }
+}
+
 }  // namespace headprune::pruner

@@ -127,4 +127,9 @@ std::pair<double, bool> parse_budget(const std::string& text, const std::string&
 TrainingSettings training_settings(const boost::program_options::variables_map& vm, uint64_t seed,
                                    const torch::Device& device);
 
+/// The training text that gates.json "settings" record (corpus, seed, flops_seq_len): its files
+/// and how they were read, so that the same training share can be rebuilt (apply --refit).
+/// @throws headprune::Error if the settings do not record a corpus (gates trained through the API).
+std::pair<std::vector<std::filesystem::path>, CorpusOptions> recorded_corpus(const nlohmann::json& settings);
+
 }  // namespace headprune::pruner

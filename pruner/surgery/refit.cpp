@@ -1,0 +1,225 @@
+#include "pruner/surgery/refit.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+#include "pruner/log.h"
+#include "pruner/training/corpus.h"
+
+namespace headprune::pruner {
+namespace {
+
+using models::AttentionModel;
+using models::ModelInputs;
+
+/// One batch of one layer over its real tokens (float64): the pruned layer's context [n, m]
+/// and the target y = r^dense + O^dense(c^dense) − r [n, H].
+struct LayerSample {
+  torch::Tensor context;
+  torch::Tensor target;
+};
+
+LayerSample layer_sample(AttentionModel& pruned, AttentionModel& dense, const ModelInputs& in, int64_t layer) {
+  const auto d = dense.forward(in, nullptr).attention_io.at(static_cast<std::size_t>(layer));
+  const auto p = pruned.forward(in, nullptr).attention_io.at(static_cast<std::size_t>(layer));
+  const auto real = in.attention_mask.reshape({-1}).to(torch::kBool);
+  auto flat = [&](const torch::Tensor& t) {
+    return t.reshape({t.size(0) * t.size(1), t.size(2)}).index({real}).to(torch::kDouble);
+  };
+  auto target = dense.output_projection(layer)->forward(d.context) + d.residual - p.residual;
+  return {flat(p.context), flat(target)};
+}
+
+/// A least-squares problem in θ [p, q]: E(θ) = tr(θᵀGθ) − 2 tr(θᵀC) + Σ‖y'‖², started at θ0,
+/// where y' is the part of the target y the fitted values must produce (y less a fixed bias).
+struct NormalEquations {
+  torch::Tensor gram;   ///< G [p, p]
+  torch::Tensor cross;  ///< C [p, q]
+  double fitted_squared = 0;  ///< Σ‖y'‖²
+  double target_squared = 0;  ///< Σ‖y‖², what errors are relative to
+  int64_t tokens = 0;
+
+  void add(const torch::Tensor& g, const torch::Tensor& c, const torch::Tensor& fitted, const torch::Tensor& target) {
+    gram = gram.defined() ? gram + g : g;
+    cross = cross.defined() ? cross + c : c;
+    fitted_squared += fitted.square().sum().item<double>();
+    target_squared += target.square().sum().item<double>();
+    tokens += target.size(0);
+  }
+  double relative_error(const torch::Tensor& theta) const {
+    const double e = (theta * gram.matmul(theta)).sum().item<double>() -
+                     2 * (theta * cross).sum().item<double>() + fitted_squared;
+    return target_squared > 0 ? std::max(e, 0.0) / target_squared : 0.0;
+  }
+  /// θ0 + Δ with (G + λI)Δ = C − Gθ0, λ = ridge × mean diag(G): the ridge pulls towards θ0.
+  torch::Tensor solve(const torch::Tensor& theta0, double ridge) const {
+    const double lambda = ridge * gram.diagonal().mean().item<double>();
+    const auto eye = torch::eye(gram.size(0), gram.options());
+    return theta0 + torch::linalg::solve(gram + lambda * eye, cross - gram.matmul(theta0), true);
+  }
+};
+
+/// The output projection's weight and bias as θ = [Wᵀ; bᵀ] ([m (+1), H]), fitted on z = [c, 1].
+struct OutputFit {
+  models::Linear projection;
+  bool bias() const { return projection->bias.defined(); }
+  torch::Tensor theta0() const {
+    auto w = projection->weight.detach().t().to(torch::kDouble);
+    return bias() ? torch::cat({w, projection->bias.detach().to(torch::kDouble).unsqueeze(0)}) : w;
+  }
+  void add(NormalEquations& eq, const LayerSample& s) const {
+    auto z = bias() ? torch::cat({s.context, torch::ones({s.context.size(0), 1}, s.context.options())}, 1)
+                    : s.context;
+    eq.add(z.t().matmul(z), z.t().matmul(s.target), s.target, s.target);
+  }
+  void write(const torch::Tensor& theta) const {
+    const int64_t m = projection->weight.size(1);
+    projection->weight.detach().copy_(theta.slice(0, 0, m).t());
+    if (bias()) projection->bias.detach().copy_(theta[m]);
+  }
+};
+
+/// One scale per kept head on its output-projection columns, θ [k, 1], fitted on each head's
+/// contribution u_h = W_h c_h [H] to the target minus the (unchanged) bias.
+struct HeadScaleFit {
+  models::Linear projection;
+  int64_t head_dim;
+  int64_t heads() const { return projection->weight.size(1) / head_dim; }
+  torch::Tensor theta0() const { return torch::ones({heads(), 1}, torch::kDouble); }
+  void add(NormalEquations& eq, const LayerSample& s) const {
+    const int64_t n = s.context.size(0), H = projection->weight.size(0);
+    auto w = projection->weight.detach().to(torch::kDouble).view({H, heads(), head_dim});
+    auto u = torch::einsum("nkd,hkd->nkh", {s.context.view({n, heads(), head_dim}), w});
+    auto y = projection->bias.defined() ? s.target - projection->bias.detach().to(torch::kDouble) : s.target;
+    eq.add(torch::einsum("nkh,njh->kj", {u, u}), torch::einsum("nkh,nh->k", {u, y}).unsqueeze(1), y, s.target);
+  }
+  void write(const torch::Tensor& theta) const {
+    const int64_t H = projection->weight.size(0);
+    auto w = projection->weight.detach().view({H, heads(), head_dim});
+    w.mul_(theta.to(w.scalar_type()).view({1, heads(), 1}));
+  }
+};
+
+/// Accumulates layer `layer` over the batches, solves, writes the fit into `pruned`.
+template <typename Fit>
+LayerRefit refit_layer(const Fit& fit, AttentionModel& pruned, AttentionModel& dense,
+                       const std::vector<ModelInputs>& batches, int64_t layer, double ridge) {
+  NormalEquations eq;
+  for (const auto& in : batches) fit.add(eq, layer_sample(pruned, dense, in, layer));
+  const auto theta0 = fit.theta0();
+  LayerRefit done{layer, theta0.numel(), eq.relative_error(theta0), eq.relative_error(theta0)};
+  if (theta0.size(0) == 0) return done;  // no heads and no bias: nothing to fit
+  if (eq.tokens < theta0.size(0))
+    throw Error(fmt::format("--refit: layer {} has {} values per output to fit but the calibration text "
+                            "has only {} tokens; give more text, or use --refit scale",
+                            layer, theta0.size(0), eq.tokens));
+  const auto theta = eq.solve(theta0, ridge);
+  done.error_after = eq.relative_error(theta);
+  fit.write(theta);
+  return done;
+}
+
+std::vector<ModelInputs> calibration_batches(const std::vector<std::vector<int64_t>>& sequences,
+                                             int64_t pad_id, const RefitOptions& o) {
+  const auto n = std::min(sequences.size(), o.max_sequences);
+  const std::vector<std::vector<int64_t>> used(sequences.begin(), sequences.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<ModelInputs> batches;
+  for (const auto& bucket : length_buckets(used, o.batch_size))
+    batches.push_back(make_inputs(used, bucket, pad_id, o.device));
+  return batches;
+}
+
+/// Turns on attention-io recording for the scope of a refit.
+class IoRecording {
+ public:
+  explicit IoRecording(AttentionModel& model) : model_(model) { model_.set_record_attention_io(true); }
+  ~IoRecording() { model_.set_record_attention_io(false); }
+  IoRecording(const IoRecording&) = delete;
+  IoRecording& operator=(const IoRecording&) = delete;
+
+ private:
+  AttentionModel& model_;
+};
+
+void check_same_shape(const AttentionModel& pruned, const AttentionModel& dense) {
+  const auto& a = pruned.config();
+  const auto& b = dense.config();
+  if (a.num_hidden_layers != b.num_hidden_layers || a.hidden_size != b.hidden_size)
+    throw Error(fmt::format("--refit: the pruned model ({} layers, hidden {}) does not match the dense one "
+                            "({} layers, hidden {})",
+                            a.num_hidden_layers, a.hidden_size, b.num_hidden_layers, b.hidden_size));
+}
+
+}  // namespace
+
+RefitMethod parse_refit_method(const std::string& name, const std::string& flag) {
+  if (name == "none") return RefitMethod::kNone;
+  if (name == "scale") return RefitMethod::kHeadScale;
+  if (name == "output") return RefitMethod::kOutput;
+  throw UsageError(fmt::format("{} {}: expected none, scale (one factor per kept head) or output "
+                               "(the attention output projection)",
+                               flag, name));
+}
+
+std::string refit_method_name(RefitMethod method) {
+  switch (method) {
+    case RefitMethod::kHeadScale: return "scale";
+    case RefitMethod::kOutput: return "output";
+    case RefitMethod::kNone: break;
+  }
+  return "none";
+}
+
+RefitResult refit_pruned_model(AttentionModel& pruned, AttentionModel& dense,
+                               const std::vector<std::vector<int64_t>>& sequences, int64_t pad_id,
+                               const RefitOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  RefitResult result;
+  result.method = options.method;
+  if (options.method == RefitMethod::kNone) return result;
+  if (sequences.empty()) throw Error("--refit needs calibration text, and none was given");
+  check_same_shape(pruned, dense);
+  torch::NoGradGuard no_grad;
+  const auto batches = calibration_batches(sequences, pad_id, options);
+  result.sequences = std::min(sequences.size(), options.max_sequences);
+  for (const auto& in : batches) result.tokens += in.attention_mask.sum().item<int64_t>();
+  IoRecording record_pruned(pruned), record_dense(dense);
+  for (int64_t l = 0; l < pruned.config().num_hidden_layers; ++l) {
+    const auto projection = pruned.output_projection(l);
+    const auto layer = options.method == RefitMethod::kOutput
+        ? refit_layer(OutputFit{projection}, pruned, dense, batches, l, options.ridge)
+        : refit_layer(HeadScaleFit{projection, pruned.config().head_dim}, pruned, dense, batches, l, options.ridge);
+    log::debug("refit layer {}: {} values, relative error {:.4f} -> {:.4f}", l, layer.parameters,
+               layer.error_before, layer.error_after);
+    result.layers.push_back(layer);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+nlohmann::json RefitResult::to_json() const {
+  nlohmann::json layers_json = nlohmann::json::array();
+  for (const auto& l : layers)
+    layers_json.push_back({{"layer", l.layer}, {"parameters", l.parameters},
+                           {"relative_error_before", l.error_before}, {"relative_error_after", l.error_after}});
+  return {{"method", refit_method_name(method)}, {"sequences", sequences}, {"tokens", tokens},
+          {"seconds", seconds}, {"layers", layers_json}};
+}
+
+std::string RefitResult::describe() const {
+  double before = 0, after = 0;
+  for (const auto& l : layers) {
+    before += l.error_before;
+    after += l.error_after;
+  }
+  const double n = layers.empty() ? 1.0 : static_cast<double>(layers.size());
+  return fmt::format("refit ({}) on {} sequences ({} tokens): attention-output error relative to the dense "
+                     "model, mean over layers {:.4f} -> {:.4f} ({:.1f} s)",
+                     refit_method_name(method), sequences, tokens, before / n, after / n, seconds);
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,215 @@
+// The closed-form refit after head removal (pruner/surgery/refit.h, issue 17 item 7), on the
+// real all-MiniLM-L6-v2 and stories260K with real text.
+//
+// What is checked against an independent computation: each layer's reported error is the error
+// the refitted model really makes (a forward pass through the written weights), and the output
+// refit is as good as the least-squares solution a QR factorisation of the stacked data gives.
+// Tolerance: the reported error is computed in float64 from the same float32 activations; the
+// measured one recomputes the output projection in float32 with float32-rounded weights, so
+// each output differs by at most δ = float32_tolerance(max|O(c)|, 1, inputs + 1) (Higham's
+// bound for one dot product, tests/tolerance.h). For e = O(c) − y that changes ‖e‖²/‖y‖² by at
+// most 2‖e‖·‖δ‖/‖y‖² + ‖δ‖²/‖y‖², with ‖δ‖ ≤ δ·√(tokens·hidden).
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "models/checkpoint.h"
+#include "models/errors.h"
+#include "pruner/surgery/refit.h"
+#include "pruner/surgery/surgery.h"
+#include "pruner/training/corpus.h"
+#include "tests/stories_support.h"
+#include "tests/test_support.h"
+#include "tests/tolerance.h"
+
+using namespace headprune;
+
+namespace {
+
+/// Real text: the first lines of WikiText-2 (test split), at most 64 tokens each.
+pruner::Corpus wikitext(const models::Tokenizer& tokenizer, std::size_t lines) {
+  pruner::CorpusOptions o;
+  o.max_length = 64;
+  o.max_lines = lines;
+  o.holdout_fraction = 0.1;
+  return pruner::load_corpus({testing::shared_data_dir() / "corpus" / "wikitext2_raw_test.raw"}, tokenizer, o);
+}
+
+std::vector<models::ModelInputs> batches_of(const pruner::Corpus& corpus, std::size_t n) {
+  const std::vector<std::vector<int64_t>> used(corpus.train.begin(),
+                                               corpus.train.begin() + static_cast<std::ptrdiff_t>(n));
+  std::vector<models::ModelInputs> out;
+  for (const auto& b : pruner::length_buckets(used, 32)) out.push_back(pruner::make_inputs(used, b, corpus.pad_id, torch::kCPU));
+  return out;
+}
+
+/// Each layer of `pruned` as it computes: Σ‖O(c) + r − (O_d(c_d) + r_d)‖² / Σ‖O_d(c_d) + r_d − r‖²
+/// over real tokens, and the tolerance of comparing it with the refit's float64 figure.
+struct Measured {
+  double error = 0;
+  double tolerance = 0;
+};
+
+std::vector<Measured> measure(models::AttentionModel& pruned, models::AttentionModel& dense,
+                              const std::vector<models::ModelInputs>& batches) {
+  torch::NoGradGuard no_grad;
+  pruned.set_record_attention_io(true);
+  dense.set_record_attention_io(true);
+  const auto layers = static_cast<std::size_t>(pruned.config().num_hidden_layers);
+  std::vector<double> e2(layers), y2(layers), scale(layers);
+  int64_t values = 0;
+  for (const auto& in : batches) {
+    const auto d = dense.forward(in, nullptr).attention_io;
+    const auto p = pruned.forward(in, nullptr).attention_io;
+    const auto real = in.attention_mask.unsqueeze(-1).to(torch::kDouble);
+    values += in.attention_mask.sum().item<int64_t>() * pruned.config().hidden_size;
+    for (std::size_t l = 0; l < layers; ++l) {
+      const auto layer = static_cast<int64_t>(l);
+      const auto out = pruned.output_projection(layer)->forward(p[l].context);
+      const auto y = (dense.output_projection(layer)->forward(d[l].context) + d[l].residual - p[l].residual)
+                         .to(torch::kDouble);
+      e2[l] += ((out.to(torch::kDouble) - y).square() * real).sum().item<double>();
+      y2[l] += (y.square() * real).sum().item<double>();
+      scale[l] = std::max(scale[l], out.abs().max().item<double>());
+    }
+  }
+  pruned.set_record_attention_io(false);
+  dense.set_record_attention_io(false);
+  std::vector<Measured> out;
+  for (std::size_t l = 0; l < layers; ++l) {
+    const auto inputs = pruned.output_projection(static_cast<int64_t>(l))->weight.size(1) + 1;
+    const double delta = testing::float32_tolerance(scale[l], 1, inputs) * std::sqrt(static_cast<double>(values));
+    out.push_back({e2[l] / y2[l], (2 * std::sqrt(e2[l]) * delta + delta * delta) / y2[l]});
+  }
+  return out;
+}
+
+/// Every layer's reported error is the one measured, and no higher than before the fit; layer 0
+/// (the same input in both models) improves beyond rounding — a no-op fit would fail that.
+void check_reported_errors(const pruner::RefitResult& result, const std::vector<Measured>& measured) {
+  CATCH_REQUIRE(result.layers.size() == measured.size());
+  for (const auto& layer : result.layers) {
+    CATCH_INFO("layer " << layer.layer);
+    const auto& m = measured[static_cast<std::size_t>(layer.layer)];
+    CATCH_CHECK(std::abs(m.error - layer.error_after) <= m.tolerance);
+    CATCH_CHECK(layer.error_after <= layer.error_before + m.tolerance);
+  }
+  CATCH_CHECK(result.layers[0].error_after < result.layers[0].error_before - 10 * measured[0].tolerance);
+}
+
+/// The uneven removal of tests/surgery_test.cpp: layers keep 9 11 0 7 12 11 heads.
+const nlohmann::json kUneven = {{"0", {0, 1, 2}}, {"1", {11}}, {"2", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+                                {"3", {1, 3, 5, 7, 9}}, {"5", {4}}};
+
+constexpr std::size_t kSequences = 120;
+
+pruner::RefitOptions refit_options(pruner::RefitMethod method, std::size_t sequences) {
+  pruner::RefitOptions o;
+  o.method = method;
+  o.max_sequences = sequences;
+  o.ridge = 0;  // the exact least-squares solution, to compare with QR
+  return o;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("refit: each layer's reported error is what the refitted MiniLM computes, and lower",
+                "[refit][minilm]") {
+  auto dense = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  const auto corpus = wikitext(*dense.tokenizer, 300);
+  CATCH_REQUIRE(corpus.train.size() >= kSequences);
+  const auto batches = batches_of(corpus, kSequences);
+  for (auto method : {pruner::RefitMethod::kOutput, pruner::RefitMethod::kHeadScale}) {
+    CATCH_INFO("method " << pruner::refit_method_name(method));
+    auto model = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+    pruner::apply_plan(*model.model, pruner::plan_from_remove_heads(kUneven, model.model->config()));
+    const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id,
+                                                   refit_options(method, kSequences));
+    CATCH_CHECK(result.sequences == kSequences);
+    check_reported_errors(result, measure(*model.model, *dense.model, batches));
+    // Output: layer 0's 9 heads x 32 inputs + bias, per output; layer 2 (no heads) its bias alone.
+    // Scale: one value per kept head.
+    const bool output = method == pruner::RefitMethod::kOutput;
+    CATCH_CHECK(result.layers[0].parameters == (output ? (9 * 32 + 1) * 384 : 9));
+    CATCH_CHECK(result.layers[2].parameters == (output ? 384 : 0));
+  }
+}
+
+CATCH_TEST_CASE("refit output equals the least-squares solution of the stacked data (QR)", "[refit][minilm]") {
+  auto dense = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  auto model = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  pruner::apply_plan(*model.model, pruner::plan_from_remove_heads(kUneven, model.model->config()));
+  const auto corpus = wikitext(*model.tokenizer, 300);
+  const auto batches = batches_of(corpus, kSequences);
+  // Layer 0's data, stacked, before the refit (its input does not depend on the refit).
+  std::vector<torch::Tensor> zs, ys;
+  {
+    torch::NoGradGuard no_grad;
+    model.model->set_record_attention_io(true);
+    dense.model->set_record_attention_io(true);
+    for (const auto& in : batches) {
+      const auto real = in.attention_mask.reshape({-1}).to(torch::kBool);
+      const auto d = dense.model->forward(in, nullptr).attention_io.at(0);
+      const auto p = model.model->forward(in, nullptr).attention_io.at(0);
+      const auto y = dense.model->output_projection(0)->forward(d.context) + d.residual - p.residual;
+      const auto c = p.context.reshape({-1, p.context.size(2)}).index({real}).to(torch::kDouble);
+      zs.push_back(torch::cat({c, torch::ones({c.size(0), 1}, c.options())}, 1));
+      ys.push_back(y.reshape({-1, y.size(2)}).index({real}).to(torch::kDouble));
+    }
+    model.model->set_record_attention_io(false);
+    dense.model->set_record_attention_io(false);
+  }
+  const auto z = torch::cat(zs), y = torch::cat(ys);
+  const auto [q, r] = torch::linalg::qr(z, "reduced");
+  const auto theta = torch::linalg::solve_triangular(r, q.t().matmul(y), /*upper=*/true, /*left=*/true, false);
+  const double qr_error = (z.matmul(theta) - y).square().sum().item<double>() / y.square().sum().item<double>();
+  const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id,
+                                                 refit_options(pruner::RefitMethod::kOutput, kSequences));
+  const auto measured = measure(*model.model, *dense.model, batches)[0];
+  CATCH_CHECK(measured.error <= qr_error + measured.tolerance);
+  CATCH_CHECK(qr_error <= measured.error + measured.tolerance);
+}
+
+CATCH_TEST_CASE("refit leaves a model with nothing removed as it was", "[refit][minilm]") {
+  auto dense = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  auto model = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  const auto corpus = wikitext(*model.tokenizer, 200);
+  auto o = refit_options(pruner::RefitMethod::kOutput, 64);
+  o.ridge = 1e-3;
+  const auto before = model.model->output_projection(3)->weight.clone();
+  const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id, o);
+  for (const auto& layer : result.layers) CATCH_CHECK(layer.error_before < 1e-10);
+  // The target is met already, so the fit's step is rounding: far below the weights' scale.
+  const double change = (model.model->output_projection(3)->weight - before).abs().max().item<double>();
+  CATCH_CHECK(change < 1e-4 * before.abs().max().item<double>());
+}
+
+CATCH_TEST_CASE("refit on stories260K (GQA, no biases): reported errors are real, and lower", "[refit][llama]") {
+  const auto dir = testing::converted_stories();
+  auto dense = models::load_checkpoint(dir, torch::kCPU);
+  auto model = models::load_checkpoint(dir, torch::kCPU);
+  const nlohmann::json remove = {{"0", {0, 1, 2, 3}}, {"2", {1, 5}}, {"4", {0, 2, 4, 6}}};
+  pruner::apply_plan(*model.model, pruner::plan_from_remove_heads(remove, model.model->config()));
+  pruner::CorpusOptions co;
+  co.max_length = 64;
+  const auto corpus = pruner::load_corpus({testing::shared_data_dir() / "corpus" / "tinyshakespeare_input.txt"},
+                                          *model.tokenizer, co);
+  const auto batches = batches_of(corpus, 128);
+  const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id,
+                                                 refit_options(pruner::RefitMethod::kOutput, 128));
+  CATCH_CHECK(result.layers[0].parameters == 4 * 8 * 64);  // o_proj [64, 4 heads x 8], no bias
+  check_reported_errors(result, measure(*model.model, *dense.model, batches));
+}
+
+CATCH_TEST_CASE("refit refuses too little text and an empty corpus", "[refit][errors]") {
+  auto dense = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  auto model = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  const auto corpus = wikitext(*model.tokenizer, 40);
+  auto o = refit_options(pruner::RefitMethod::kOutput, 3);  // ~3 sentences: fewer tokens than 385 inputs
+  CATCH_CHECK_THROWS_WITH(pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id, o),
+                          Catch::Matchers::Contains("--refit scale"));
+  o.method = pruner::RefitMethod::kHeadScale;  // 12 values per layer: enough
+  CATCH_CHECK_NOTHROW(pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id, o));
+  CATCH_CHECK_THROWS_AS(pruner::refit_pruned_model(*model.model, *dense.model, {}, corpus.pad_id, o), Error);
+  CATCH_CHECK_THROWS_AS(pruner::parse_refit_method("lsq", "--refit"), UsageError);
+}
