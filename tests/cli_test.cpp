@@ -72,6 +72,18 @@ CATCH_TEST_CASE("train-gates, report and apply work as two halves", "[cli]") {
   CATCH_CHECK(run({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--out", out.string()}) == 1);
   CATCH_CHECK(run({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--out", out.string(), "--force"}) == 0);
   CATCH_CHECK(run({"apply", w.model.string(), "--remove-heads", "{0: [1]}", "--out", (w.dir / "x").string()}) == 2);
+  // --refit: on the gates' own training text (read again from their record); it needs --gates
+  // and a method it knows.
+  const auto refit = w.dir / "refit";
+  CATCH_CHECK(run({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--refit", "scale",
+                   "--out", refit.string()}) == 2);
+  CATCH_CHECK(run({"apply", w.model.string(), "--gates", gates.string(), "--refit", "lsq", "--out", refit.string()}) == 2);
+  CATCH_CHECK_FALSE(fs::exists(refit));
+  CATCH_REQUIRE(run({"apply", w.model.string(), "--gates", gates.string(), "--refit", "scale", "--out", refit.string()}) == 0);
+  const auto recorded = models::read_json_file(refit / "config.json")["headprune"]["record"]["refit"];
+  CATCH_CHECK(recorded["method"] == "scale");
+  CATCH_CHECK(recorded["sequences"].get<int>() == 72);  // the training share of 80 documents
+  CATCH_CHECK(recorded["layers"].size() == 2);
 }
 
 CATCH_TEST_CASE("prune runs every stage and leaves every artefact", "[cli][e2e]") {

@@ -153,7 +153,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group
   if (!roles.is_null()) summary["head_roles"] = roles;
   nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()},
                            {"data", data_names}, {"fold_gates", o.fold_gates},
-                           {"refit", refit_method_name(o.refit.method)},
+                           {"refit", refit.to_json()},
                            {"training", training.to_json()}};
   // summary.json needs the written sizes: it joins the same atomic folder build last.
   export_and_verify(applied, student, o.out, o.force, record, device, extra,
