@@ -82,6 +82,19 @@ nlohmann::json add_role_artefacts(const PruneJobOptions& o, models::Checkpoint& 
   return analysis.role_counts();
 }
 
+/// Stage 4: dense and pruned timed side by side (unless --no-bench); bench.json joins `extra`.
+/// @returns the benchmark's JSON, or null when skipped.
+nlohmann::json bench_stage(const PruneJobOptions& o, models::AttentionModel& dense, models::AttentionModel& pruned,
+                           std::map<std::string, std::string>& extra) {
+  stage(4, o.bench ? "benchmarking dense vs pruned" : "benchmark skipped (--no-bench)");
+  if (!o.bench) return nullptr;
+  auto bench = run_bench(dense, pruned, o.bench_options);
+  auto json = bench.to_json();
+  extra["headprune/bench.json"] = json.dump(2) + "\n";
+  log::info("{}", bench.to_text());
+  return json;
+}
+
 }  // namespace
 
 nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group) {
@@ -125,14 +138,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group
   log::info("{}", fidelity.describe());
   const auto roles = add_role_artefacts(o, dense, corpus, treebank, gates, training, extra);
 
-  nlohmann::json bench_json;
-  stage(4, o.bench ? "benchmarking dense vs pruned" : "benchmark skipped (--no-bench)");
-  if (o.bench) {
-    auto bench = run_bench(*dense.model, *student.model, o.bench_options);
-    bench_json = bench.to_json();
-    extra["headprune/bench.json"] = bench_json.dump(2) + "\n";
-    log::info("{}", bench.to_text());
-  }
+  const auto bench_json = bench_stage(o, *dense.model, *student.model, extra);
 
   stage(5, "writing the pruned checkpoint and its report");
   add_gate_artefacts(extra, gates, work, o.out.string());
