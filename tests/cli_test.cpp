@@ -1,6 +1,8 @@
 // The command line end to end on a tiny model: exit codes, every stage of `prune`, and the
 // artefacts each stage leaves.
+#include <algorithm>
 #include <fstream>
+#include <set>
 
 #include <onnx/onnx_pb.h>
 
@@ -145,6 +147,43 @@ CATCH_TEST_CASE("sweep prunes at every target and plots quality against speed", 
   CATCH_CHECK(run({"sweep", w.model.string(), "--data", w.corpus.string(), "--targets", "0.5,0.95",
                    "--out", (w.dir / "bad").string()}) == 1);
   CATCH_CHECK_FALSE(fs::exists(w.dir / "bad" / "target-50"));
+}
+
+CATCH_TEST_CASE("sweep --one-run trains once and writes nested sizes", "[cli][e2e]") {
+  testing::Workspace w("cli");
+  const auto out = w.dir / "sweep";
+  const std::vector<std::string> common = {"sweep", w.model.string(), "--data", w.corpus.string(), "--targets",
+                                           "0.25,0.5,0.75", "--steps", "8", "--batch-size", "8", "--max-length",
+                                           "32", "--no-bench", "--one-run", "--out"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  CATCH_CHECK(run(with({(w.dir / "tw").string(), "--train-weights"})) == 2);
+  CATCH_CHECK_FALSE(fs::exists(w.dir / "tw"));
+  CATCH_REQUIRE(run(with({out.string()})) == 0);
+  const auto sweep = models::read_json_file(out / "sweep.json");
+  CATCH_CHECK(sweep["one_run"]["trained_at"] == 0.75);
+  CATCH_REQUIRE(sweep["points"].size() == 3);
+  // 8 heads: 6, 4, 2 kept, each set inside the one before; one training log for all three.
+  std::vector<std::set<std::pair<int64_t, int64_t>>> kept;
+  for (const auto* folder : {"target-25", "target-50", "target-75"}) {
+    const auto config = models::ModelConfig::from_directory(out / folder);
+    std::set<std::pair<int64_t, int64_t>> heads;
+    for (int64_t l = 0; l < config.num_hidden_layers; ++l)
+      for (auto h : config.kept_heads[static_cast<std::size_t>(l)]) heads.insert({l, h});
+    kept.push_back(heads);
+    CATCH_CHECK(testing::read_text(out / folder / "headprune/train_log.jsonl") ==
+                testing::read_text(out / "target-75/headprune/train_log.jsonl"));
+  }
+  CATCH_CHECK(kept[0].size() == 6);
+  CATCH_CHECK(kept[1].size() == 4);
+  CATCH_CHECK(kept[2].size() == 2);
+  CATCH_CHECK(std::includes(kept[0].begin(), kept[0].end(), kept[1].begin(), kept[1].end()));
+  CATCH_CHECK(std::includes(kept[1].begin(), kept[1].end(), kept[2].begin(), kept[2].end()));
+  const auto gates = models::read_json_file(out / "target-25/headprune/gates.json");
+  CATCH_CHECK(gates["summary"]["one_run"]["trained_at"] == 0.75);
 }
 
 CATCH_TEST_CASE("budgets in parameters and FLOPs are met, within one head of them", "[cli][budget]") {

@@ -27,7 +27,10 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   line.positional("model", "MODEL", &model, "checkpoint folder");
   add_prune_flags(line, prune, out, "sweep folder: target-XX/ checkpoints + sweep.json, sweep.txt, sweep.svg");
   line.group(group::kTarget).add_options()
-      ("targets", arg(&targets, "S,...", targets), "sparsity targets, comma-separated; one gate-training run each");
+      ("targets", arg(&targets, "S,...", targets), "sparsity targets, comma-separated; one gate-training run each (or one in all with --one-run)");
+  line.group(group::kTarget).add_options()
+      ("one-run", "train the gates once, at the highest target, and read the lower targets off their "
+                  "ranking (nested masks; gates only)");
   line.group("Quality").add_options()
       ("sts", arg(&sts, "FILE"),
        "STS Benchmark file: quality = Spearman x100 (else: embedding cosine to the dense model)");
@@ -36,7 +39,9 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   line.example("sweep MODEL --data train.txt --targets 0.25,0.5,0.75 --sts sts-dev.csv -o out/sweep",
                "three pruned models, their STS-B quality and measured speedup; plot in out/sweep/sweep.svg")
       .example("sweep MODEL --data train.txt --targets 0.3,0.6 --no-bench -o out/quick",
-               "quality only (speedup \"not measured\")");
+               "quality only (speedup \"not measured\")")
+      .example("sweep MODEL --data train.txt --one-run --sts sts-dev.csv -o out/sweep1",
+               "the same three sizes from one gate training");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   if (const int world = pruner::DistributedEnvironment::launched_world_size(); world > 1)
@@ -50,6 +55,10 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   with_target.insert({"target-sparsity", po::variable_value(o.targets.front(), false)});
   o.job = prune_job_options(prune, with_target, globals, model, out);
   o.out = out;
+  o.one_run = vm.count("one-run") > 0;
+  if (o.one_run && o.job.training.train_weights)
+    throw UsageError("--one-run trains the gates only: weights fine-tuned for one mask do not fit the others; "
+                     "drop --train-weights (or sweep without --one-run)");
   if (!sts.empty()) o.sts = sts;
   const auto sweep = pruner::run_sweep(o);
   if (vm.count("json"))

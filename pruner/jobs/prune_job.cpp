@@ -37,10 +37,10 @@ std::string read_file(const fs::path& file) {
 
 /// The gates folder's files and the report, written under headprune/ in the export.
 void add_gate_artefacts(std::map<std::string, std::string>& extra, const GateState& gates,
-                        const fs::path& work, const std::string& out) {
+                        const std::string& train_log, const std::string& out) {
   auto report = report_from_gates(gates, out);
   extra["headprune/gates.json"] = gates.to_json().dump(1) + "\n";
-  extra["headprune/train_log.jsonl"] = read_file(work / "train_log.jsonl");
+  extra["headprune/train_log.jsonl"] = train_log;
   extra["headprune/report.txt"] = to_text(report);
   extra["headprune/report.json"] = to_json(report).dump(2) + "\n";
   extra["headprune/heads.svg"] = to_svg(report);
@@ -95,72 +95,59 @@ nlohmann::json bench_stage(const PruneJobOptions& o, models::AttentionModel& den
   return json;
 }
 
-}  // namespace
+/// What stages 2–5 work on: the model the gates were trained on (changed in place), its text,
+/// the gates and their training's settings and log.
+struct TrainedRun {
+  models::Checkpoint& student;
+  const Corpus& corpus;
+  const AnalysisInput& treebank;
+  const GateState& gates;
+  const GateTrainingOptions& training;
+  std::string train_log;
+};
 
-nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group) {
-  const auto t0 = std::chrono::steady_clock::now();
-  check_export_target(o.model, o.out, o.force);
-  const auto out_abs = fs::absolute(o.out);
-  const auto work = out_abs.parent_path() / ("." + out_abs.filename().string() + ".gates");
-  check_interrupted(o, work);
-  models::require_tokenizer_files(o.model, "prune");
-
-  stage(1, "training gates");
-  const auto device = o.training.device;
-  auto student = models::load_checkpoint(o.model, device);
-  auto corpus = load_corpus(o.data, *student.tokenizer, o.corpus);
-  const auto treebank = read_treebank(o, student);
-  std::vector<std::string> data_names(o.data.begin(), o.data.end());
-  log::info("corpus {}: {} documents, {} for training, {} held out", fmt::join(data_names, ", "),
-            corpus.lines_read, corpus.train.size(), corpus.heldout.size());
-  auto training = o.training;
-  training.out_dir = work;
-  training.model_path = o.model.string();
-  if (!training.resume && fs::exists(work) && group.is_main()) fs::remove_all(work);
-  auto gates = train_gates(student, corpus, training, group);
-  if (!group.is_main()) return {{"rank", group.rank()}};  // rank 0 removes, measures, exports
-  if (!gates.complete) throw Error("gate training stopped early; rerun with --resume");
-
+/// Stages 2–5: removes the heads, refits, measures fidelity, benchmarks, and writes the export.
+nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
+                                std::chrono::steady_clock::time_point t0) {
   stage(2, "removing heads");
-  auto plan = plan_from_gates(gates, *student.model, o.fold_gates);
-  auto applied = apply_in_memory(student, plan);
+  const auto device = run.training.device;
+  auto& student = run.student;
+  auto applied = apply_in_memory(student, plan_from_gates(run.gates, *student.model, o.fold_gates));
   log::info("{} of {} heads kept; per layer {}", applied.heads_after, applied.heads_before,
             fmt::join(student.model->config().heads_per_layer(), " "));
-
   auto dense = models::load_checkpoint(o.model, device);
-  const auto refit = refit_pruned_model(*student.model, *dense.model, corpus.train, corpus.pad_id, o.refit);
+  const auto refit = refit_pruned_model(*student.model, *dense.model, run.corpus.train, run.corpus.pad_id, o.refit);
   if (o.refit.method != RefitMethod::kNone) log::info("{}", refit.describe());
 
   std::map<std::string, std::string> extra;
   stage(3, "verifying fidelity to the dense model on held-out text");
-  const auto fidelity = measure_fidelity(*student.model, nullptr, *dense.model, corpus.heldout,
-                                         corpus.pad_id, dense.pooling, training.batch_size, device);
+  const auto fidelity = measure_fidelity(*student.model, nullptr, *dense.model, run.corpus.heldout,
+                                         run.corpus.pad_id, dense.pooling, run.training.batch_size, device);
   log::info("{}", fidelity.describe());
-  const auto roles = add_role_artefacts(o, dense, corpus, treebank, gates, training, extra);
-
+  const auto roles = add_role_artefacts(o, dense, run.corpus, run.treebank, run.gates, run.training, extra);
   const auto bench_json = bench_stage(o, *dense.model, *student.model, extra);
 
   stage(5, "writing the pruned checkpoint and its report");
-  add_gate_artefacts(extra, gates, work, o.out.string());
+  add_gate_artefacts(extra, run.gates, run.train_log, o.out.string());
+  const std::vector<std::string> data_names(o.data.begin(), o.data.end());
   nlohmann::json summary = {
       {"model", o.model.string()},
       {"out", o.out.string()},
       {"data", data_names},
-      {"target_sparsity", training.target_sparsity ? nlohmann::json(*training.target_sparsity) : nlohmann::json()},
+      {"target_sparsity", run.training.target_sparsity ? nlohmann::json(*run.training.target_sparsity) : nlohmann::json()},
       {"heads_kept", applied.heads_after},
       {"heads_total", applied.heads_before},
       {"heads_per_layer", student.model->config().heads_per_layer()},
       {"kept_heads", student.model->config().kept_heads},
       {"fidelity", fidelity.to_json()},
-      {"gates", gates.summary},
+      {"gates", run.gates.summary},
       {"bench", bench_json},
       {"refit", refit.to_json()},
   };
   if (!roles.is_null()) summary["head_roles"] = roles;
-  nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()},
-                           {"data", data_names}, {"fold_gates", o.fold_gates},
-                           {"refit", refit.to_json()},
-                           {"training", training.to_json()}};
+  const nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()},
+                                 {"data", data_names}, {"fold_gates", o.fold_gates},
+                                 {"refit", refit.to_json()}, {"training", run.training.to_json()}};
   // summary.json needs the written sizes: it joins the same atomic folder build last.
   export_and_verify(applied, student, o.out, o.force, record, device, extra,
                     [&](const ApplyResult& done) -> std::map<std::string, std::string> {
@@ -172,8 +159,57 @@ nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group
                       late["headprune/summary.json"] = summary.dump(2) + "\n";
                       return late;
                     });
+  return summary;
+}
+
+/// The model and its text, as stage 1 reads them.
+struct JobInputs {
+  models::Checkpoint student;
+  Corpus corpus;
+  AnalysisInput treebank;
+};
+
+JobInputs load_job_inputs(const PruneJobOptions& o) {
+  auto student = models::load_checkpoint(o.model, o.training.device);
+  auto corpus = load_corpus(o.data, *student.tokenizer, o.corpus);
+  auto treebank = read_treebank(o, student);
+  std::vector<std::string> data_names(o.data.begin(), o.data.end());
+  log::info("corpus {}: {} documents, {} for training, {} held out", fmt::join(data_names, ", "),
+            corpus.lines_read, corpus.train.size(), corpus.heldout.size());
+  return {std::move(student), std::move(corpus), std::move(treebank)};
+}
+
+}  // namespace
+
+nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check_export_target(o.model, o.out, o.force);
+  const auto out_abs = fs::absolute(o.out);
+  const auto work = out_abs.parent_path() / ("." + out_abs.filename().string() + ".gates");
+  check_interrupted(o, work);
+  models::require_tokenizer_files(o.model, "prune");
+
+  stage(1, "training gates");
+  auto in = load_job_inputs(o);
+  auto training = o.training;
+  training.out_dir = work;
+  training.model_path = o.model.string();
+  if (!training.resume && fs::exists(work) && group.is_main()) fs::remove_all(work);
+  const auto gates = train_gates(in.student, in.corpus, training, group);
+  if (!group.is_main()) return {{"rank", group.rank()}};  // rank 0 removes, measures, exports
+  if (!gates.complete) throw Error("gate training stopped early; rerun with --resume");
+  const auto summary = finish_prune_job(
+      o, {in.student, in.corpus, in.treebank, gates, training, read_file(work / "train_log.jsonl")}, t0);
   fs::remove_all(work);
   return summary;
+}
+
+nlohmann::json prune_with_gates(const PruneJobOptions& o, const GateState& gates, const std::string& train_log) {
+  const auto t0 = std::chrono::steady_clock::now();
+  check_export_target(o.model, o.out, o.force);
+  log::info("\n[1/5] gates from an earlier training (step {})", gates.step);
+  auto in = load_job_inputs(o);
+  return finish_prune_job(o, {in.student, in.corpus, in.treebank, gates, o.training, train_log}, t0);
 }
 
 }  // namespace headprune::pruner

@@ -44,4 +44,12 @@ struct PruneJobOptions {
 ///         target is unreachable or the corpus is unusable.
 nlohmann::json run_prune_job(const PruneJobOptions& options, const ProcessGroup& group = ProcessGroup());
 
+/// Stages 2–5 of a prune job with gates trained elsewhere (sweep --one-run reads one training
+/// at several targets): loads options.model and options.data afresh (the same training share
+/// and held-out text as the run), removes the heads `gates` closes, refits, measures, benchmarks
+/// and exports to options.out as run_prune_job does; `train_log` (the run's train_log.jsonl) is
+/// stored with the gates. The gates must belong to options.model itself (gates only, not
+/// --train-weights). @throws headprune::Error as run_prune_job's later stages do.
+nlohmann::json prune_with_gates(const PruneJobOptions& options, const GateState& gates, const std::string& train_log);
+
 }  // namespace headprune::pruner

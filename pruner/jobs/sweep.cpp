@@ -1,7 +1,11 @@
 #include "pruner/jobs/sweep.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <fstream>
+#include <iterator>
+#include <map>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -10,6 +14,7 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "pruner/surgery/atomic_write.h"
+#include "pruner/training/nested_masks.h"
 #include "pruner/training/sparsity_measure.h"
 #include "pruner/log.h"
 #include "pruner/measure/sts.h"
@@ -25,6 +30,54 @@ std::optional<double> sts_of(const fs::path& model, const std::optional<std::vec
   if (!pairs) return std::nullopt;
   auto ckpt = models::load_checkpoint(model, device);
   return evaluate_sts(ckpt, *pairs, 64, device).spearman_x100;
+}
+
+/// The prune job of one target: the template with that target, written to target-XX/.
+PruneJobOptions job_for(const SweepOptions& o, double target) {
+  auto job = o.job;
+  job.training.target_sparsity = target;
+  job.out = o.out / fmt::format("target-{:02d}", static_cast<int>(std::lround(target * 100)));
+  return job;
+}
+
+/// One training at the highest target, then every other target from its gates (nested masks).
+/// @returns each target's prune summary.
+std::map<double, nlohmann::json> one_run_summaries(const SweepOptions& o) {
+  const double trained_at = *std::max_element(o.targets.begin(), o.targets.end());
+  const auto first = job_for(o, trained_at);
+  log::info("\n===== sweep --one-run: training once, at target sparsity {} =====", trained_at);
+  std::map<double, nlohmann::json> summaries{{trained_at, run_prune_job(first)}};
+  const auto trained = GateState::load(first.out / "headprune");
+  std::ifstream log_file(first.out / "headprune" / "train_log.jsonl", std::ios::binary);
+  const std::string train_log(std::istreambuf_iterator<char>(log_file), {});
+  const auto config = models::ModelConfig::from_directory(o.job.model);
+  for (double t : o.targets)
+    if (!summaries.count(t)) {
+      log::info("\n===== sweep --one-run: target sparsity {} from the gates trained at {} =====", t, trained_at);
+      summaries[t] = prune_with_gates(job_for(o, t), gates_at_target(trained, t, config, first.training), train_log);
+    }
+  return summaries;
+}
+
+/// sweep.json's entry for one target.
+nlohmann::json sweep_point(double t, const PruneJobOptions& job, const nlohmann::json& summary,
+                           const std::optional<double>& sts) {
+  nlohmann::json point = {{"target", t},
+                          {"out", job.out.string()},
+                          {"heads_kept", summary["heads_kept"]},
+                          {"heads_per_layer", summary["heads_per_layer"]},
+                          {"fidelity", summary["fidelity"]},
+                          {"params_after", summary["apply"]["params_after"]},
+                          {"bytes_after", summary["apply"]["bytes_after"]},
+                          {"seconds", summary["seconds"]}};
+  if (summary["bench"].is_object() && !summary["bench"]["results"].empty()) {
+    const auto& cell = summary["bench"]["results"].back();
+    point["speedup"] = cell["speedup"];
+    point["flops_ratio"] = cell["flops_ratio"];
+    point["bench_shape"] = {{"batch_size", cell["batch_size"]}, {"seq_len", cell["seq_len"]}};
+  }
+  point["quality"] = sts ? nlohmann::json(*sts) : summary["fidelity"]["mean_cosine"];
+  return point;
 }
 
 }  // namespace
@@ -52,30 +105,18 @@ nlohmann::json run_sweep(const SweepOptions& o) {
   sweep["dense"] = {{"heads_kept", models::ModelConfig::from_directory(o.job.model).total_heads()},
                     {"speedup", 1.0},
                     {"quality", dense_sts ? nlohmann::json(*dense_sts) : nlohmann::json(1.0)}};
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto summaries = o.one_run ? one_run_summaries(o) : std::map<double, nlohmann::json>();
   for (double t : o.targets) {
-    auto job = o.job;
-    job.training.target_sparsity = t;
-    job.out = o.out / fmt::format("target-{:02d}", static_cast<int>(std::lround(t * 100)));
+    const auto job = job_for(o, t);
     log::info("\n===== sweep: target sparsity {} -> {} =====", t, job.out.string());
-    const auto summary = run_prune_job(job);
-    const auto sts = sts_of(job.out, pairs, job.training.device);
-    nlohmann::json point = {{"target", t},
-                            {"out", job.out.string()},
-                            {"heads_kept", summary["heads_kept"]},
-                            {"heads_per_layer", summary["heads_per_layer"]},
-                            {"fidelity", summary["fidelity"]},
-                            {"params_after", summary["apply"]["params_after"]},
-                            {"bytes_after", summary["apply"]["bytes_after"]}};
-    if (summary["bench"].is_object() && !summary["bench"]["results"].empty()) {
-      const auto& cell = summary["bench"]["results"].back();
-      point["speedup"] = cell["speedup"];
-      point["flops_ratio"] = cell["flops_ratio"];
-      point["bench_shape"] = {{"batch_size", cell["batch_size"]}, {"seq_len", cell["seq_len"]}};
-    }
-    point["quality"] = sts ? nlohmann::json(*sts) : summary["fidelity"]["mean_cosine"];
-    sweep["points"].push_back(point);
+    const auto summary = o.one_run ? summaries.at(t) : run_prune_job(job);
+    sweep["points"].push_back(sweep_point(t, job, summary, sts_of(job.out, pairs, job.training.device)));
     write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");  // progress survives a crash
   }
+  sweep["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.one_run) sweep["one_run"] = {{"trained_at", *std::max_element(o.targets.begin(), o.targets.end())}};
+  write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");
   const auto table = sweep_table(sweep);
   write_file_atomic(o.out / "sweep.txt", table);
   write_file_atomic(o.out / "sweep.svg", sweep_svg(sweep));
