@@ -164,7 +164,7 @@ CATCH_TEST_CASE("sweep --one-run trains once and writes nested sizes", "[cli][e2
   CATCH_CHECK_FALSE(fs::exists(w.dir / "tw"));
   CATCH_REQUIRE(run(with({out.string()})) == 0);
   const auto sweep = models::read_json_file(out / "sweep.json");
-  CATCH_CHECK(sweep["one_run"]["trained_at"] == 0.75);
+  CATCH_CHECK(sweep["one_run"]["trained_at"] == 0.5);
   CATCH_REQUIRE(sweep["points"].size() == 3);
   // 8 heads: 6, 4, 2 kept, each set inside the one before; one training log for all three.
   std::vector<std::set<std::pair<int64_t, int64_t>>> kept;
@@ -175,7 +175,7 @@ CATCH_TEST_CASE("sweep --one-run trains once and writes nested sizes", "[cli][e2
       for (auto h : config.kept_heads[static_cast<std::size_t>(l)]) heads.insert({l, h});
     kept.push_back(heads);
     CATCH_CHECK(testing::read_text(out / folder / "headprune/train_log.jsonl") ==
-                testing::read_text(out / "target-75/headprune/train_log.jsonl"));
+                testing::read_text(out / "target-50/headprune/train_log.jsonl"));
   }
   CATCH_CHECK(kept[0].size() == 6);
   CATCH_CHECK(kept[1].size() == 4);
@@ -183,7 +183,7 @@ CATCH_TEST_CASE("sweep --one-run trains once and writes nested sizes", "[cli][e2
   CATCH_CHECK(std::includes(kept[0].begin(), kept[0].end(), kept[1].begin(), kept[1].end()));
   CATCH_CHECK(std::includes(kept[1].begin(), kept[1].end(), kept[2].begin(), kept[2].end()));
   const auto gates = models::read_json_file(out / "target-25/headprune/gates.json");
-  CATCH_CHECK(gates["summary"]["one_run"]["trained_at"] == 0.75);
+  CATCH_CHECK(gates["summary"]["one_run"]["trained_at"] == 0.5);
 }
 
 CATCH_TEST_CASE("budgets in parameters and FLOPs are met, within one head of them", "[cli][budget]") {

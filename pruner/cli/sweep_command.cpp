@@ -29,7 +29,7 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   line.group(group::kTarget).add_options()
       ("targets", arg(&targets, "S,...", targets), "sparsity targets, comma-separated; one gate-training run each (or one in all with --one-run)");
   line.group(group::kTarget).add_options()
-      ("one-run", "train the gates once, at the highest target, and read the lower targets off their "
+      ("one-run", "train the gates once, at the middle target, and read the other targets off their "
                   "ranking (nested masks; gates only)");
   line.group("Quality").add_options()
       ("sts", arg(&sts, "FILE"),

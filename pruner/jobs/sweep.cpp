@@ -40,10 +40,19 @@ PruneJobOptions job_for(const SweepOptions& o, double target) {
   return job;
 }
 
-/// One training at the highest target, then every other target from its gates (nested masks).
+/// The target --one-run trains at: the middle one (of an even count, the upper middle).
+/// Measured on MiniLM (docs/results.md): gates trained at 50% read at 25% and 75% scored within
+/// 0.1 STS points of, or above, runs trained for those targets; gates trained at 75% read at
+/// 50% lost 0.6.
+double one_run_target(std::vector<double> targets) {
+  std::sort(targets.begin(), targets.end());
+  return targets[targets.size() / 2];
+}
+
+/// One training at the middle target, then every other target from its gates (nested masks).
 /// @returns each target's prune summary.
 std::map<double, nlohmann::json> one_run_summaries(const SweepOptions& o) {
-  const double trained_at = *std::max_element(o.targets.begin(), o.targets.end());
+  const double trained_at = one_run_target(o.targets);
   const auto first = job_for(o, trained_at);
   log::info("\n===== sweep --one-run: training once, at target sparsity {} =====", trained_at);
   std::map<double, nlohmann::json> summaries{{trained_at, run_prune_job(first)}};
@@ -115,7 +124,7 @@ nlohmann::json run_sweep(const SweepOptions& o) {
     write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");  // progress survives a crash
   }
   sweep["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (o.one_run) sweep["one_run"] = {{"trained_at", *std::max_element(o.targets.begin(), o.targets.end())}};
+  if (o.one_run) sweep["one_run"] = {{"trained_at", one_run_target(o.targets)}};
   write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");
   const auto table = sweep_table(sweep);
   write_file_atomic(o.out / "sweep.txt", table);

@@ -19,13 +19,13 @@ struct SweepOptions {
   std::vector<double> targets;
   std::filesystem::path out;                  ///< sweep folder: target-XX/ subfolders + sweep.*
   std::optional<std::filesystem::path> sts;   ///< STS-B file to score every model on
-  /// One gate training (at the highest target) read at every target (pruner/training/
+  /// One gate training (at the middle target) read at every target (pruner/training/
   /// nested_masks.h) instead of one training per target. Gates only (no --train-weights).
   bool one_run = false;
 };
 
 /// Runs one `prune` job per target (an independent gate-training run each, so every target
-/// gets gates trained for it; with one_run, one training at the highest target whose gates are
+/// gets gates trained for it; with one_run, one training at the middle target whose gates are
 /// read at the others, so the masks are nested), evaluates each model (STS if given, else fidelity) and the dense
 /// baseline, and writes `sweep.json`, `sweep.txt` and `sweep.svg` (quality vs measured speedup
 /// at the last benchmark shape, with heads kept) into `out`.
