@@ -26,9 +26,7 @@ nlohmann::json refit_from_gates(models::Checkpoint& pruned, const pruner::GateSt
   const auto corpus = pruner::load_corpus(files, *pruned.tokenizer, corpus_options);
   auto dense = models::load_checkpoint(model, refit.device);
   refit.batch_size = gates.settings.value("batch_size", refit.batch_size);
-  const auto result = pruner::refit_pruned_model(*pruned.model, *dense.model, corpus.train, corpus.pad_id, refit);
-  log::info("{}", result.describe());
-  return result.to_json();
+  return pruner::refit_pruned_model(*pruned.model, *dense.model, corpus.train, corpus.pad_id, refit).to_json();
 }
 
 }  // namespace

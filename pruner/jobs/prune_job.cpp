@@ -116,8 +116,8 @@ nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
   log::info("{} of {} heads kept; per layer {}", applied.heads_after, applied.heads_before,
             fmt::join(student.model->config().heads_per_layer(), " "));
   auto dense = models::load_checkpoint(o.model, device);
-  const auto refit = refit_pruned_model(*student.model, *dense.model, run.corpus.train, run.corpus.pad_id, o.refit);
-  if (o.refit.method != RefitMethod::kNone) log::info("{}", refit.describe());
+  const auto refit = refit_pruned_model(*student.model, *dense.model, run.corpus.train, run.corpus.pad_id, o.refit)
+                         .to_json();
 
   std::map<std::string, std::string> extra;
   stage(3, "verifying fidelity to the dense model on held-out text");
@@ -142,12 +142,12 @@ nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
       {"fidelity", fidelity.to_json()},
       {"gates", run.gates.summary},
       {"bench", bench_json},
-      {"refit", refit.to_json()},
+      {"refit", refit},
   };
   if (!roles.is_null()) summary["head_roles"] = roles;
   const nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()},
                                  {"data", data_names}, {"fold_gates", o.fold_gates},
-                                 {"refit", refit.to_json()}, {"training", run.training.to_json()}};
+                                 {"refit", refit}, {"training", run.training.to_json()}};
   // summary.json needs the written sizes: it joins the same atomic folder build last.
   export_and_verify(applied, student, o.out, o.force, record, device, extra,
                     [&](const ApplyResult& done) -> std::map<std::string, std::string> {

@@ -198,6 +198,7 @@ RefitResult refit_pruned_model(AttentionModel& pruned, AttentionModel& dense,
     result.layers.push_back(layer);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  log::info("{}", result.describe());
   return result;
 }
 

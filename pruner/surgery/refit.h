@@ -69,7 +69,8 @@ struct RefitResult {
 
 /// Refits `pruned` (in place, no gradients) to follow `dense` on `sequences` (token ids with
 /// special tokens; the first options.max_sequences are used), as the file comment describes.
-/// Both models must have the same layers and hidden size; `dense` is only read.
+/// Both models must have the same layers and hidden size; `dense` is only read. Logs
+/// RefitResult::describe() at info level when it refits (method not kNone).
 /// @throws headprune::Error if there are no sequences, the models do not match, or a layer has
 ///         fewer calibration tokens than values to fit per output (give more text, or use
 ///         the head-scale method).
