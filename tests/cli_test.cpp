@@ -80,6 +80,8 @@ CATCH_TEST_CASE("train-gates, report and apply work as two halves", "[cli]") {
   CATCH_CHECK(run({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--refit", "scale",
                    "--out", refit.string()}) == 2);
   CATCH_CHECK(run({"apply", w.model.string(), "--gates", gates.string(), "--refit", "lsq", "--out", refit.string()}) == 2);
+  CATCH_CHECK(run({"apply", w.model.string(), "--gates", gates.string(), "--refit-ridge", "0.1", "--out",
+                   refit.string()}) == 2);  // no method: the setting would do nothing
   CATCH_CHECK_FALSE(fs::exists(refit));
   CATCH_REQUIRE(run({"apply", w.model.string(), "--gates", gates.string(), "--refit", "scale", "--out", refit.string()}) == 0);
   const auto recorded = models::read_json_file(refit / "config.json")["headprune"]["record"]["refit"];

@@ -58,7 +58,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   if (vm.count("gates") == vm.count("remove-heads"))
     throw UsageError("give exactly one of --gates GATES_DIR or --remove-heads JSON");
   const auto device = globals.torch_device();
-  const auto refit = refit_options(refit_flags, device);
+  const auto refit = refit_options(refit_flags, vm, device);
   if (refit.method != pruner::RefitMethod::kNone && !vm.count("gates"))
     throw UsageError("--refit needs --gates: it refits on the text the gates were trained on");
   // Validate everything that can be validated before loading weights or writing anything.

@@ -62,9 +62,12 @@ void add_refit_flags(CommandLine& line, RefitFlags& f, const char* text) {
        "layer's normal matrix (0 = plain least squares)");
 }
 
-pruner::RefitOptions refit_options(const RefitFlags& f, const torch::Device& device) {
+pruner::RefitOptions refit_options(const RefitFlags& f, const po::variables_map& vm, const torch::Device& device) {
   pruner::RefitOptions o;
   o.method = pruner::parse_refit_method(f.method, "--refit");
+  for (const char* flag : {"refit-sequences", "refit-ridge"})
+    if (o.method == pruner::RefitMethod::kNone && vm.count(flag) && !vm[flag].defaulted())
+      throw UsageError(fmt::format("--{} has no effect without --refit scale or --refit output", flag));
   if (f.sequences < 1) throw UsageError("--refit-sequences must be at least 1");
   o.max_sequences = f.sequences;
   if (!(f.ridge >= 0) || !std::isfinite(f.ridge)) throw UsageError("--refit-ridge must be a finite number >= 0");
@@ -117,7 +120,7 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   job.bench_options.batches = parse_positive_list(prune.batches, "--bench-batch-size");
   job.bench_options.seqs = parse_positive_list(prune.seqs, "--bench-seq-len");
   job.bench_options.device = job.training.device;
-  job.refit = refit_options(prune.refit, job.training.device);
+  job.refit = refit_options(prune.refit, vm, job.training.device);
   job.refit.batch_size = job.training.batch_size;
   return job;
 }

@@ -41,8 +41,9 @@ struct RefitFlags {
 /// calibration text comes from for this command.
 void add_refit_flags(CommandLine& line, RefitFlags& flags, const char* text);
 
-/// The refit settings from parsed flags. @throws headprune::UsageError on a bad value.
-pruner::RefitOptions refit_options(const RefitFlags& flags, const torch::Device& device);
+/// The refit settings from parsed flags. @throws headprune::UsageError on a bad value, or on
+/// --refit-sequences / --refit-ridge given without a refit method (they would do nothing).
+pruner::RefitOptions refit_options(const RefitFlags& flags, const po::variables_map& vm, const torch::Device& device);
 
 /// Flags of the prune job beyond training (shared by `prune` and `sweep`).
 struct PruneFlags {
