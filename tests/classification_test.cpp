@@ -16,6 +16,7 @@
 #include "pruner/surgery/apply.h"
 #include "pruner/measure/classification.h"
 #include "pruner/surgery/surgery.h"
+#include "tests/classifier_support.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 
@@ -24,29 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// all-MiniLM-L6-v2 turned into the classifier checkpoint the reference was computed on
-/// (what tools/make_classifier_fixture.py's compose() writes).
-fs::path classifier_checkpoint() {
-  const auto src = testing::minilm_dir();
-  const auto dir = testing::temp_dir("minilm-sst2");
-  for (const auto& e : fs::directory_iterator(src)) {
-    const auto name = e.path().filename().string();
-    if (name == "config.json" || name == "model.safetensors" || name.front() == '.') continue;
-    if (e.is_directory()) fs::copy(e.path(), dir / name, fs::copy_options::recursive);
-    else if (e.path().extension() == ".json" || e.path().extension() == ".txt") fs::copy_file(e.path(), dir / name);
-  }
-  auto config = models::read_json_file(src / "config.json");
-  config["architectures"] = {"BertForSequenceClassification"};
-  config["id2label"] = {{"0", "negative"}, {"1", "positive"}};
-  config["label2id"] = {{"negative", 0}, {"positive", 1}};
-  std::ofstream(dir / "config.json") << config.dump(2);
-  models::TensorMap weights;
-  for (auto& [k, v] : models::load_safetensors(src / "model.safetensors")) weights["bert." + k] = v;
-  for (auto& [k, v] : models::load_safetensors(testing::fixture_path("minilm/sst2_classifier.safetensors")))
-    weights[k] = v;
-  models::save_safetensors(dir / "model.safetensors", weights);
-  return dir;
-}
+using testing::classifier_checkpoint;
 
 /// The evaluation split: header + the last `rows` rows of SST-2 train.tsv.
 fs::path eval_split(int64_t first_row) {

@@ -37,14 +37,16 @@ CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[option
                               "steps", "batch_size", "learning_rate", "lambda_learning_rate",
                               "target_sparsity", "target_params", "target_flops", "sparsity_unit", "flops_seq_len", "l0_lambda",
                               "warmup_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
-                              "min_heads_per_layer", "gqa_mode", "uniform_layers", "head_multiple", "embedding_weight", "train_weights",
+                              "min_heads_per_layer", "gqa_mode", "uniform_layers", "head_multiple", "embedding_weight",
+                              "label_weight", "train_weights",
                               "finetune_steps", "weights_learning_rate", "seed", "corpus"});
 }
 
 CATCH_TEST_CASE("flags land in the settings, their defaults where not given", "[options]") {
   const auto s = parse({"--data", "a.txt", "b.txt", "--target-sparsity", "0.25", "--lr", "0.05",
                         "--max-length", "64", "--gqa-mode", "groups", "--paragraphs"});
-  CATCH_CHECK(s.data == std::vector<std::string>{"a.txt", "b.txt"});
+  CATCH_CHECK(s.text.data == std::vector<std::filesystem::path>{"a.txt", "b.txt"});
+  CATCH_CHECK(!s.text.labelled());
   CATCH_CHECK(s.training.target_sparsity == 0.25);
   CATCH_CHECK(s.training.learning_rate == 0.05);
   CATCH_CHECK(s.training.lambda_learning_rate == 0.1);
@@ -58,6 +60,8 @@ CATCH_TEST_CASE("flags land in the settings, their defaults where not given", "[
   const auto record = s.training.to_json();
   CATCH_CHECK(record.at("gqa_mode") == "groups");
   CATCH_CHECK(record.at("finetune_steps").is_null());  // recorded only with --train-weights
+  CATCH_CHECK(record.at("label_weight").is_null());    // recorded only with --labels
+  CATCH_CHECK(record.at("corpus").contains("data"));
   CATCH_CHECK(parse({"--data", "a", "--l0-lambda", "0.1", "--allow-empty-layers"})
                   .training.constraints.min_heads_per_layer == 0);
 }
@@ -73,6 +77,31 @@ CATCH_TEST_CASE("bad values and combinations are usage errors naming the flag", 
                           "--holdout must be in (0, 1)");
   CATCH_CHECK_THROWS_AS(parse({"--data", "a", "--l0-lambda", "1", "--gate-rule", "x"}), UsageError);
   CATCH_CHECK_THROWS_AS(parse({"--data", "a", "--l0-lambda", "1", "--sparsity-unit", "x"}), UsageError);
+  // The text: exactly one of --data and --labels; the labels' own flags only with --labels.
+  CATCH_CHECK_THROWS_WITH(parse({"--target-sparsity", "0.5"}), Catch::Contains("--data FILE... (plain text) or --labels"));
+  CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--labels", "b", "--target-sparsity", "0.5"}),
+                          Catch::Contains("one of the two"));
+  CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--target-sparsity", "0.5", "--label-weight", "0.5"}),
+                          "--label-weight has no effect without --labels");
+  CATCH_CHECK_THROWS_WITH(parse({"--labels", "a", "--target-sparsity", "0.5", "--paragraphs"}),
+                          Catch::Contains("--paragraphs does not apply to --labels"));
+  CATCH_CHECK_THROWS_WITH(parse({"--labels", "a", "--target-sparsity", "0.5", "--label-weight", "0"}),
+                          "--label-weight must be in (0, 1]");
+}
+
+CATCH_TEST_CASE("labelled text is recorded as such, with its weight", "[options]") {
+  const auto s = parse({"--labels", "dev.tsv", "--target-sparsity", "0.5", "--label-weight", "0.5"});
+  CATCH_CHECK(s.text.labelled());
+  CATCH_CHECK(s.text.data.empty());
+  const auto record = s.training.to_json();
+  CATCH_CHECK(record.at("label_weight") == 0.5);
+  CATCH_CHECK(record.at("corpus").contains("labels"));
+  CATCH_CHECK(!record.at("corpus").contains("data"));
+  const auto [text, options] = hp::pruner::recorded_corpus(record);
+  CATCH_CHECK(text.labelled());
+  CATCH_CHECK(text.labels.filename() == "dev.tsv");
+  CATCH_CHECK(parse({"--labels", "dev.tsv", "--target-sparsity", "0.5"}).training.label_weight ==
+              hp::pruner::kDefaultLabelWeight);
 }
 
 CATCH_TEST_CASE("resuming refuses a changed recorded setting and allows a changed log interval",

@@ -22,8 +22,8 @@ namespace {
 /// model on it against the dense `model`. @returns the refit's record.
 nlohmann::json refit_from_gates(models::Checkpoint& pruned, const pruner::GateState& gates,
                                 const std::string& model, pruner::RefitOptions refit) {
-  const auto [files, corpus_options] = pruner::recorded_corpus(gates.settings);
-  const auto corpus = pruner::load_corpus(files, *pruned.tokenizer, corpus_options);
+  const auto [text, corpus_options] = pruner::recorded_corpus(gates.settings);
+  const auto corpus = pruner::load_training_text(text, pruned, corpus_options);
   auto dense = models::load_checkpoint(model, refit.device);
   refit.batch_size = gates.settings.value("batch_size", refit.batch_size);
   return pruner::refit_pruned_model(*pruned.model, *dense.model, corpus.train, corpus.pad_id, refit).to_json();

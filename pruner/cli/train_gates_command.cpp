@@ -57,8 +57,7 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   models::require_tokenizer_files(model, "train-gates");
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, options.device);
-  auto corpus = pruner::load_corpus({settings.data.begin(), settings.data.end()}, *ckpt.tokenizer,
-                                    settings.corpus);
+  auto corpus = pruner::load_training_text(settings.text, ckpt, settings.corpus);
   auto state = pruner::train_gates(ckpt, corpus, options, group);
   if (!group.is_main()) return 0;  // rank 0 reports
   if (!state.complete) {

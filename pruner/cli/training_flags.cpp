@@ -12,7 +12,8 @@ namespace headprune::cli {
 
 pruner::TrainingSettings training_settings(const po::variables_map& vm, const GlobalOptions& globals) {
   auto settings = pruner::training_settings(vm, globals.seed, globals.torch_device());
-  for (const auto& file : settings.data) models::open_input_file(file, "--data");
+  for (const auto& file : settings.text.data) models::open_input_file(file, "--data");
+  if (settings.text.labelled()) models::open_input_file(settings.text.labels, "--labels");
   return settings;
 }
 
@@ -112,7 +113,7 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   job.analyze_conllu = prune.analyze_conllu;
   job.corpus = settings.corpus;
   job.model = model;
-  job.data.assign(settings.data.begin(), settings.data.end());
+  job.text = settings.text;
   job.out = out;
   job.force = vm.count("force") > 0;
   job.fold_gates = !vm.count("no-fold");

@@ -15,6 +15,7 @@
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/surgery/export.h"
 #include "pruner/surgery/onnx_export.h"
+#include "pruner/measure/classification.h"
 #include "pruner/measure/fidelity.h"
 #include "pruner/report/format.h"
 #include "pruner/log.h"
@@ -124,16 +125,16 @@ nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
   const auto fidelity = measure_fidelity(*student.model, nullptr, *dense.model, run.corpus.heldout,
                                          run.corpus.pad_id, dense.pooling, run.training.batch_size, device);
   log::info("{}", fidelity.describe());
+  const auto accuracy = heldout_accuracy(student, *student.model, nullptr, *dense.model, run.corpus,
+                                         run.training.batch_size, device);
   const auto roles = add_role_artefacts(o, dense, run.corpus, run.treebank, run.gates, run.training, extra);
   const auto bench_json = bench_stage(o, *dense.model, *student.model, extra);
 
   stage(5, "writing the pruned checkpoint and its report");
   add_gate_artefacts(extra, run.gates, run.train_log, o.out.string());
-  const std::vector<std::string> data_names(o.data.begin(), o.data.end());
   nlohmann::json summary = {
       {"model", o.model.string()},
       {"out", o.out.string()},
-      {"data", data_names},
       {"target_sparsity", run.training.target_sparsity ? nlohmann::json(*run.training.target_sparsity) : nlohmann::json()},
       {"heads_kept", applied.heads_after},
       {"heads_total", applied.heads_before},
@@ -145,9 +146,11 @@ nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
       {"refit", refit},
   };
   if (!roles.is_null()) summary["head_roles"] = roles;
-  const nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()},
-                                 {"data", data_names}, {"fold_gates", o.fold_gates},
-                                 {"refit", refit}, {"training", run.training.to_json()}};
+  if (!accuracy.is_null()) summary["heldout_accuracy"] = accuracy;
+  summary.update(o.text.to_json());
+  nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()}, {"fold_gates", o.fold_gates},
+                           {"refit", refit}, {"training", run.training.to_json()}};
+  record.update(o.text.to_json());
   // summary.json needs the written sizes: it joins the same atomic folder build last.
   export_and_verify(applied, student, o.out, o.force, record, device, extra,
                     [&](const ApplyResult& done) -> std::map<std::string, std::string> {
@@ -171,11 +174,10 @@ struct JobInputs {
 
 JobInputs load_job_inputs(const PruneJobOptions& o) {
   auto student = models::load_checkpoint(o.model, o.training.device);
-  auto corpus = load_corpus(o.data, *student.tokenizer, o.corpus);
+  auto corpus = load_training_text(o.text, student, o.corpus);
   auto treebank = read_treebank(o, student);
-  std::vector<std::string> data_names(o.data.begin(), o.data.end());
-  log::info("corpus {}: {} documents, {} for training, {} held out", fmt::join(data_names, ", "),
-            corpus.lines_read, corpus.train.size(), corpus.heldout.size());
+  log::info("corpus {}: {} documents, {} for training, {} held out", o.text.describe(), corpus.lines_read,
+            corpus.train.size(), corpus.heldout.size());
   return {std::move(student), std::move(corpus), std::move(treebank)};
 }
 

@@ -9,13 +9,14 @@
 #include "pruner/surgery/refit.h"
 #include "pruner/training/corpus.h"
 #include "pruner/training/gate_training.h"
+#include "pruner/training/training_text.h"
 
 namespace headprune::pruner {
 
 /// Settings of every stage.
 struct PruneJobOptions {
   std::filesystem::path model;
-  std::vector<std::filesystem::path> data;
+  TrainingText text;  ///< --data or --labels
   std::filesystem::path out;
   bool force = false;
   bool fold_gates = true;
@@ -45,7 +46,7 @@ struct PruneJobOptions {
 nlohmann::json run_prune_job(const PruneJobOptions& options, const ProcessGroup& group = ProcessGroup());
 
 /// Stages 2–5 of a prune job with gates trained elsewhere (sweep --one-run reads one training
-/// at several targets): loads options.model and options.data afresh (the same training share
+/// at several targets): loads options.model and options.text afresh (the same training share
 /// and held-out text as the run), removes the heads `gates` closes, refits, measures, benchmarks
 /// and exports to options.out as run_prune_job does; `train_log` (the run's train_log.jsonl) is
 /// stored with the gates. The gates must belong to options.model itself (gates only, not

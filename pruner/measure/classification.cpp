@@ -61,23 +61,65 @@ std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& file,
   return out;
 }
 
-const std::vector<std::string>& classifier_labels(const models::Checkpoint& ckpt) {
+const std::vector<std::string>& classifier_labels(const models::Checkpoint& ckpt, const std::string& flag) {
   if (!ckpt.classifier)
-    throw Error(fmt::format("{} has no classifier head (classifier.weight): --classification "
+    throw Error(fmt::format("{} has no classifier head (classifier.weight): {} "
                             "needs a BertForSequenceClassification checkpoint",
-                            ckpt.dir.string()));
+                            ckpt.dir.string(), flag));
   return ckpt.classifier->labels;
+}
+
+torch::Tensor classifier_logits(const models::Checkpoint& ckpt, models::AttentionModel& encoder,
+                                const torch::Tensor& last_hidden_state) {
+  classifier_labels(ckpt);
+  // load_checkpoint attaches a classifier only to a BertModel with a pooler.
+  auto head = ckpt.classifier;  // the holder shares the module; forward() is not const
+  return head->forward(dynamic_cast<models::BertModel&>(encoder), last_hidden_state);
 }
 
 torch::Tensor classify_texts(models::Checkpoint& ckpt, const std::vector<std::string>& texts,
                              std::size_t batch_size, const torch::Device& device) {
   classifier_labels(ckpt);
-  // load_checkpoint attaches a classifier only to a BertModel with a pooler.
-  auto& encoder = dynamic_cast<models::BertModel&>(*ckpt.model);
   return run_texts(ckpt, texts, batch_size, device, ckpt.classifier->num_labels(),
                    [&](const models::ModelInputs&, const torch::Tensor& hidden) {
-                     return ckpt.classifier->forward(encoder, hidden);
+                     return classifier_logits(ckpt, *ckpt.model, hidden);
                    });
+}
+
+double sequence_accuracy(const models::Checkpoint& ckpt, models::AttentionModel& encoder,
+                         const models::HeadMultipliers* multipliers,
+                         const std::vector<std::vector<int64_t>>& sequences, const std::vector<int64_t>& labels,
+                         int64_t pad_id, std::size_t batch_size, const torch::Device& device) {
+  classifier_labels(ckpt);
+  if (sequences.empty() || sequences.size() != labels.size())
+    throw Error(fmt::format("accuracy needs one label per sequence ({} sequences, {} labels)", sequences.size(),
+                            labels.size()));
+  torch::NoGradGuard no_grad;
+  int64_t correct = 0;
+  for (const auto& bucket : length_buckets(sequences, batch_size)) {
+    const auto in = make_inputs(sequences, bucket, pad_id, device);
+    const auto predicted = classifier_logits(ckpt, encoder, encoder.forward(in, multipliers).last_hidden_state)
+                               .argmax(1).to(torch::kCPU);
+    for (std::size_t i = 0; i < bucket.size(); ++i)
+      correct += predicted[static_cast<int64_t>(i)].item<int64_t>() == labels[bucket[i]] ? 1 : 0;
+  }
+  return static_cast<double>(correct) / static_cast<double>(sequences.size());
+}
+
+nlohmann::json heldout_accuracy(const models::Checkpoint& ckpt, models::AttentionModel& pruned,
+                                const models::HeadMultipliers* pruned_multipliers, models::AttentionModel& dense,
+                                const Corpus& corpus, std::size_t batch_size, const torch::Device& device) {
+  if (corpus.heldout_labels.empty()) return nullptr;
+  const auto accuracy = [&](models::AttentionModel& model, const models::HeadMultipliers* m) {
+    return sequence_accuracy(ckpt, model, m, corpus.heldout, corpus.heldout_labels, corpus.pad_id, batch_size,
+                             device);
+  };
+  nlohmann::json j = {{"examples", corpus.heldout.size()},
+                      {"dense", accuracy(dense, nullptr)},
+                      {"pruned", accuracy(pruned, pruned_multipliers)}};
+  log::info("held-out accuracy on {} labelled sentences: dense {:.2f}%, pruned {:.2f}%", corpus.heldout.size(),
+            100 * j["dense"].get<double>(), 100 * j["pruned"].get<double>());
+  return j;
 }
 
 ClassificationResult evaluate_classification(models::Checkpoint& ckpt,

@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include "models/checkpoint.h"
+#include "pruner/training/corpus.h"
 
 namespace headprune::pruner {
 
@@ -28,15 +29,41 @@ struct LabelledText {
 std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& file,
                                               const std::vector<std::string>& labels);
 
-/// The checkpoint's label names (id2label), for read_labelled_texts.
+/// The checkpoint's label names (id2label), for read_labelled_texts; `flag` (the option that
+/// needs them, e.g. "--classification") names the request in the error.
 /// @throws headprune::Error if the checkpoint has no classifier head.
-const std::vector<std::string>& classifier_labels(const models::Checkpoint& checkpoint);
+const std::vector<std::string>& classifier_labels(const models::Checkpoint& checkpoint,
+                                                  const std::string& flag = "--classification");
+
+/// The classifier head's logits [batch, num_labels] for `encoder`'s last_hidden_state
+/// [batch, seq, hidden] (HF BertForSequenceClassification: the encoder's pooler, then
+/// `classifier`). `encoder` is the checkpoint's model or a copy of it (a frozen teacher).
+/// Differentiable. @throws headprune::Error if the checkpoint has no classifier head.
+torch::Tensor classifier_logits(const models::Checkpoint& checkpoint, models::AttentionModel& encoder,
+                                const torch::Tensor& last_hidden_state);
+
+/// Accuracy, in [0, 1], of the classifier head over `encoder` (with `multipliers`, may be null)
+/// on tokenized `sequences` with gold `labels` (one class id each), in length-bucketed batches
+/// of `batch_size`; no gradient. @throws headprune::Error if the checkpoint has no classifier
+/// head or `sequences` is empty.
+double sequence_accuracy(const models::Checkpoint& checkpoint, models::AttentionModel& encoder,
+                         const models::HeadMultipliers* multipliers,
+                         const std::vector<std::vector<int64_t>>& sequences, const std::vector<int64_t>& labels,
+                         int64_t pad_id, std::size_t batch_size, const torch::Device& device);
 
 /// Classifier logits [texts, num_labels] (CPU) of HF BertForSequenceClassification for
 /// `texts`, in batches of similar length.
 /// @throws headprune::Error if the checkpoint has no classifier head or no tokenizer.
 torch::Tensor classify_texts(models::Checkpoint& checkpoint, const std::vector<std::string>& texts,
                              std::size_t batch_size, const torch::Device& device);
+
+/// The labelled held-out check of a prune (--labels): accuracy of the classifier head over the
+/// dense model and over the pruned one (with `pruned_multipliers`, may be null) on `corpus`'s
+/// held-out sequences, as {"examples", "dense", "pruned"} (accuracies in [0, 1]); null when the
+/// corpus has no labels. `checkpoint` holds the classifier (unchanged by pruning).
+nlohmann::json heldout_accuracy(const models::Checkpoint& checkpoint, models::AttentionModel& pruned,
+                                const models::HeadMultipliers* pruned_multipliers, models::AttentionModel& dense,
+                                const Corpus& corpus, std::size_t batch_size, const torch::Device& device);
 
 /// Accuracy = share of examples whose arg-max logit is the gold label.
 struct ClassificationResult {

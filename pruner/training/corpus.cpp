@@ -67,25 +67,39 @@ Corpus load_corpus(const std::vector<std::filesystem::path>& files,
   if (files.empty()) throw Error("no corpus file given");
   std::vector<std::string> lines;
   for (const auto& f : files) read_documents(f, options.paragraphs, lines);
+  return split_corpus(std::move(lines), {}, tokenizer, options, names(files));
+}
+
+Corpus split_corpus(std::vector<std::string> documents, const std::vector<int64_t>& labels,
+                    const models::Tokenizer& tokenizer, const CorpusOptions& options,
+                    const std::string& source) {
+  if (!labels.empty() && labels.size() != documents.size())
+    throw Error(fmt::format("corpus {}: {} labels for {} documents", source, labels.size(), documents.size()));
   Corpus corpus;
-  corpus.lines_read = lines.size();
+  corpus.lines_read = documents.size();
   corpus.pad_id = tokenizer.pad_id();
+  // Shuffling the indices draws what shuffling the documents would: the swaps depend on the
+  // length alone, so unlabelled runs keep the split they always had.
+  std::vector<std::size_t> order(documents.size());
+  std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(options.seed);
-  std::shuffle(lines.begin(), lines.end(), rng);
-  if (options.max_lines > 0 && lines.size() > options.max_lines) lines.resize(options.max_lines);
-  if (lines.size() < 2)
+  std::shuffle(order.begin(), order.end(), rng);
+  if (options.max_lines > 0 && order.size() > options.max_lines) order.resize(options.max_lines);
+  if (order.size() < 2)
     throw Error(fmt::format("corpus {} has {} document(s); at least 2 are needed (one to "
                             "train on, one held out)",
-                            names(files), lines.size()));
+                            source, order.size()));
   auto heldout = static_cast<std::size_t>(
-      std::llround(options.holdout_fraction * static_cast<double>(lines.size())));
-  heldout = std::clamp<std::size_t>(heldout, 1, lines.size() - 1);
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    auto ids = tokenizer.encode(lines[i], options.max_length);
+      std::llround(options.holdout_fraction * static_cast<double>(order.size())));
+  heldout = std::clamp<std::size_t>(heldout, 1, order.size() - 1);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    auto ids = tokenizer.encode(documents[order[i]], options.max_length);
     if (ids.size() < options.min_tokens) continue;
-    if (i < heldout) {
+    const bool held = i < heldout;
+    if (!labels.empty()) (held ? corpus.heldout_labels : corpus.train_labels).push_back(labels[order[i]]);
+    if (held) {
       corpus.heldout.push_back(std::move(ids));
-      corpus.heldout_text.push_back(lines[i]);
+      corpus.heldout_text.push_back(std::move(documents[order[i]]));
     } else {
       corpus.train.push_back(std::move(ids));
     }
@@ -93,7 +107,7 @@ Corpus load_corpus(const std::vector<std::filesystem::path>& files,
   if (corpus.train.empty() || corpus.heldout.empty())
     throw Error(fmt::format("corpus {}: no usable lines after tokenization (each needs at least "
                             "{} tokens)",
-                            names(files), options.min_tokens));
+                            source, options.min_tokens));
   return corpus;
 }
 
@@ -156,9 +170,9 @@ models::ModelInputs BatchStream::next(const torch::Device& device, int rank, int
   skip(1);
   const auto& batch = buckets_[last_bucket_];
   const auto n = batch.size(), w = static_cast<std::size_t>(world_size), r = static_cast<std::size_t>(rank);
-  const std::vector<std::size_t> share(batch.begin() + static_cast<std::ptrdiff_t>(n * r / w),
-                                       batch.begin() + static_cast<std::ptrdiff_t>(n * (r + 1) / w));
-  if (!share.empty()) return make_inputs(sequences_, share, pad_id_, device);
+  last_rows_.assign(batch.begin() + static_cast<std::ptrdiff_t>(n * r / w),
+                    batch.begin() + static_cast<std::ptrdiff_t>(n * (r + 1) / w));
+  if (!last_rows_.empty()) return make_inputs(sequences_, last_rows_, pad_id_, device);
   auto first = make_inputs(sequences_, {batch.front()}, pad_id_, device);
   return {first.input_ids.slice(0, 0, 0), first.attention_mask.slice(0, 0, 0),
           first.token_type_ids.slice(0, 0, 0)};

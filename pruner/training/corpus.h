@@ -29,6 +29,8 @@ struct Corpus {
   std::vector<std::vector<int64_t>> train;
   std::vector<std::vector<int64_t>> heldout;
   std::vector<std::string> heldout_text;
+  /// Labelled text only (--labels): the class id of each train / heldout sequence; else empty.
+  std::vector<int64_t> train_labels, heldout_labels;
   std::size_t lines_read = 0;        ///< non-blank lines in the file
   int64_t pad_id = 0;
 };
@@ -38,6 +40,15 @@ struct Corpus {
 /// @throws headprune::Error if the file cannot be read or yields fewer than 2 usable lines.
 Corpus load_corpus(const std::vector<std::filesystem::path>& files,
                    const models::Tokenizer& tokenizer, const CorpusOptions& options);
+
+/// load_corpus's steps after reading: shuffles the documents with options.seed (and their
+/// labels with them), keeps options.max_lines, splits off the held-out share and tokenizes,
+/// dropping sequences under options.min_tokens. `labels` is empty (unlabelled text) or one
+/// class id per document. `source` names the text in errors.
+/// @throws headprune::Error for fewer than 2 documents or no usable training/held-out sequence.
+Corpus split_corpus(std::vector<std::string> documents, const std::vector<int64_t>& labels,
+                    const models::Tokenizer& tokenizer, const CorpusOptions& options,
+                    const std::string& source);
 
 /// Groups sequences of similar length into batches of at most `batch_size` (sorted by length,
 /// then cut), so little compute goes to padding. @returns index lists into `sequences`.
@@ -60,6 +71,8 @@ class BatchStream {
   /// together). A share can be empty (n < world_size): then 0 rows of the batch's first
   /// sequence's length.
   models::ModelInputs next(const torch::Device& device, int rank = 0, int world_size = 1);
+  /// Indices (into the sequences) of the rows the last next() returned, in row order.
+  const std::vector<std::size_t>& last_rows() const { return last_rows_; }
   /// Index of the bucket the last next() returned (buckets are fixed for the stream's life,
   /// so a bucket's teacher outputs can be cached).
   std::size_t last_bucket() const { return last_bucket_; }
@@ -73,6 +86,7 @@ class BatchStream {
   std::vector<std::size_t> order_;
   std::size_t position_ = 0;
   std::size_t last_bucket_ = 0;
+  std::vector<std::size_t> last_rows_;
   int64_t pad_id_;
   std::mt19937_64 rng_;
 };

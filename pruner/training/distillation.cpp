@@ -18,12 +18,14 @@ nlohmann::json DistillationLoss::parts() const {
   if (hidden.defined()) j["hidden_loss"] = hidden.item<double>();
   if (embedding.defined()) j["embedding_loss"] = embedding.item<double>();
   if (kl.defined()) j["kl"] = kl.item<double>();
+  if (label.defined()) j["label_loss"] = label.item<double>();
   return j;
 }
 
 std::string DistillationLoss::describe() const {
-  if (kl.defined()) return fmt::format("kl {:.5f}", kl.item<double>());
-  return fmt::format("hidden {:.5f}, emb {:.5f}", hidden.item<double>(), embedding.item<double>());
+  const auto labels = label.defined() ? fmt::format(", labels {:.5f}", label.item<double>()) : "";
+  if (kl.defined()) return fmt::format("kl {:.5f}{}", kl.item<double>(), labels);
+  return fmt::format("hidden {:.5f}, emb {:.5f}{}", hidden.item<double>(), embedding.item<double>(), labels);
 }
 
 DistillationLoss encoder_distillation(const torch::Tensor& student, const torch::Tensor& teacher,

@@ -13,15 +13,17 @@
 namespace headprune::pruner {
 
 /// Loss parts of one batch (0-dim tensors; `total` is differentiable). Encoders fill `hidden`
-/// and `embedding`, language models `kl`; the others stay undefined.
+/// and `embedding`, language models `kl`, labelled training also `label`
+/// (pruner/training/task_loss.h); the others stay undefined.
 struct DistillationLoss {
   torch::Tensor total;
   torch::Tensor hidden;     ///< relative squared error of the final hidden states
   torch::Tensor embedding;  ///< mean (1 − cosine) of the pooled sentence embeddings
   torch::Tensor kl;         ///< mean KL(teacher ‖ student) of next-token distributions, nats/token
-  /// The defined parts by name ("hidden_loss", "embedding_loss", "kl"), for logs.
+  torch::Tensor label;      ///< mean cross-entropy of the classifier to the gold labels, nats
+  /// The defined parts by name ("hidden_loss", "embedding_loss", "kl", "label_loss"), for logs.
   nlohmann::json parts() const;
-  /// "hidden 0.01234, emb 0.00567" or "kl 0.01234".
+  /// "hidden 0.01234, emb 0.00567" or "kl 0.01234", then ", labels 0.34567" when labelled.
   std::string describe() const;
 };
 

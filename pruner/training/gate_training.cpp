@@ -14,10 +14,12 @@
 #include "models/model_family.h"
 #include "pruner/distributed/process_group.h"
 #include "pruner/training/distillation.h"
+#include "pruner/measure/classification.h"
 #include "pruner/measure/fidelity.h"
 #include "pruner/measure/inspect.h"
 #include "pruner/report/format.h"
 #include "pruner/training/sparsity_measure.h"
+#include "pruner/training/task_loss.h"
 #include "pruner/log.h"
 #include "pruner/training/interruption.h"
 #include "pruner/training/teacher_cache.h"
@@ -334,6 +336,9 @@ class GateTrainer {
                   ? fmt::format("target sparsity {} ({}) by Lagrangian, warm-up {} steps",
                                 *o_.target_sparsity, gates::to_string(o_.unit), warmup_)
                   : fmt::format("fixed L0 penalty lambda {}", o_.l0_lambda));
+    if (!corpus_.train_labels.empty())
+      log::info("objective: {} x the labels' cross-entropy + {} x distillation to the dense model (--label-weight)",
+                o_.label_weight, 1 - o_.label_weight);
   }
 
   /// One optimisation step: the teacher's target (cached while frozen), a sample of the gates
@@ -349,8 +354,10 @@ class GateTrainer {
         stream_.last_bucket(), [&] { return distillation_target(run_.teacher->forward(in, nullptr)); });
     auto& g = *run_.gates;
     auto multipliers = r.gate_phase ? g.split(g.sample()) : fixed_;
-    last_ = distillation(run_.model.forward(in, &multipliers), teacher_target, in.attention_mask,
-                         ckpt_.pooling, o_.embedding_weight, global_sum());
+    const auto student = run_.model.forward(in, &multipliers);
+    last_ = distillation(student, teacher_target, in.attention_mask, ckpt_.pooling, o_.embedding_weight,
+                         global_sum());
+    if (!corpus_.train_labels.empty()) last_ = with_label_loss(last_, label_loss(student), o_.label_weight);
     r.target = o_.target_sparsity ? gates::ramped_target(*o_.target_sparsity, step, warmup_) : 0;
     r.expected_sparsity = measure_.expected(g);
     r.regularizer = !r.gate_phase         ? torch::zeros({}, r.expected_sparsity.options())
@@ -366,6 +373,14 @@ class GateTrainer {
                               r.loss, step, last_.total.item<double>(), r.regularizer.item<double>()));
     step_optimisers(r.gate_phase);
     return r;
+  }
+
+  /// The classifier's cross-entropy to the gold labels of the batch's rows (labelled text).
+  torch::Tensor label_loss(const models::ModelOutput& student) const {
+    std::vector<int64_t> labels;
+    for (auto row : stream_.last_rows()) labels.push_back(corpus_.train_labels[row]);
+    const auto logits = classifier_logits(ckpt_, run_.model, student.last_hidden_state);
+    return label_cross_entropy(logits, torch::tensor(labels, torch::kLong).to(logits.device()), global_sum());
   }
 
   /// The batch statistics' sum over the ranks (empty in a single process: nothing to sum).
@@ -387,16 +402,17 @@ class GateTrainer {
     const auto value = [](const torch::Tensor& t) { return t.defined() ? t.item<double>() : 0.0; };
     const int local_signal = interrupt_signal();
     auto stats = torch::tensor({value(last_.total), value(last_.hidden), value(last_.embedding), value(last_.kl),
-                                in.attention_mask.sum().item<double>(), static_cast<double>(local_signal),
-                                local_signal ? 1.0 : 0.0},
+                                value(last_.label), in.attention_mask.sum().item<double>(),
+                                static_cast<double>(local_signal), local_signal ? 1.0 : 0.0},
                                torch::kDouble);
     group_.all_reduce_sum(stats);
     const auto sum = [&](int64_t i) { return stats[i].item<double>(); };
-    for (auto [part, i] : {std::pair{&last_.total, 0}, {&last_.hidden, 1}, {&last_.embedding, 2}, {&last_.kl, 3}})
+    for (auto [part, i] : {std::pair{&last_.total, 0}, {&last_.hidden, 1}, {&last_.embedding, 2}, {&last_.kl, 3},
+                           {&last_.label, 4}})
       if (part->defined()) *part = torch::tensor(sum(i));
-    tokens_ += sum(4);
-    const double signalled = sum(6);
-    signal_ = local_signal ? local_signal : signalled > 0 ? static_cast<int>(std::lround(sum(5) / signalled)) : 0;
+    tokens_ += sum(5);
+    const double signalled = sum(7);
+    signal_ = local_signal ? local_signal : signalled > 0 ? static_cast<int>(std::lround(sum(6) / signalled)) : 0;
   }
 
   void step_optimisers(bool gate_phase) {
@@ -477,6 +493,9 @@ class GateTrainer {
     const auto fidelity = measure_fidelity(run_.model, &fixed_, *run_.teacher, corpus_.heldout,
                                            corpus_.pad_id, ckpt_.pooling, o_.batch_size, o_.device);
     state.summary["heldout_fidelity"] = fidelity.to_json();
+    if (auto accuracy = heldout_accuracy(ckpt_, run_.model, &fixed_, *run_.teacher, corpus_, o_.batch_size, o_.device);
+        !accuracy.is_null())
+      state.summary["heldout_accuracy"] = accuracy;
     state.summary["train_seconds"] = seconds;
     state.summary["tokens_per_second"] = tokens_ / std::max(seconds, 1e-9);
     state.summary["final_loss"] = last_.parts();

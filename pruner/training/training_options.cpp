@@ -160,17 +160,22 @@ std::vector<TrainingOption> objective_rows() {
                         "what the target counts: heads, attention-params or flops")};
 }
 
-/// --data: the text files.
+/// --data or --labels: the training text.
 std::vector<TrainingOption> data_rows() {
   TrainingOption data{"data", "training text file(s): UTF-8, one document or sentence per line (or "
                       "see --paragraphs)", "", false, {}, {}, {}, ""};
-  data.value = [] {
-    return po::value<std::vector<std::string>>()->value_name("FILE...")->required()->multitoken();
-  };
+  data.value = [] { return po::value<std::vector<std::string>>()->value_name("FILE...")->multitoken(); };
   data.apply = [](const po::variable_value& v, TrainingSettings& s) {
-    s.data = v.as<std::vector<std::string>>();
+    const auto files = v.as<std::vector<std::string>>();
+    s.text.data.assign(files.begin(), files.end());
   };
-  return {data};
+  TrainingOption labels{"labels", "instead of --data, for a checkpoint with a classifier head: labelled "
+                        "sentences (sentence<TAB>label, as eval --classification reads them); the gates "
+                        "train on the labels' cross-entropy mixed with the distillation (--label-weight)",
+                        "", false, {}, {}, {}, ""};
+  labels.value = [] { return po::value<std::string>()->value_name("FILE"); };
+  labels.apply = [](const po::variable_value& v, TrainingSettings& s) { s.text.labels = v.as<std::string>(); };
+  return {data, labels};
 }
 
 /// The corpus flags; --max-length also sets the length FLOPs are counted at.
@@ -278,10 +283,18 @@ std::vector<TrainingOption> phase_rows() {
   finetune.record = [](const GateTrainingOptions& o) {
     return o.train_weights ? nlohmann::json(o.finetune_steps) : nlohmann::json();
   };
+  auto label_weight = run_option(
+      "label-weight", kDefaultLabelWeight, "label_weight", [](auto& o) -> auto& { return o.label_weight; },
+      +[](const double& w) { return w > 0 && w <= 1; }, "in (0, 1]",
+      "with --labels: weight w of the labels' cross-entropy; the loss is w * CE + (1 - w) * distillation "
+      "(0.1/0.9 as CoFi's prediction/layer mix; 1 = labels alone)");
+  label_weight.record = [](const GateTrainingOptions& o) {
+    return o.corpus.is_object() && o.corpus.contains("labels") ? nlohmann::json(o.label_weight) : nlohmann::json();
+  };
   return {
       run_option("embedding-weight", 1.0, "embedding_weight", [](auto& o) -> auto& { return o.embedding_weight; },
                  nullptr, "", "weight of the sentence-embedding term of the distillation loss"),
-      train_weights, finetune,
+      label_weight, train_weights, finetune,
       run_option("weights-lr", 1e-4, "weights_learning_rate",
                  [](auto& o) -> auto& { return o.weights_learning_rate; }, &positive_finite, "> 0",
                  "AdamW learning rate of the weights with --train-weights"),
@@ -307,6 +320,13 @@ void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
                      "--l0-lambda X");
   if ((vm.count("target-params") || vm.count("target-flops")) && !vm["sparsity-unit"].defaulted())
     throw UsageError("a budget (--target-params, --target-flops) sets its own unit; drop --sparsity-unit");
+  if (vm.count("data") + vm.count("labels") != 1)
+    throw UsageError("give the training text with --data FILE... (plain text) or --labels FILE (labelled "
+                     "sentences), one of the two");
+  if (vm.count("labels") && s.corpus.paragraphs)
+    throw UsageError("--paragraphs does not apply to --labels (one labelled sentence per line)");
+  if (!vm.count("labels") && !vm["label-weight"].defaulted())
+    throw UsageError("--label-weight has no effect without --labels");
   auto& o = s.training;
   if (o.train_weights && o.finetune_steps < 1)
     throw UsageError("--finetune-steps must be >= 1 with --train-weights");
@@ -371,12 +391,18 @@ TrainingSettings training_settings(const po::variables_map& vm, uint64_t seed, c
   for (const auto& row : training_option_table())
     if (!row.flag.empty() && vm.count(row.flag)) row.apply(vm[row.flag], s);
   apply_rules(vm, s);
+  const auto absolute = [](const std::filesystem::path& f) {
+    return std::filesystem::weakly_canonical(std::filesystem::absolute(f)).string();
+  };
   nlohmann::json files = nlohmann::json::array();
-  for (const auto& file : s.data) files.push_back(std::filesystem::weakly_canonical(std::filesystem::absolute(file)).string());
-  s.training.corpus = {{"data", files},
-                       {"max_lines", s.corpus.max_lines},
+  for (const auto& file : s.text.data) files.push_back(absolute(file));
+  s.training.corpus = {{"max_lines", s.corpus.max_lines},
                        {"holdout", s.corpus.holdout_fraction},
                        {"paragraphs", s.corpus.paragraphs}};
+  if (s.text.labelled())
+    s.training.corpus["labels"] = absolute(s.text.labels);
+  else
+    s.training.corpus["data"] = files;
   s.training.seed = seed;
   s.training.device = device;
   s.corpus.seed = seed;
@@ -399,9 +425,9 @@ std::string GateTrainingOptions::resume_difference(const nlohmann::json& recorde
   return "";
 }
 
-std::pair<std::vector<std::filesystem::path>, CorpusOptions> recorded_corpus(const nlohmann::json& settings) {
+std::pair<TrainingText, CorpusOptions> recorded_corpus(const nlohmann::json& settings) {
   const auto corpus = settings.value("corpus", nlohmann::json());
-  if (!corpus.is_object() || !corpus.contains("data"))
+  if (!corpus.is_object() || !(corpus.contains("data") || corpus.contains("labels")))
     throw Error("the gates folder does not record its training text (settings.corpus), so it cannot be read again");
   try {
     CorpusOptions o;
@@ -410,7 +436,12 @@ std::pair<std::vector<std::filesystem::path>, CorpusOptions> recorded_corpus(con
     o.paragraphs = corpus.at("paragraphs").get<bool>();
     o.seed = settings.at("seed").get<uint64_t>();
     o.max_length = settings.at("flops_seq_len").get<std::size_t>();
-    return {corpus.at("data").get<std::vector<std::filesystem::path>>(), o};
+    TrainingText text;
+    if (corpus.contains("labels"))
+      text.labels = corpus.at("labels").get<std::string>();
+    else
+      text.data = corpus.at("data").get<std::vector<std::filesystem::path>>();
+    return {text, o};
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("the gates folder's record of its training text is incomplete ({})", e.what()));
   }

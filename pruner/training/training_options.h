@@ -19,6 +19,8 @@
 #include "gates/keep_mask.h"
 #include "gates/sparsity.h"
 #include "pruner/training/corpus.h"
+#include "pruner/training/task_loss.h"
+#include "pruner/training/training_text.h"
 
 namespace headprune::pruner {
 
@@ -49,6 +51,9 @@ struct GateTrainingOptions {
   gates::DeterministicRule rule = gates::DeterministicRule::kLouizos;
   gates::MaskConstraints constraints;
   double embedding_weight = 1.0;     ///< weight of the sentence-embedding loss term
+  /// Labelled text (--labels): weight w of the labels' cross-entropy in
+  /// w · CE + (1 − w) · distillation (pruner/training/task_loss.h); unused without labels.
+  double label_weight = kDefaultLabelWeight;
   /// After the gate phase, fix the mask and fine-tune the weights by the same distillation for
   /// `finetune_steps` more steps (AdamW, `weights_learning_rate`, weight decay 0.01).
   bool train_weights = false;
@@ -80,11 +85,11 @@ struct GateTrainingOptions {
   std::string resume_difference(const nlohmann::json& recorded) const;
 };
 
-/// What the training options set: the run's settings, the corpus settings and the text files.
+/// What the training options set: the run's settings, the corpus settings and the text.
 struct TrainingSettings {
   GateTrainingOptions training;
   CorpusOptions corpus;
-  std::vector<std::string> data;
+  TrainingText text;
 };
 
 /// One row of the option table.
@@ -128,8 +133,9 @@ TrainingSettings training_settings(const boost::program_options::variables_map& 
                                    const torch::Device& device);
 
 /// The training text that gates.json "settings" record (corpus, seed, flops_seq_len): its files
-/// and how they were read, so that the same training share can be rebuilt (apply --refit).
-/// @throws headprune::Error if the settings do not record a corpus (gates trained through the API).
-std::pair<std::vector<std::filesystem::path>, CorpusOptions> recorded_corpus(const nlohmann::json& settings);
+/// (or labelled file) and how they were read, so that the same training share can be rebuilt
+/// (apply --refit). @throws headprune::Error if the settings do not record a corpus (gates
+/// trained through the API).
+std::pair<TrainingText, CorpusOptions> recorded_corpus(const nlohmann::json& settings);
 
 }  // namespace headprune::pruner
