@@ -9,7 +9,10 @@
 #include "models/config.h"
 #include "models/head_costs.h"
 #include "tests/cli_support.h"
+#include "pruner/analysis/head_importance.h"
+#include "pruner/jobs/importance_baseline.h"
 #include "pruner/report/report.h"
+#include "pruner/training/corpus.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
 
@@ -186,6 +189,50 @@ CATCH_TEST_CASE("sweep --one-run trains once and writes nested sizes", "[cli][e2
   CATCH_CHECK(std::includes(kept[1].begin(), kept[1].end(), kept[2].begin(), kept[2].end()));
   const auto gates = models::read_json_file(out / "target-25/headprune/gates.json");
   CATCH_CHECK(gates["summary"]["one_run"]["trained_at"] == 0.5);
+}
+
+CATCH_TEST_CASE("sweep --baselines importance removes the least important heads, untrained", "[cli][e2e]") {
+  testing::Workspace w("cli");
+  const auto out = w.dir / "sweep";
+  const std::vector<std::string> common = {"sweep", w.model.string(), "--data", w.corpus.string(), "--targets",
+                                           "0.25,0.5", "--steps", "4", "--batch-size", "8", "--max-length", "32",
+                                           "--no-bench", "--out"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  CATCH_CHECK(run(with({(w.dir / "bad").string(), "--baselines", "layers"})) == 2);
+  CATCH_CHECK_FALSE(fs::exists(w.dir / "bad"));
+  CATCH_REQUIRE(run(with({out.string(), "--baselines", "importance"})) == 0);
+  const auto sweep = models::read_json_file(out / "sweep.json");
+  const auto& baseline = sweep["baselines"]["importance"];
+  CATCH_REQUIRE(baseline["points"].size() == 2);
+  CATCH_CHECK(baseline["points"][0]["heads_kept"] == 6);
+  CATCH_CHECK(baseline["points"][1]["heads_kept"] == 4);
+  CATCH_CHECK(testing::read_text(out / "sweep.svg").find(">I2<") != std::string::npos);
+  CATCH_CHECK(testing::read_text(out / "sweep.txt").find("ablation importance") != std::string::npos);
+  // The removed heads are the lowest of the importance measured independently on the same text
+  // (the training share's first sequences, as the sweep read it).
+  auto ckpt = models::load_checkpoint(w.model, torch::kCPU);
+  pruner::CorpusOptions co;
+  co.max_length = 32;
+  const auto corpus = pruner::load_corpus({w.corpus}, *ckpt.tokenizer, co);
+  const auto n = std::min(pruner::kImportanceSequences, corpus.train.size());
+  const auto importance = pruner::ablation_importance(
+      ckpt, {corpus.train.begin(), corpus.train.begin() + static_cast<std::ptrdiff_t>(n)}, 8, torch::kCPU);
+  std::vector<std::pair<double, std::pair<int64_t, int64_t>>> ranked;
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 4; ++h) ranked.push_back({importance[l][h], {l, h}});
+  std::sort(ranked.begin(), ranked.end());
+  const auto config = models::ModelConfig::from_directory(out / "importance-25");
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const auto [l, h] = ranked[i].second;
+    const auto& kept = config.kept_heads[static_cast<std::size_t>(l)];
+    CATCH_CHECK((std::find(kept.begin(), kept.end(), h) == kept.end()) == (i < 2));
+  }
+  CATCH_CHECK(models::read_json_file(out / "importance-25/headprune/gates.json")["summary"]["baseline"] ==
+              "importance");
 }
 
 CATCH_TEST_CASE("budgets in parameters and FLOPs are met, within one head of them", "[cli][budget]") {

@@ -100,12 +100,19 @@ torch::Device GlobalOptions::torch_device() const {
   return d;
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  for (std::size_t start = 0; start <= text.size();) {
+    const auto end = std::min(text.find(',', start), text.size());
+    items.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return items;
+}
+
 std::vector<double> parse_number_list(const std::string& text, const std::string& flag) {
   std::vector<double> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const auto end = std::min(text.find(',', start), text.size());
-    const auto item = text.substr(start, end - start);
+  for (const auto& item : split_list(text)) {
     try {
       std::size_t used = 0;
       out.push_back(std::stod(item, &used));
@@ -115,7 +122,6 @@ std::vector<double> parse_number_list(const std::string& text, const std::string
                                    "such as 0.25,0.5)",
                                    flag, item));
     }
-    start = end + 1;
   }
   return out;
 }

@@ -34,6 +34,8 @@ struct Command {
   std::function<int(const std::vector<std::string>&, const GlobalOptions&)> run;
 };
 
+/// Splits "a,b,c" at the commas ("" gives one empty item).
+std::vector<std::string> split_list(const std::string& text);
 /// Parses "1,8,32" into numbers. @throws headprune::UsageError naming `flag` on a bad item.
 std::vector<double> parse_number_list(const std::string& text, const std::string& flag);
 /// Same, each item a positive integer.

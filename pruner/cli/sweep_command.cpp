@@ -31,6 +31,12 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   line.group(group::kTarget).add_options()
       ("one-run", "train the gates once, at the middle target, and read the other targets off their "
                   "ranking (nested masks; gates only)");
+  std::string baselines;
+  line.group("Quality").add_options()
+      ("baselines", arg(&baselines, "LIST"),
+       "also prune at every target without training, for comparison on the same axes: importance = remove "
+       "the heads whose removal alone changes the dense model least (ablation importance on the training "
+       "text, Michel et al. 2019) into importance-XX/");
   line.group("Quality").add_options()
       ("sts", arg(&sts, "FILE"),
        "STS Benchmark file: quality = Spearman x100 (else: embedding cosine to the dense model)");
@@ -60,6 +66,11 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
     throw UsageError("--one-run trains the gates only: weights fine-tuned for one mask do not fit the others; "
                      "drop --train-weights (or sweep without --one-run)");
   if (!sts.empty()) o.sts = sts;
+  for (const auto& name : baselines.empty() ? std::vector<std::string>{} : split_list(baselines)) {
+    if (name != "importance")
+      throw UsageError(fmt::format("--baselines: '{}' is not a baseline headprune builds (importance)", name));
+    o.importance_baseline = true;
+  }
   const auto sweep = pruner::run_sweep(o);
   if (vm.count("json"))
     std::cout << sweep.dump(2) << "\n";

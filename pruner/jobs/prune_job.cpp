@@ -209,7 +209,8 @@ nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group
 nlohmann::json prune_with_gates(const PruneJobOptions& o, const GateState& gates, const std::string& train_log) {
   const auto t0 = std::chrono::steady_clock::now();
   check_export_target(o.model, o.out, o.force);
-  log::info("\n[1/5] gates from an earlier training (step {})", gates.step);
+  log::info("\n[1/5] a given mask: {} of {} heads kept ({})", gates.heads_kept(), gates.heads_total(),
+            gates.summary.contains("baseline") ? "a baseline, no training" : "gates trained earlier");
   auto in = load_job_inputs(o);
   return finish_prune_job(o, {in.student, in.corpus, in.treebank, gates, o.training, train_log}, t0);
 }

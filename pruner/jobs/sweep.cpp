@@ -14,7 +14,10 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "pruner/surgery/atomic_write.h"
+#include "pruner/analysis/head_importance.h"
+#include "pruner/jobs/importance_baseline.h"
 #include "pruner/training/nested_masks.h"
+#include "pruner/training/training_text.h"
 #include "pruner/training/sparsity_measure.h"
 #include "pruner/log.h"
 #include "pruner/measure/sts.h"
@@ -66,6 +69,37 @@ std::map<double, nlohmann::json> one_run_summaries(const SweepOptions& o) {
       summaries[t] = prune_with_gates(job_for(o, t), gates_at_target(trained, t, config, first.training), train_log);
     }
   return summaries;
+}
+
+nlohmann::json sweep_point(double t, const PruneJobOptions& job, const nlohmann::json& summary,
+                           const std::optional<double>& sts);
+
+/// sweep.json's "baselines.importance": per head the ablation importance on the first training
+/// sequences, then one model per target with the least important heads removed (no training).
+nlohmann::json importance_baseline(const SweepOptions& o, const std::optional<std::vector<StsPair>>& pairs) {
+  const auto& device = o.job.training.device;
+  auto ckpt = models::load_checkpoint(o.job.model, device);
+  const auto corpus = load_training_text(o.job.text, ckpt, o.job.corpus);
+  const auto n = std::min(kImportanceSequences, corpus.train.size());
+  const std::vector<std::vector<int64_t>> sequences(corpus.train.begin(),
+                                                    corpus.train.begin() + static_cast<std::ptrdiff_t>(n));
+  log::info("\n===== sweep baseline: head importance by ablation on {} training sequences =====", n);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto importance = ablation_importance(ckpt, sequences, o.job.training.batch_size, device);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json points = nlohmann::json::array();
+  for (double t : o.targets) {
+    auto job = job_for(o, t);
+    job.out = o.out / fmt::format("importance-{:02d}", static_cast<int>(std::lround(t * 100)));
+    job.training.model_path = job.model.string();
+    log::info("\n===== sweep baseline: target sparsity {} by importance -> {} =====", t, job.out.string());
+    const auto summary = prune_with_gates(job, importance_gates(ckpt, importance, t, job.training), "");
+    points.push_back(sweep_point(t, job, summary, sts_of(job.out, pairs, device)));
+  }
+  return {{"method", "ablation importance (Michel et al. 2019), least important heads removed, no training"},
+          {"sequences", n},
+          {"importance_seconds", seconds},
+          {"points", points}};
 }
 
 /// sweep.json's entry for one target.
@@ -125,12 +159,22 @@ nlohmann::json run_sweep(const SweepOptions& o) {
   }
   sweep["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.one_run) sweep["one_run"] = {{"trained_at", one_run_target(o.targets)}};
+  if (o.importance_baseline) sweep["baselines"]["importance"] = importance_baseline(o, pairs);
   write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");
   const auto table = sweep_table(sweep);
   write_file_atomic(o.out / "sweep.txt", table);
   write_file_atomic(o.out / "sweep.svg", sweep_svg(sweep));
   return sweep;
 }
+
+namespace {
+
+/// The importance baseline's record in a sweep.json, or null.
+nlohmann::json importance_of(const nlohmann::json& sweep) {
+  return sweep.contains("baselines") ? sweep["baselines"].value("importance", nlohmann::json()) : nlohmann::json();
+}
+
+}  // namespace
 
 std::string sweep_table(const nlohmann::json& sweep) {
   const bool sts = sweep.value("quality", std::string()) == "sts_spearman";
@@ -142,10 +186,17 @@ std::string sweep_table(const nlohmann::json& sweep) {
   auto ratio = [](const nlohmann::json& p, const char* key) {
     return p.contains(key) ? fmt::format("{:.3f}x", p[key].get<double>()) : std::string("not measured");
   };
-  for (const auto& p : sweep["points"])
-    table += fmt::format("{:>8.2f} {:>6} {:>10.3f} {:>13} {:>13} {:>14}\n", p["target"].get<double>(),
-                         p["heads_kept"].get<int64_t>(), p["quality"].get<double>(), ratio(p, "speedup"),
-                         ratio(p, "flops_ratio"), p["params_after"].get<int64_t>());
+  auto rows = [&](const nlohmann::json& points) {
+    for (const auto& p : points)
+      table += fmt::format("{:>8.2f} {:>6} {:>10.3f} {:>13} {:>13} {:>14}\n", p["target"].get<double>(),
+                           p["heads_kept"].get<int64_t>(), p["quality"].get<double>(), ratio(p, "speedup"),
+                           ratio(p, "flops_ratio"), p["params_after"].get<int64_t>());
+  };
+  rows(sweep["points"]);
+  if (const auto baseline = importance_of(sweep); !baseline.is_null()) {
+    table += "baseline: heads removed by ablation importance, no training\n";
+    rows(baseline["points"]);
+  }
   return table;
 }
 
@@ -192,6 +243,23 @@ std::vector<SweepPoint> sweep_points(const nlohmann::json& sweep, bool measured)
   return pts;
 }
 
+/// The importance baseline's points (tags I1, I2, ...), or none.
+std::vector<SweepPoint> baseline_points(const nlohmann::json& sweep, bool measured) {
+  std::vector<SweepPoint> pts;
+  const auto baseline = importance_of(sweep);
+  if (baseline.is_null()) return pts;
+  const auto dense_heads = sweep["dense"]["heads_kept"].get<double>();
+  for (const auto& p : baseline["points"]) {
+    const auto kept = p["heads_kept"].get<int64_t>();
+    const auto tag = "I" + std::to_string(pts.size() + 1);
+    pts.push_back({measured ? p["speedup"].get<double>() : 100.0 * (dense_heads - static_cast<double>(kept)) / dense_heads,
+                   p["quality"].get<double>(), tag,
+                   fmt::format("{}  importance {:.2f}: {} heads, {:.4g}", tag, p["target"].get<double>(), kept,
+                               p["quality"].get<double>())});
+  }
+  return pts;
+}
+
 /// Both axes with their ticks and titles, for data ranges [x0,x1] x [y0,y1].
 std::string sweep_axes(double x0, double x1, double y0, double y1, const std::string& x_title,
                        const std::string& y_title) {
@@ -220,8 +288,11 @@ std::string sweep_svg(const nlohmann::json& sweep) {
   const auto& first = sweep["points"].empty() ? nlohmann::json::object() : sweep["points"].front();
   const bool measured = first.contains("speedup");
   const auto pts = sweep_points(sweep, measured);
+  const auto baseline = baseline_points(sweep, measured);
   double x0 = 1e9, x1 = -1e9, y0 = 1e9, y1 = -1e9;
-  for (const auto& p : pts) x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
+  for (const auto* series : {&pts, &baseline})
+    for (const auto& p : *series)
+      x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
   const double xpad = std::max(measured ? 0.05 : 5.0, (x1 - x0) * 0.1), ypad = std::max(1e-3, (y1 - y0) * 0.15);
   x0 -= xpad, x1 += xpad, y0 -= ypad, y1 += ypad;
   auto X = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kRight - kLeft); };
@@ -239,17 +310,25 @@ std::string sweep_svg(const nlohmann::json& sweep) {
                : "speedup not measured (--no-bench)");
   s += sweep_axes(x0, x1, y0, y1, measured ? "measured speedup (x)" : "heads removed (%)",
                   sts ? "STS-B Spearman x100" : "embedding cosine to dense");
-  std::string path;
-  for (const auto& p : pts) path += fmt::format("{}{:.1f},{:.1f} ", path.empty() ? "M" : "L", X(p.x), Y(p.y));
-  s += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#2c7fb8\" stroke-width=\"1.5\"/>\n", path);
   double legend_y = kTop + 6;
-  for (const auto& p : pts) {
-    s += fmt::format("<circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" fill=\"#2c7fb8\"/>"
-                     "<text x=\"{2:.1f}\" y=\"{3:.1f}\" font-weight=\"bold\">{4}</text>\n",
-                     X(p.x), Y(p.y), X(p.x) + 6, Y(p.y) - 6, p.tag);
-    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", kRight + 30, legend_y, p.legend);
-    legend_y += 18;
-  }
+  // One series: a line through its points (the baseline's starts at the dense model), markers, legend lines.
+  auto series = [&](std::vector<SweepPoint> points, const char* colour, bool from_dense) {
+    if (from_dense) points.insert(points.begin(), pts.front());
+    std::string path;
+    for (const auto& p : points) path += fmt::format("{}{:.1f},{:.1f} ", path.empty() ? "M" : "L", X(p.x), Y(p.y));
+    s += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"{}/>\n", path, colour,
+                     from_dense ? " stroke-dasharray=\"5,3\"" : "");
+    for (std::size_t i = from_dense ? 1 : 0; i < points.size(); ++i) {
+      const auto& p = points[i];
+      s += fmt::format("<circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" fill=\"{5}\"/>"
+                       "<text x=\"{2:.1f}\" y=\"{3:.1f}\" font-weight=\"bold\">{4}</text>\n",
+                       X(p.x), Y(p.y), X(p.x) + 6, Y(p.y) - 6, p.tag, colour);
+      s += fmt::format("<text x=\"{}\" y=\"{:.1f}\">{}</text>\n", kRight + 30, legend_y, p.legend);
+      legend_y += 18;
+    }
+  };
+  series(pts, "#2c7fb8", false);
+  if (!baseline.empty()) series(baseline, "#d95f0e", true);
   return s + "</svg>\n";
 }
 

@@ -22,13 +22,18 @@ struct SweepOptions {
   /// One gate training (at the middle target) read at every target (pruner/training/
   /// nested_masks.h) instead of one training per target. Gates only (no --train-weights).
   bool one_run = false;
+  /// Also prune at every target with a retraining-free mask from per-head ablation importance
+  /// (pruner/jobs/importance_baseline.h) into importance-XX/, on the same axes.
+  bool importance_baseline = false;
 };
 
 /// Runs one `prune` job per target (an independent gate-training run each, so every target
 /// gets gates trained for it; with one_run, one training at the middle target whose gates are
 /// read at the others, so the masks are nested), evaluates each model (STS if given, else fidelity) and the dense
 /// baseline, and writes `sweep.json`, `sweep.txt` and `sweep.svg` (quality vs measured speedup
-/// at the last benchmark shape, with heads kept) into `out`.
+/// at the last benchmark shape, with heads kept) into `out`. With importance_baseline, also one
+/// model per target from the importance mask ("baselines": {"importance": {...}} in sweep.json,
+/// a second series in the plot and the table).
 /// @throws headprune::Error if a target is out of [0,1) or unreachable (before any training),
 ///         or `out` exists and is not empty.
 nlohmann::json run_sweep(const SweepOptions& options);

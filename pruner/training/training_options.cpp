@@ -166,7 +166,7 @@ std::vector<TrainingOption> data_rows() {
                       "see --paragraphs)", "", false, {}, {}, {}, ""};
   data.value = [] { return po::value<std::vector<std::string>>()->value_name("FILE...")->multitoken(); };
   data.apply = [](const po::variable_value& v, TrainingSettings& s) {
-    const auto files = v.as<std::vector<std::string>>();
+    const auto& files = v.as<std::vector<std::string>>();
     s.text.data.assign(files.begin(), files.end());
   };
   TrainingOption labels{"labels", "instead of --data, for a checkpoint with a classifier head: labelled "
