@@ -38,25 +38,11 @@ from pathlib import Path  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from safetensors.torch import load_file, save_file  # noqa: E402
+from sst2 import read_sst2  # noqa: E402
 
 TRAIN_ROWS = 4000
 EVAL_ROWS = 872
 LABELS = ["negative", "positive"]
-
-
-def read_sst2(path):
-    rows = []
-    with open(path, encoding="utf-8", newline="") as f:
-        lines = f.read().split("\n")
-    for n, line in enumerate(lines):
-        line = line.rstrip("\r")
-        if not line:
-            continue
-        text, label = line.rsplit("\t", 1)
-        if n == 0 and label == "label":
-            continue
-        rows.append((text, int(label)))
-    return rows
 
 
 def compose(model_dir, head, out_dir):

@@ -29,19 +29,7 @@ import collections
 import random
 from pathlib import Path
 
-
-def read_rows(path):
-    rows = []
-    with open(path, encoding="utf-8", newline="") as f:
-        for n, line in enumerate(f.read().split("\n")):
-            line = line.rstrip("\r")
-            if not line:
-                continue
-            text, label = line.rsplit("\t", 1)
-            if n == 0 and label == "label":
-                continue
-            rows.append((text.strip(), int(label)))
-    return rows
+from sst2 import read_sst2
 
 
 def sentence_rows(rows, first_row, min_words):
@@ -61,7 +49,7 @@ def main():
     ap.add_argument("--min-words", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    rows = read_rows(args.sst2)
+    rows = [(text.strip(), label) for text, label in read_sst2(args.sst2)]
     sentences = sentence_rows(rows, args.first_row, args.min_words)
     chosen = set(random.Random(args.seed).sample(sentences, args.eval_rows))
     out = Path(args.out)
