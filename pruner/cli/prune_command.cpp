@@ -77,7 +77,7 @@ void print_summary(const nlohmann::json& s) {
 }  // namespace
 
 int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  CommandLine line("prune", "prune MODEL --data FILE... --target-sparsity S -o DIR [options]");
+  CommandLine line("prune", "prune MODEL (--data FILE... | --labels FILE) --target-sparsity S -o DIR [options]");
   std::string model, out;
   PruneFlags prune;
   line.positional("model", "MODEL", &model, "checkpoint folder (config.json, model.safetensors, tokenizer)");
@@ -90,6 +90,8 @@ int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals
                "remove half of MiniLM's heads, trained on the fortunes text (about 9 minutes on 2 cores)")
       .example("prune MODEL --data train.txt --target-sparsity 0.3 --steps 600 --train-weights -o out/m-30",
                "a gentler target, longer training, then fine-tune the kept weights")
+      .example("prune MY-CLASSIFIER --labels train.tsv --target-sparsity 0.5 -o out/c-50",
+               "a classifier: train on its labels (sentence<TAB>label) mixed with the distillation")
       .example("prune MODEL --data train.txt --target-sparsity 0.3 -o out/m-30 --resume",
                "continue a run that was stopped");
   po::variables_map vm;

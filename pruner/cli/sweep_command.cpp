@@ -21,7 +21,7 @@ std::vector<double> parse_targets(const std::string& text) {
 }  // namespace
 
 int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  CommandLine line("sweep", "sweep MODEL --data FILE... [--targets 0.25,0.5,0.75] [--sts FILE] -o DIR [options]");
+  CommandLine line("sweep", "sweep MODEL (--data FILE... | --labels FILE) [--targets 0.25,0.5,0.75] [--sts FILE] -o DIR [options]");
   std::string model, out, targets = "0.25,0.5,0.75", sts;
   PruneFlags prune;
   line.positional("model", "MODEL", &model, "checkpoint folder");
@@ -47,7 +47,9 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
       .example("sweep MODEL --data train.txt --targets 0.3,0.6 --no-bench -o out/quick",
                "quality only (speedup \"not measured\")")
       .example("sweep MODEL --data train.txt --one-run --sts sts-dev.csv -o out/sweep1",
-               "the same three sizes from one gate training");
+               "the same three sizes from one gate training")
+      .example("sweep MODEL --data train.txt --baselines importance --sts sts-dev.csv -o out/sweep-b",
+               "the L0 gates against untrained importance masks on the same plot");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   if (const int world = pruner::DistributedEnvironment::launched_world_size(); world > 1)

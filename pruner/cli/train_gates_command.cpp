@@ -14,7 +14,7 @@ namespace headprune::cli {
 
 int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& globals) {
   CommandLine line("train-gates",
-                   "train-gates MODEL --data FILE... (--target-sparsity S | --l0-lambda X) -o DIR [options]");
+                   "train-gates MODEL (--data FILE... | --labels FILE) (--target-sparsity S | --l0-lambda X) -o DIR [options]");
   std::string model, out;
   line.positional("model", "MODEL", &model, "checkpoint folder");
   for (const char* caption : {group::kRequired, group::kTarget, group::kOutput, group::kTraining,
