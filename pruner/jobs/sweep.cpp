@@ -254,8 +254,9 @@ std::vector<SweepPoint> baseline_points(const nlohmann::json& sweep, bool measur
     const auto tag = "I" + std::to_string(pts.size() + 1);
     pts.push_back({measured ? p["speedup"].get<double>() : 100.0 * (dense_heads - static_cast<double>(kept)) / dense_heads,
                    p["quality"].get<double>(), tag,
-                   fmt::format("{}  importance {:.2f}: {} heads, {:.4g}", tag, p["target"].get<double>(), kept,
-                               p["quality"].get<double>())});
+                   fmt::format("{}  importance {:.2f}: {} heads, {:.4g}{}", tag, p["target"].get<double>(), kept,
+                               p["quality"].get<double>(),
+                               measured ? fmt::format(", {:.3f}x", p["speedup"].get<double>()) : "")});
   }
   return pts;
 }
