@@ -12,6 +12,7 @@
 #include <torch/torch.h>
 
 #include "models/checkpoint.h"
+#include "models/config.h"
 #include "pruner/measure/classification.h"
 #include "pruner/training/gate_training.h"
 #include "pruner/training/task_loss.h"
@@ -154,4 +155,22 @@ CATCH_TEST_CASE("--labels: a checkpoint without a classifier or a bad label is r
   auto plain = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
   CATCH_CHECK_THROWS_WITH(pruner::load_training_text(text, plain, {}),
                           Catch::Contains("no classifier head") && Catch::Contains("--labels"));
+}
+
+CATCH_TEST_CASE("gates trained on labels are applied and refitted on their own labelled text",
+                "[labels][cli][minilm]") {
+  const auto model = testing::classifier_checkpoint().string();
+  const auto dir = testing::temp_dir("labels-apply");
+  const auto gates = (dir / "gates").string(), out = (dir / "pruned").string();
+  CATCH_REQUIRE(testing::run_cli({"train-gates", model, "--labels", sst2_rows(96).string(), "--target-sparsity",
+                                  "0.25", "--steps", "2", "--batch-size", "16", "--out", gates}) == 0);
+  const auto recorded = models::read_json_file(fs::path(gates) / "gates.json")["settings"];
+  CATCH_CHECK(recorded["corpus"].contains("labels"));
+  CATCH_CHECK(recorded["label_weight"] == pruner::kDefaultLabelWeight);
+  CATCH_REQUIRE(testing::run_cli({"apply", model, "--gates", gates, "--refit", "scale", "--out", out}) == 0);
+  auto pruned = models::load_checkpoint(out, torch::kCPU);
+  CATCH_CHECK(pruned.classifier);
+  CATCH_CHECK(pruned.model->config().total_heads() == 54);
+  CATCH_CHECK(models::read_json_file(fs::path(out) / "config.json")["headprune"]["record"]["refit"]["method"] ==
+              "scale");
 }
