@@ -133,7 +133,7 @@ CATCH_TEST_CASE("labelled gate training logs the documented mix and checks held-
   CATCH_CHECK(accuracy.at("pruned").get<double>() <= 1);
 }
 
-CATCH_TEST_CASE("--labels: a checkpoint without a classifier or a bad label is refused", "[labels][cli]") {
+CATCH_TEST_CASE("labelled text: a checkpoint without a classifier or a bad label is refused", "[labels][cli]") {
   testing::Workspace w("labels-cli");
   const auto labels = w.dir / "labels.tsv";
   std::ofstream(labels) << "a fine film\t1\na dull film\t0\n";
