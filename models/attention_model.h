@@ -89,6 +89,12 @@ class AttentionModel : public torch::nn::Module {
   virtual void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
                            const torch::Tensor& scale) = 0;
 
+  /// Physically removes whole layers (indices of the current layers, any order): attention and
+  /// feed-forward block together, the later layers renumbered down ("encoder.layer.N" /
+  /// "model.layers.N"), config() updated by ModelConfig::remove_layers. What remains computes
+  /// exactly the shallower model, as HF builds it from the exported config.
+  /// @throws headprune::Error on an out-of-range or repeated index or all layers (unchanged then).
+  virtual void drop_layers(const std::vector<int64_t>& layers) = 0;
   /// Parameter counts: all, and the attention projections' share (Q, K, V, O weights+biases).
   virtual int64_t attention_parameter_count() const = 0;
 

@@ -175,6 +175,33 @@ void ModelConfig::remove_heads(int64_t layer, const std::vector<int64_t>& remove
   if (gone.empty()) pruned_heads.erase(layer);
 }
 
+void ModelConfig::remove_layers(const std::vector<int64_t>& layers) {
+  std::vector<bool> drop(static_cast<size_t>(num_hidden_layers), false);
+  for (auto l : layers) {
+    if (l < 0 || l >= num_hidden_layers || drop[static_cast<size_t>(l)])
+      throw Error(fmt::format("cannot remove layer {}: {} (the model has layers 0..{})", l,
+                              l < 0 || l >= num_hidden_layers ? "out of range" : "listed twice",
+                              num_hidden_layers - 1));
+    drop[static_cast<size_t>(l)] = true;
+  }
+  if (!layers.empty() && static_cast<int64_t>(layers.size()) == num_hidden_layers)
+    throw Error(fmt::format("cannot remove all {} layers", num_hidden_layers));
+  std::vector<std::vector<int64_t>> kept, ids;
+  std::map<int64_t, std::vector<int64_t>> pruned;
+  for (int64_t l = 0; l < num_hidden_layers; ++l) {
+    if (drop[static_cast<size_t>(l)]) continue;
+    const auto next = static_cast<int64_t>(kept.size());
+    if (auto it = pruned_heads.find(l); it != pruned_heads.end()) pruned[next] = it->second;
+    kept.push_back(kept_heads[static_cast<size_t>(l)]);
+    if (static_cast<size_t>(l) < original_head_ids.size()) ids.push_back(original_head_ids[static_cast<size_t>(l)]);
+  }
+  kept_heads = std::move(kept);
+  original_head_ids = std::move(ids);
+  pruned_heads = std::move(pruned);
+  num_hidden_layers = static_cast<int64_t>(kept_heads.size());
+  raw["num_hidden_layers"] = num_hidden_layers;
+}
+
 int64_t ModelConfig::kv_group_size() const {
   return num_key_value_heads > 0 ? num_attention_heads / num_key_value_heads : 1;
 }

@@ -103,6 +103,14 @@ struct ModelConfig {
   /// Records that `removed` (original indices) were removed from `layer`; updates
   /// pruned_heads and kept_heads. @throws headprune::Error if an index is not present.
   void remove_heads(int64_t layer, const std::vector<int64_t>& removed);
+
+  /// Removes whole layers (indices of this config's layers, any order): the per-layer fields
+  /// lose their entries, the later layers are renumbered down (pruned_heads' keys included) and
+  /// num_hidden_layers (also in `raw`, which the export writes) shrinks, so the config describes
+  /// the shallower model as HF would. Removing none is allowed; removing every layer is not.
+  /// @throws headprune::Error on an out-of-range or repeated index, or all layers; the config
+  ///         is unchanged then.
+  void remove_layers(const std::vector<int64_t>& layers);
 };
 
 /// Reads a JSON file. @throws headprune::Error naming the file on I/O or parse failure.

@@ -13,6 +13,7 @@
 #include "pruner/jobs/importance_baseline.h"
 #include "pruner/report/report.h"
 #include "pruner/training/corpus.h"
+#include "pruner/training/distillation.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
 
@@ -202,7 +203,7 @@ CATCH_TEST_CASE("sweep --baselines importance removes the least important heads,
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   };
-  CATCH_CHECK(run(with({(w.dir / "bad").string(), "--baselines", "layers"})) == 2);
+  CATCH_CHECK(run(with({(w.dir / "bad").string(), "--baselines", "random"})) == 2);
   CATCH_CHECK_FALSE(fs::exists(w.dir / "bad"));
   CATCH_REQUIRE(run(with({out.string(), "--baselines", "importance"})) == 0);
   const auto sweep = models::read_json_file(out / "sweep.json");
@@ -233,6 +234,61 @@ CATCH_TEST_CASE("sweep --baselines importance removes the least important heads,
   }
   CATCH_CHECK(models::read_json_file(out / "importance-25/headprune/gates.json")["summary"]["baseline"] ==
               "importance");
+}
+
+CATCH_TEST_CASE("sweep --baselines layers removes the layer the dense model misses least", "[cli][e2e][layers]") {
+  testing::Workspace w("cli-layers");
+  const auto out = w.dir / "sweep";
+  const std::vector<std::string> common = {"sweep", w.model.string(), "--data", w.corpus.string(), "--targets",
+                                           "0.25,0.5", "--steps", "4", "--batch-size", "8", "--max-length", "32",
+                                           "--no-bench", "--baselines", "layers", "--out"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = common;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  CATCH_CHECK(run(with({(w.dir / "bad").string(), "--refit", "scale"})) == 2);
+  CATCH_CHECK_FALSE(fs::exists(w.dir / "bad"));
+  CATCH_REQUIRE(run(with({out.string()})) == 0);
+  const auto sweep = models::read_json_file(out / "sweep.json");
+  const auto& baseline = sweep["baselines"]["layers"];
+  // Two layers: both targets mean one layer removed, measured once.
+  CATCH_REQUIRE(baseline["points"].size() == 1);
+  CATCH_CHECK(baseline["points"][0]["heads_kept"] == 4);
+  CATCH_CHECK(testing::read_text(out / "sweep.svg").find(">L1<") != std::string::npos);
+  CATCH_CHECK(testing::read_text(out / "sweep.txt").find("whole layers removed") != std::string::npos);
+  // The removed layer is the one whose removal alone gives the lower distillation loss,
+  // measured here on the same sequences (the training share's first ones).
+  auto dense = models::load_checkpoint(w.model, torch::kCPU);
+  pruner::CorpusOptions co;
+  co.max_length = 32;
+  const auto corpus = pruner::load_corpus({w.corpus}, *dense.tokenizer, co);
+  const std::vector<std::vector<int64_t>> sequences(
+      corpus.train.begin(), corpus.train.begin() + static_cast<std::ptrdiff_t>(
+                                                       std::min(pruner::kImportanceSequences, corpus.train.size())));
+  torch::NoGradGuard no_grad;
+  std::vector<double> loss(2, 0.0);
+  for (int64_t l = 0; l < 2; ++l) {
+    auto shallow = models::load_checkpoint(w.model, torch::kCPU);
+    shallow.model->drop_layers({l});
+    for (const auto& bucket : pruner::length_buckets(sequences, 8)) {
+      const auto in = pruner::make_inputs(sequences, bucket, dense.tokenizer->pad_id(), torch::kCPU);
+      const auto target = pruner::distillation_target(dense.model->forward(in, nullptr));
+      loss[static_cast<std::size_t>(l)] +=
+          pruner::distillation(shallow.model->forward(in, nullptr), target, in.attention_mask, dense.pooling, 1.0)
+              .total.item<double>() *
+          static_cast<double>(bucket.size()) / static_cast<double>(sequences.size());
+    }
+  }
+  const int64_t expected = loss[0] < loss[1] ? 0 : 1;
+  CATCH_CHECK(baseline["points"][0]["layers_removed"] == nlohmann::json({expected}));
+  CATCH_CHECK(baseline["order"][0]["loss"].get<double>() ==
+              Approx(loss[static_cast<std::size_t>(expected)]).epsilon(1e-5));
+  const auto exported = models::ModelConfig::from_directory(out / "layers-25");
+  CATCH_CHECK(exported.num_hidden_layers == 1);
+  const auto summary = models::read_json_file(out / "layers-25/headprune/summary.json");
+  CATCH_CHECK(summary["baseline"] == "layers");
+  CATCH_CHECK(summary["apply"]["layers_removed"] == nlohmann::json({expected}));
 }
 
 CATCH_TEST_CASE("budgets in parameters and FLOPs are met, within one head of them", "[cli][budget]") {

@@ -10,6 +10,7 @@
 
 #include "models/bert/bert_family.h"
 #include "models/errors.h"
+#include "models/layer_list.h"
 
 namespace headprune::models {
 
@@ -227,6 +228,11 @@ void BertModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_lo
   out->weight.set_data(o.index_select(1, rows).contiguous());
   self->num_heads = h - static_cast<int64_t>(removed.size());
   config_.remove_heads(layer, removed_original);
+}
+
+void BertModel::drop_layers(const std::vector<int64_t>& drop) {
+  config_.remove_layers(drop);  // validates before anything changes
+  remove_from_layer_list(layers, drop, *named_children()["encoder"], "layer");
 }
 
 int64_t BertModel::attention_parameter_count() const {

@@ -112,6 +112,7 @@ class BertModel : public AttentionModel {
   ModelOutput forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) override;
   void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
                    const torch::Tensor& scale) override;
+  void drop_layers(const std::vector<int64_t>& layers) override;
   int64_t attention_parameter_count() const override;
   /// HF BertModel as ONNX (models/bert/bert_onnx.cpp): a layer with no heads adds only its
   /// output projection's bias before the residual LayerNorm.

@@ -10,6 +10,7 @@
 
 #include "models/llama/llama_family.h"
 #include "models/errors.h"
+#include "models/layer_list.h"
 
 namespace headprune::models {
 
@@ -285,6 +286,11 @@ void LlamaModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_l
       local_kv_of_query(config_.kept_heads[layer], kept_kv, config_.kv_group_size());
   attn->num_heads = static_cast<int64_t>(config_.kept_heads[layer].size());
   attn->num_kv_heads = static_cast<int64_t>(kept_kv.size());
+}
+
+void LlamaModel::drop_layers(const std::vector<int64_t>& drop) {
+  config_.remove_layers(drop);  // validates before anything changes
+  remove_from_layer_list(layers, drop, *named_children()["model"], "layers");
 }
 
 int64_t LlamaModel::attention_parameter_count() const {

@@ -121,6 +121,7 @@ class LlamaModel : public AttentionModel {
   /// @throws headprune::Error on an out-of-range or duplicate index or a bad scale shape.
   void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
                    const torch::Tensor& scale) override;
+  void drop_layers(const std::vector<int64_t>& layers) override;
   int64_t attention_parameter_count() const override;
   /// HF LlamaForCausalLM as ONNX without a KV cache (models/llama/llama_onnx.cpp): inputs
   /// input_ids and attention_mask, outputs last_hidden_state (after the final norm) and logits.

@@ -36,7 +36,8 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
       ("baselines", arg(&baselines, "LIST"),
        "also prune at every target without training, for comparison on the same axes: importance = remove "
        "the heads whose removal alone changes the dense model least (ablation importance on the training "
-       "text, Michel et al. 2019) into importance-XX/");
+       "text, Michel et al. 2019) into importance-XX/; layers = remove whole layers instead (round(target x "
+       "layers) of them, chosen greedily by the same distillation loss) into layers-XX/; both: importance,layers");
   line.group("Quality").add_options()
       ("sts", arg(&sts, "FILE"),
        "STS Benchmark file: quality = Spearman x100 (else: embedding cosine to the dense model)");
@@ -48,8 +49,8 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
                "quality only (speedup \"not measured\")")
       .example("sweep MODEL --data train.txt --one-run --sts sts-dev.csv -o out/sweep1",
                "the same three sizes from one gate training")
-      .example("sweep MODEL --data train.txt --baselines importance --sts sts-dev.csv -o out/sweep-b",
-               "the L0 gates against untrained importance masks on the same plot");
+      .example("sweep MODEL --data train.txt --baselines importance,layers --sts sts-dev.csv -o out/sweep-b",
+               "the L0 gates against untrained importance masks and dropped layers on the same plot");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   if (const int world = pruner::DistributedEnvironment::launched_world_size(); world > 1)
@@ -69,10 +70,14 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
                      "drop --train-weights (or sweep without --one-run)");
   if (!sts.empty()) o.sts = sts;
   for (const auto& name : baselines.empty() ? std::vector<std::string>{} : split_list(baselines)) {
-    if (name != "importance")
-      throw UsageError(fmt::format("--baselines: '{}' is not a baseline headprune builds (importance)", name));
-    o.importance_baseline = true;
+    if (name != "importance" && name != "layers")
+      throw UsageError(
+          fmt::format("--baselines: '{}' is not a baseline headprune builds (importance, layers)", name));
+    (name == "importance" ? o.importance_baseline : o.layer_baseline) = true;
   }
+  if (o.layer_baseline && o.job.refit.method != pruner::RefitMethod::kNone)
+    throw UsageError("--baselines layers has no --refit (it refits attention blocks layer by layer, and whole "
+                     "layers are gone): sweep without --refit, or without the layers baseline");
   const auto sweep = pruner::run_sweep(o);
   if (vm.count("json"))
     std::cout << sweep.dump(2) << "\n";

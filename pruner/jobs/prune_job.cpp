@@ -111,58 +111,28 @@ struct TrainedRun {
 nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
                                 std::chrono::steady_clock::time_point t0) {
   stage(2, "removing heads");
-  const auto device = run.training.device;
   auto& student = run.student;
   auto applied = apply_in_memory(student, plan_from_gates(run.gates, *student.model, o.fold_gates));
   log::info("{} of {} heads kept; per layer {}", applied.heads_after, applied.heads_before,
             fmt::join(student.model->config().heads_per_layer(), " "));
-  auto dense = models::load_checkpoint(o.model, device);
+  auto dense = models::load_checkpoint(o.model, run.training.device);
   const auto refit = refit_pruned_model(*student.model, *dense.model, run.corpus.train, run.corpus.pad_id, o.refit)
                          .to_json();
-
   std::map<std::string, std::string> extra;
-  stage(3, "verifying fidelity to the dense model on held-out text");
-  const auto fidelity = measure_fidelity(*student.model, nullptr, *dense.model, run.corpus.heldout,
-                                         run.corpus.pad_id, dense.pooling, run.training.batch_size, device);
-  log::info("{}", fidelity.describe());
-  const auto accuracy = heldout_accuracy(student, *student.model, nullptr, *dense.model, run.corpus,
-                                         run.training.batch_size, device);
-  const auto roles = add_role_artefacts(o, dense, run.corpus, run.treebank, run.gates, run.training, extra);
-  const auto bench_json = bench_stage(o, *dense.model, *student.model, extra);
-
-  stage(5, "writing the pruned checkpoint and its report");
   add_gate_artefacts(extra, run.gates, run.train_log, o.out.string());
   nlohmann::json summary = {
-      {"model", o.model.string()},
-      {"out", o.out.string()},
       {"target_sparsity", run.training.target_sparsity ? nlohmann::json(*run.training.target_sparsity) : nlohmann::json()},
-      {"heads_kept", applied.heads_after},
-      {"heads_total", applied.heads_before},
-      {"heads_per_layer", student.model->config().heads_per_layer()},
-      {"kept_heads", student.model->config().kept_heads},
-      {"fidelity", fidelity.to_json()},
       {"gates", run.gates.summary},
-      {"bench", bench_json},
-      {"refit", refit},
-  };
-  if (!roles.is_null()) summary["head_roles"] = roles;
-  if (!accuracy.is_null()) summary["heldout_accuracy"] = accuracy;
-  summary.update(o.text.to_json());
+      {"refit", refit}};
   nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()}, {"fold_gates", o.fold_gates},
                            {"refit", refit}, {"training", run.training.to_json()}};
-  record.update(o.text.to_json());
-  // summary.json needs the written sizes: it joins the same atomic folder build last.
-  export_and_verify(applied, student, o.out, o.force, record, device, extra,
-                    [&](const ApplyResult& done) -> std::map<std::string, std::string> {
-                      summary["apply"] = done.to_json();
-                      std::map<std::string, std::string> late;
-                      if (o.onnx) late.merge(onnx_folder_files(student));
-                      summary["seconds"] = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - t0).count();
-                      late["headprune/summary.json"] = summary.dump(2) + "\n";
-                      return late;
-                    });
-  return summary;
+  const auto roles = [&](nlohmann::json& s, std::map<std::string, std::string>& files) {
+    if (auto counts = add_role_artefacts(o, dense, run.corpus, run.treebank, run.gates, run.training, files);
+        !counts.is_null())
+      s["head_roles"] = counts;
+  };
+  return measure_and_export(o, {student, dense, run.corpus, applied, run.training.batch_size}, std::move(summary),
+                            std::move(record), std::move(extra), t0, roles);
 }
 
 /// The model and its text, as stage 1 reads them.
@@ -182,6 +152,45 @@ JobInputs load_job_inputs(const PruneJobOptions& o) {
 }
 
 }  // namespace
+
+nlohmann::json measure_and_export(const PruneJobOptions& o, const RemovedModel& m, nlohmann::json summary,
+                                  nlohmann::json record, std::map<std::string, std::string> extra,
+                                  std::chrono::steady_clock::time_point t0, const ExtraMeasures& also) {
+  const auto device = o.training.device;
+  auto& pruned = m.pruned;
+  stage(3, "verifying fidelity to the dense model on held-out text");
+  const auto fidelity = measure_fidelity(*pruned.model, nullptr, *m.dense.model, m.corpus.heldout, m.corpus.pad_id,
+                                         m.dense.pooling, m.batch_size, device);
+  log::info("{}", fidelity.describe());
+  const auto accuracy = heldout_accuracy(pruned, *pruned.model, nullptr, *m.dense.model, m.corpus, m.batch_size, device);
+  if (also) also(summary, extra);
+  const auto bench_json = bench_stage(o, *m.dense.model, *pruned.model, extra);
+
+  stage(5, "writing the pruned checkpoint and its report");
+  summary.update(nlohmann::json{{"model", o.model.string()},
+                                {"out", o.out.string()},
+                                {"heads_kept", m.applied.heads_after},
+                                {"heads_total", m.applied.heads_before},
+                                {"heads_per_layer", pruned.model->config().heads_per_layer()},
+                                {"kept_heads", pruned.model->config().kept_heads},
+                                {"fidelity", fidelity.to_json()},
+                                {"bench", bench_json}});
+  if (!accuracy.is_null()) summary["heldout_accuracy"] = accuracy;
+  summary.update(o.text.to_json());
+  record.update(o.text.to_json());
+  // summary.json needs the written sizes: it joins the same atomic folder build last.
+  export_and_verify(m.applied, pruned, o.out, o.force, record, device, extra,
+                    [&](const ApplyResult& done) -> std::map<std::string, std::string> {
+                      summary["apply"] = done.to_json();
+                      std::map<std::string, std::string> late;
+                      if (o.onnx) late.merge(onnx_folder_files(pruned));
+                      summary["seconds"] = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - t0).count();
+                      late["headprune/summary.json"] = summary.dump(2) + "\n";
+                      return late;
+                    });
+  return summary;
+}
 
 nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group) {
   const auto t0 = std::chrono::steady_clock::now();

@@ -1,11 +1,17 @@
 // `headprune prune`: the whole job — train gates, remove heads, verify, benchmark, report.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "models/checkpoint.h"
 #include "pruner/measure/bench.h"
+#include "pruner/surgery/apply.h"
 #include "pruner/surgery/refit.h"
 #include "pruner/training/corpus.h"
 #include "pruner/training/gate_training.h"
@@ -52,5 +58,26 @@ nlohmann::json run_prune_job(const PruneJobOptions& options, const ProcessGroup&
 /// stored with the gates. The gates must belong to options.model itself (gates only, not
 /// --train-weights). @throws headprune::Error as run_prune_job's later stages do.
 nlohmann::json prune_with_gates(const PruneJobOptions& options, const GateState& gates, const std::string& train_log);
+
+/// A model after surgery, with what its last stages compare it against.
+struct RemovedModel {
+  models::Checkpoint& pruned;  ///< after surgery (exported from here)
+  models::Checkpoint& dense;   ///< options.model as loaded
+  const Corpus& corpus;        ///< the run's text: fidelity and accuracy on its held-out share
+  ApplyResult& applied;        ///< the surgery's result; the export fills the rest
+  std::size_t batch_size;
+};
+/// More measurements between fidelity and the benchmark (prune's head roles): may add to the
+/// summary and to the files written under the export.
+using ExtraMeasures = std::function<void(nlohmann::json& summary, std::map<std::string, std::string>& files)>;
+
+/// Stages 3–5 after any surgery (heads by gates, or whole layers): fidelity on the held-out
+/// text (and held-out accuracy with labels), `also`, the benchmark unless --no-bench, then the
+/// export with `extra` files and headprune/summary.json: `summary` plus model, out, heads,
+/// fidelity, bench, apply (sizes), seconds since `t0`. `record` (plus the text's) becomes the
+/// config's headprune.record. @throws headprune::Error as export_and_verify does.
+nlohmann::json measure_and_export(const PruneJobOptions& options, const RemovedModel& model, nlohmann::json summary,
+                                  nlohmann::json record, std::map<std::string, std::string> extra,
+                                  std::chrono::steady_clock::time_point t0, const ExtraMeasures& also = {});
 
 }  // namespace headprune::pruner

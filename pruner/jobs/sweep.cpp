@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -16,6 +17,7 @@
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/analysis/head_importance.h"
 #include "pruner/jobs/importance_baseline.h"
+#include "pruner/jobs/layer_baseline.h"
 #include "pruner/training/nested_masks.h"
 #include "pruner/training/training_text.h"
 #include "pruner/training/sparsity_measure.h"
@@ -74,32 +76,79 @@ std::map<double, nlohmann::json> one_run_summaries(const SweepOptions& o) {
 nlohmann::json sweep_point(double t, const PruneJobOptions& job, const nlohmann::json& summary,
                            const std::optional<double>& sts);
 
+/// The first kImportanceSequences training sequences of the sweep's text: what both baselines score on.
+std::vector<std::vector<int64_t>> scoring_sequences(const SweepOptions& o, const models::Checkpoint& ckpt) {
+  const auto corpus = load_training_text(o.job.text, ckpt, o.job.corpus);
+  const auto n = std::min(kImportanceSequences, corpus.train.size());
+  return {corpus.train.begin(), corpus.train.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// A baseline's folder for target t: <prefix>-XX/.
+PruneJobOptions baseline_job(const SweepOptions& o, double t, const char* prefix) {
+  auto job = job_for(o, t);
+  job.out = o.out / fmt::format("{}-{:02d}", prefix, static_cast<int>(std::lround(t * 100)));
+  job.training.model_path = job.model.string();
+  return job;
+}
+
 /// sweep.json's "baselines.importance": per head the ablation importance on the first training
 /// sequences, then one model per target with the least important heads removed (no training).
 nlohmann::json importance_baseline(const SweepOptions& o, const std::optional<std::vector<StsPair>>& pairs) {
   const auto& device = o.job.training.device;
   auto ckpt = models::load_checkpoint(o.job.model, device);
-  const auto corpus = load_training_text(o.job.text, ckpt, o.job.corpus);
-  const auto n = std::min(kImportanceSequences, corpus.train.size());
-  const std::vector<std::vector<int64_t>> sequences(corpus.train.begin(),
-                                                    corpus.train.begin() + static_cast<std::ptrdiff_t>(n));
-  log::info("\n===== sweep baseline: head importance by ablation on {} training sequences =====", n);
+  const auto sequences = scoring_sequences(o, ckpt);
+  log::info("\n===== sweep baseline: head importance by ablation on {} training sequences =====", sequences.size());
   const auto t0 = std::chrono::steady_clock::now();
   const auto importance = ablation_importance(ckpt, sequences, o.job.training.batch_size, device);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = seconds_since(t0);
   nlohmann::json points = nlohmann::json::array();
   for (double t : o.targets) {
-    auto job = job_for(o, t);
-    job.out = o.out / fmt::format("importance-{:02d}", static_cast<int>(std::lround(t * 100)));
-    job.training.model_path = job.model.string();
+    const auto job = baseline_job(o, t, "importance");
     log::info("\n===== sweep baseline: target sparsity {} by importance -> {} =====", t, job.out.string());
     const auto summary = prune_with_gates(job, importance_gates(ckpt, importance, t, job.training), "");
     points.push_back(sweep_point(t, job, summary, sts_of(job.out, pairs, device)));
   }
   return {{"method", "ablation importance (Michel et al. 2019), least important heads removed, no training"},
-          {"sequences", n},
+          {"sequences", sequences.size()},
           {"importance_seconds", seconds},
           {"points", points}};
+}
+
+/// sweep.json's "baselines.layers": the greedy layer order on the first training sequences, then
+/// one model per distinct layer count (layers_for_target) with those layers removed.
+nlohmann::json layer_baseline(const SweepOptions& o, const std::optional<std::vector<StsPair>>& pairs) {
+  const auto& device = o.job.training.device;
+  const auto layers = models::ModelConfig::from_directory(o.job.model).num_hidden_layers;
+  std::vector<int64_t> counts;
+  for (double t : o.targets) counts.push_back(layers_for_target(t, layers));
+  const auto sequences = scoring_sequences(o, models::load_checkpoint(o.job.model, device));
+  log::info("\n===== sweep baseline: greedy layer removal on {} training sequences =====", sequences.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto order = greedy_layer_order(o.job.model, sequences, o.job.training.batch_size, device,
+                                        *std::max_element(counts.begin(), counts.end()));
+  nlohmann::json record = {{"method", "whole layers removed, greedily by the distillation loss, no training"},
+                           {"sequences", sequences.size()},
+                           {"search_seconds", seconds_since(t0)},
+                           {"order", nlohmann::json::array()},
+                           {"points", nlohmann::json::array()}};
+  for (const auto& step : order) record["order"].push_back({{"layer", step.layer}, {"loss", step.loss}});
+  std::set<int64_t> done;
+  for (std::size_t i = 0; i < o.targets.size(); ++i) {
+    if (!done.insert(counts[i]).second) continue;  // another target already removed as many layers
+    const auto job = baseline_job(o, o.targets[i], "layers");
+    std::vector<int64_t> drop;
+    for (int64_t k = 0; k < counts[i]; ++k) drop.push_back(order[static_cast<std::size_t>(k)].layer);
+    log::info("\n===== sweep baseline: target sparsity {} as {} of {} layers removed -> {} =====", o.targets[i],
+              counts[i], layers, job.out.string());
+    auto point = sweep_point(o.targets[i], job, prune_layers(job, drop), sts_of(job.out, pairs, device));
+    point["layers_removed"] = drop;
+    record["points"].push_back(point);
+  }
+  return record;
 }
 
 /// sweep.json's entry for one target.
@@ -160,6 +209,7 @@ nlohmann::json run_sweep(const SweepOptions& o) {
   sweep["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.one_run) sweep["one_run"] = {{"trained_at", one_run_target(o.targets)}};
   if (o.importance_baseline) sweep["baselines"]["importance"] = importance_baseline(o, pairs);
+  if (o.layer_baseline) sweep["baselines"]["layers"] = layer_baseline(o, pairs);
   write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");
   const auto table = sweep_table(sweep);
   write_file_atomic(o.out / "sweep.txt", table);
@@ -169,10 +219,24 @@ nlohmann::json run_sweep(const SweepOptions& o) {
 
 namespace {
 
-/// The importance baseline's record in a sweep.json, or null.
-nlohmann::json importance_of(const nlohmann::json& sweep) {
-  return sweep.contains("baselines") ? sweep["baselines"].value("importance", nlohmann::json()) : nlohmann::json();
+/// A baseline's record in a sweep.json ("importance", "layers"), or null.
+nlohmann::json baseline_of(const nlohmann::json& sweep, const std::string& name) {
+  return sweep.contains("baselines") ? sweep["baselines"].value(name, nlohmann::json()) : nlohmann::json();
 }
+
+/// How the table and the plot present each baseline.
+struct BaselineStyle {
+  const char* name;     ///< key under sweep.json's "baselines"
+  const char* heading;  ///< the table's line above its rows
+  const char* tag;      ///< plot tags: tag + 1, 2, ...
+  const char* label;    ///< legend text before the target
+  const char* colour;
+};
+constexpr BaselineStyle kBaselines[] = {
+    {"importance", "baseline: heads removed by ablation importance, no training", "I", "importance", "#d95f0e"},
+    {"layers", "baseline: whole layers removed (greedy by distillation loss), no training", "L", "layers",
+     "#31a354"},
+};
 
 }  // namespace
 
@@ -193,10 +257,11 @@ std::string sweep_table(const nlohmann::json& sweep) {
                            ratio(p, "flops_ratio"), p["params_after"].get<int64_t>());
   };
   rows(sweep["points"]);
-  if (const auto baseline = importance_of(sweep); !baseline.is_null()) {
-    table += "baseline: heads removed by ablation importance, no training\n";
-    rows(baseline["points"]);
-  }
+  for (const auto& style : kBaselines)
+    if (const auto baseline = baseline_of(sweep, style.name); !baseline.is_null()) {
+      table += std::string(style.heading) + "\n";
+      rows(baseline["points"]);
+    }
   return table;
 }
 
@@ -243,19 +308,21 @@ std::vector<SweepPoint> sweep_points(const nlohmann::json& sweep, bool measured)
   return pts;
 }
 
-/// The importance baseline's points (tags I1, I2, ...), or none.
-std::vector<SweepPoint> baseline_points(const nlohmann::json& sweep, bool measured) {
+/// A baseline's points (tags I1, I2, ... / L1, L2, ...), or none.
+std::vector<SweepPoint> baseline_points(const nlohmann::json& sweep, const BaselineStyle& style, bool measured) {
   std::vector<SweepPoint> pts;
-  const auto baseline = importance_of(sweep);
+  const auto baseline = baseline_of(sweep, style.name);
   if (baseline.is_null()) return pts;
   const auto dense_heads = sweep["dense"]["heads_kept"].get<double>();
   for (const auto& p : baseline["points"]) {
     const auto kept = p["heads_kept"].get<int64_t>();
-    const auto tag = "I" + std::to_string(pts.size() + 1);
+    const auto tag = style.tag + std::to_string(pts.size() + 1);
+    const auto what = p.contains("layers_removed")
+                          ? fmt::format("{} layers", p["layers_removed"].size())
+                          : fmt::format("{:.2f}", p["target"].get<double>());
     pts.push_back({measured ? p["speedup"].get<double>() : 100.0 * (dense_heads - static_cast<double>(kept)) / dense_heads,
                    p["quality"].get<double>(), tag,
-                   fmt::format("{}  importance {:.2f}: {} heads, {:.4g}{}", tag, p["target"].get<double>(), kept,
-                               p["quality"].get<double>(),
+                   fmt::format("{}  {} {}: {} heads, {:.4g}{}", tag, style.label, what, kept, p["quality"].get<double>(),
                                measured ? fmt::format(", {:.3f}x", p["speedup"].get<double>()) : "")});
   }
   return pts;
@@ -289,10 +356,13 @@ std::string sweep_svg(const nlohmann::json& sweep) {
   const auto& first = sweep["points"].empty() ? nlohmann::json::object() : sweep["points"].front();
   const bool measured = first.contains("speedup");
   const auto pts = sweep_points(sweep, measured);
-  const auto baseline = baseline_points(sweep, measured);
+  std::vector<std::vector<SweepPoint>> baselines;
+  for (const auto& style : kBaselines) baselines.push_back(baseline_points(sweep, style, measured));
   double x0 = 1e9, x1 = -1e9, y0 = 1e9, y1 = -1e9;
-  for (const auto* series : {&pts, &baseline})
-    for (const auto& p : *series)
+  auto all = baselines;
+  all.push_back(pts);
+  for (const auto& series : all)
+    for (const auto& p : series)
       x0 = std::min(x0, p.x), x1 = std::max(x1, p.x), y0 = std::min(y0, p.y), y1 = std::max(y1, p.y);
   const double xpad = std::max(measured ? 0.05 : 5.0, (x1 - x0) * 0.1), ypad = std::max(1e-3, (y1 - y0) * 0.15);
   x0 -= xpad, x1 += xpad, y0 -= ypad, y1 += ypad;
@@ -329,7 +399,8 @@ std::string sweep_svg(const nlohmann::json& sweep) {
     }
   };
   series(pts, "#2c7fb8", false);
-  if (!baseline.empty()) series(baseline, "#d95f0e", true);
+  for (std::size_t i = 0; i < baselines.size(); ++i)
+    if (!baselines[i].empty()) series(baselines[i], kBaselines[i].colour, true);
   return s + "</svg>\n";
 }
 

@@ -25,6 +25,9 @@ struct SweepOptions {
   /// Also prune at every target with a retraining-free mask from per-head ablation importance
   /// (pruner/jobs/importance_baseline.h) into importance-XX/, on the same axes.
   bool importance_baseline = false;
+  /// Also remove whole layers at every target (round(target x layers), chosen greedily by the
+  /// distillation loss; pruner/jobs/layer_baseline.h) into layers-XX/, on the same axes.
+  bool layer_baseline = false;
 };
 
 /// Runs one `prune` job per target (an independent gate-training run each, so every target
@@ -33,7 +36,7 @@ struct SweepOptions {
 /// baseline, and writes `sweep.json`, `sweep.txt` and `sweep.svg` (quality vs measured speedup
 /// at the last benchmark shape, with heads kept) into `out`. With importance_baseline, also one
 /// model per target from the importance mask ("baselines": {"importance": {...}} in sweep.json,
-/// a second series in the plot and the table).
+/// a second series in the plot and the table); with layer_baseline, "layers" likewise.
 /// @throws headprune::Error if a target is out of [0,1) or unreachable (before any training),
 ///         or `out` exists and is not empty.
 nlohmann::json run_sweep(const SweepOptions& options);

@@ -30,7 +30,8 @@ nlohmann::json ApplyResult::to_json() const {
           {"kv_heads_removed", kv_heads_removed}, {"params_per_kv_head", params_per_kv_head},
           {"bytes_before", bytes_before},   {"bytes_after", bytes_after},
           {"weights_dtypes", weights_dtypes},
-          {"reload_max_abs_diff", reload_max_abs_diff}, {"warnings", exported.warnings}};
+          {"reload_max_abs_diff", reload_max_abs_diff}, {"warnings", exported.warnings},
+          {"layers_removed", layers_removed}};
 }
 
 std::string ApplyResult::describe() const {
@@ -38,6 +39,9 @@ std::string ApplyResult::describe() const {
   const auto pct = [](double a, double b) { return b > 0 ? 100.0 * (b - a) / b : 0.0; };
   std::string s;
   s += fmt::format("heads       {} -> {} ({} removed)\n", heads_before, heads_after, removed);
+  if (!layers_removed.empty())
+    s += fmt::format("layers      {} removed whole (attention and feed-forward): {}\n", layers_removed.size(),
+                     fmt::join(layers_removed, " "));
   const auto expected = removed * params_per_head + kv_heads_removed * params_per_kv_head;
   // Without KV sharing each removed head takes its own K/V rows: one figure per head.
   const auto breakdown =
@@ -45,10 +49,12 @@ std::string ApplyResult::describe() const {
           ? fmt::format("{} heads x {}", removed, params_per_head + params_per_kv_head)
           : fmt::format("{} query heads x {} + {} KV heads x {}", removed, params_per_head,
                         kv_heads_removed, params_per_kv_head);
-  s += fmt::format("parameters  {} -> {} (-{:.2f}%; {} = {} parameters removed{})\n",
-                   params_before, params_after, pct(static_cast<double>(params_after), static_cast<double>(params_before)),
-                   breakdown, expected,
-                   params_before - params_after == expected ? ", exactly" : ", MISMATCH");
+  const auto counted = layers_removed.empty()
+                           ? fmt::format("; {} = {} parameters removed{}", breakdown, expected,
+                                         params_before - params_after == expected ? ", exactly" : ", MISMATCH")
+                           : std::string();
+  s += fmt::format("parameters  {} -> {} (-{:.2f}%{})\n", params_before, params_after,
+                   pct(static_cast<double>(params_after), static_cast<double>(params_before)), counted);
   s += fmt::format("file size   {} -> {} (-{:.2f}%; safetensors weights, {} in both)\n",
                    human_bytes(bytes_before), human_bytes(bytes_after),
                    pct(static_cast<double>(bytes_after), static_cast<double>(bytes_before)),
@@ -66,21 +72,39 @@ ApplyResult apply_and_export(models::Checkpoint& ckpt, const PrunePlan& plan,
   return r;
 }
 
-ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
-  auto& model = *ckpt.model;
+namespace {
+
+/// The sizes and dtypes of the model before surgery.
+ApplyResult before_surgery(const models::Checkpoint& ckpt) {
+  const auto& model = *ckpt.model;
   ApplyResult r;
-  const auto heads_before = model.config().kept_heads;
   r.heads_before = model.config().total_heads();
   r.params_before = parameter_count(model);
   r.bytes_before = weights_file_bytes(ckpt.dir);
   std::set<std::string> dtypes;
   for (const auto& [name, type] : ckpt.source_dtypes) dtypes.insert(c10::toString(type));
   r.weights_dtypes = fmt::format("{}", fmt::join(dtypes, "+"));
-  const auto& c = model.config();
-  const auto costs = models::head_costs(c, 1);
+  r.heads_present_before = model.config().kept_heads;
+  return r;
+}
+
+/// Rounds to the source dtypes and counts what is left.
+void after_surgery(models::Checkpoint& ckpt, ApplyResult& r) {
+  // An F16/BF16 source is written back in its dtype: the model in memory is what is written.
+  models::round_to_source_dtypes(ckpt);
+  r.heads_after = ckpt.model->config().total_heads();
+  r.params_after = parameter_count(*ckpt.model);
+}
+
+}  // namespace
+
+ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
+  auto& model = *ckpt.model;
+  auto r = before_surgery(ckpt);
+  const auto costs = models::head_costs(model.config(), 1);
   r.params_per_head = costs.params_per_query_head;
   r.params_per_kv_head = costs.params_per_kv_head;
-  const int64_t kv_before = kv_heads_present(c);
+  const int64_t kv_before = kv_heads_present(model.config());
 
   // Gate values folded into each kept head, for the record.
   std::vector<std::vector<double>> folded(plan.size());
@@ -93,13 +117,19 @@ ApplyResult apply_in_memory(models::Checkpoint& ckpt, const PrunePlan& plan) {
         folded[l].push_back(s.data_ptr<double>()[i]);
   }
   apply_plan(model, plan);
-  // An F16/BF16 source is written back in its dtype: the model in memory is what is written.
-  models::round_to_source_dtypes(ckpt);
-  r.heads_after = model.config().total_heads();
-  r.params_after = parameter_count(model);
+  after_surgery(ckpt, r);
   r.kv_heads_removed = kv_before - kv_heads_present(model.config());
-  r.heads_present_before = heads_before;
   r.folded_gates = folded;
+  return r;
+}
+
+ApplyResult drop_layers_in_memory(models::Checkpoint& ckpt, const std::vector<int64_t>& layers) {
+  auto r = before_surgery(ckpt);
+  ckpt.model->drop_layers(layers);
+  after_surgery(ckpt, r);
+  r.heads_present_before = ckpt.model->config().kept_heads;
+  r.layers_removed = layers;
+  std::sort(r.layers_removed.begin(), r.layers_removed.end());
   return r;
 }
 

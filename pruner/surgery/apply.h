@@ -29,6 +29,7 @@ struct ApplyResult {
   double reload_max_abs_diff = 0;       ///< exported folder vs in-memory pruned model
   std::vector<std::vector<int64_t>> heads_present_before;  ///< original indices per layer
   std::vector<std::vector<double>> folded_gates;           ///< per layer, per kept head
+  std::vector<int64_t> layers_removed;  ///< whole layers removed (drop_layers_in_memory), before-numbering
   nlohmann::json to_json() const;
   /// Multi-line human summary incl. "shrank by exactly N heads x P parameters".
   std::string describe() const;
@@ -44,6 +45,11 @@ ApplyResult apply_and_export(models::Checkpoint& checkpoint, const PrunePlan& pl
 /// The two halves of apply_and_export, for callers that measure between them (`prune`):
 /// surgery only (fills everything but the export fields of ApplyResult) ...
 ApplyResult apply_in_memory(models::Checkpoint& checkpoint, const PrunePlan& plan);
+/// Surgery of whole layers instead of heads (the layer-dropping baseline): removes `layers`
+/// (indices of the current layers) with AttentionModel::drop_layers and fills the result as
+/// apply_in_memory does; heads_present_before lists the kept layers' heads, in their new order.
+/// @throws headprune::Error on a bad layer list (nothing changed then).
+ApplyResult drop_layers_in_memory(models::Checkpoint& checkpoint, const std::vector<int64_t>& layers);
 /// ... then export + reload check, both inside one atomic folder build: the folder appears only
 /// once it reloads to exactly the in-memory model. `extra_files` go into the same build, and so
 /// do the files `late_files` returns, given the complete result (sizes, reload check).
