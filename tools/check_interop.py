@@ -601,6 +601,33 @@ def case_repruned(case, exe, texts, text_file, work, threshold):
     check_loadable_and_matching(case, folder, exe, texts, text_file, work, threshold, "repruned")
 
 
+def case_layers(case, exe, model_dir, texts, text_file, work, threshold):
+    """sweep --baselines layers exports a shallower model: transformers' own BertModel (no remote
+    code) loads it cleanly with num_hidden_layers 3, and sentence-transformers' embeddings of it
+    match headprune embed."""
+    sweep = work / "layers-sweep"
+    run_headprune(["sweep", model_dir, "--data", REPO / "README.md", "--targets", "0.5", "--steps", "1",
+                   "--batch-size", "8", "--max-length", "64", "--no-bench", "--baselines", "layers",
+                   "--out", sweep], exe, "headprune sweep --baselines layers")
+    folder = sweep / "layers-50"
+    with captured_transformers_log() as (stream, _):
+        model, info = AutoModel.from_pretrained(str(folder), output_loading_info=True, trust_remote_code=False)
+    problems = {k: v for k, v in info.items() if v}
+    if problems or "newly initialized" in stream.getvalue():
+        raise CheckFailed(f"BertModel loading info not clean: {problems}\n{stream.getvalue()}")
+    if type(model).__name__ != "BertModel" or len(model.encoder.layer) != 3 or hf_heads(model) != [12] * 3:
+        raise CheckFailed(f"transformers built {type(model).__name__} with {len(model.encoder.layer)} layers, "
+                          f"heads {hf_heads(model)}")
+    if hf_params(model) != headprune_inspect(exe, folder)["parameters"]:
+        raise CheckFailed("parameters: transformers and headprune inspect differ")
+    removed = json.loads((folder / "config.json").read_text(encoding="utf-8"))["headprune"]["record"]
+    case.notes.append(f"layers {removed['layers_removed']} removed; BertModel, 3 layers, {hf_params(model)} params")
+    ours = headprune_embed(exe, folder, text_file, work, "layers")
+    st = SentenceTransformer(str(folder), device="cpu", trust_remote_code=False)
+    ref = np.asarray(st.encode(texts, batch_size=32, convert_to_numpy=True, show_progress_bar=False), dtype=np.float64)
+    check_cosines(case, cosines(ours, ref), texts, threshold, ours, ref)
+
+
 def case_zero_head(case, exe, model_dir, texts, text_file, work, threshold):
     """Required: apply warns, embed works, and the pinned transformers loads it and matches."""
     folder = work / "zero-head"
@@ -739,7 +766,7 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
-                "onnx-uneven"):  # apply refuses a non-empty --out
+                "onnx-uneven", "layers-sweep"):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
     with open(text_file, "w", encoding="utf-8", newline="\n") as f:
@@ -758,6 +785,8 @@ def main():
         (Case("re-prune of pruned"), lambda c: case_repruned(c, exe, texts, text_file, work, thr)),
         (Case(f"zero-head layer {ZERO_LAYER}"),
          lambda c: case_zero_head(c, exe, model_dir, texts, text_file, work, thr)),
+        (Case("layers dropped (sweep baseline)"),
+         lambda c: case_layers(c, exe, model_dir, texts, text_file, work, thr)),
         (Case("classifier head"), lambda c: case_classifier(c, exe, model_dir, work)),
         (Case("st Dense + mean/max pooling"),
          lambda c: case_dense_module(c, exe, model_dir, texts, text_file, work, thr)),
