@@ -247,7 +247,7 @@ std::vector<bool> select(const std::vector<Unit>& units, const std::vector<int64
     for (auto h : u.heads) --left[layer[h]];
     if (!within_constraints(left, heads_per_layer, c)) continue;
     if (at_least && removed >= goal - 1e-9 * measure.total_cost) break;
-    const double after = removed + u.cost;
+    const double after = measure.layer_cost.empty() ? removed + u.cost : measure.removed_cost(left);
     // Remove while it brings us closer; ties (exactly halfway) round towards removing.
     if (!at_least && std::abs(after - goal) > std::abs(removed - goal) + 1e-9 * measure.total_cost) {
       if (c.group_rule == GroupRule::kNone && c.head_multiple <= 1) break;

@@ -19,18 +19,36 @@ enum class SparsityUnit {
   kHeads,             ///< every head costs 1; total = all heads
   kAttentionParams,   ///< a head costs its Q/K/V/O parameters; total = all attention parameters
   kFlops,             ///< a head costs its forward FLOPs; total = the whole model's FLOPs
+  kLatency,           ///< a layer costs its measured latency at its head count (a table per
+                      ///< layer, pruner/measure/latency_table.h); total = the whole model's
 };
-/// "heads" / "attention-params" / "flops". @throws headprune::UsageError otherwise.
+/// "heads" / "attention-params" / "flops" (kLatency is set by --target-latency only).
+/// @throws headprune::UsageError otherwise.
 SparsityUnit parse_unit(const std::string& name);
 std::string to_string(SparsityUnit unit);
 
 /// Per-head costs and their denominator for one model (see SparsityUnit).
+///
+/// Costs are per head (linear in the heads kept) unless `layer_cost` is set: then a layer with
+/// k heads kept costs layer_cost[l][k], the removed cost of a mask is
+/// Σ_l layer_cost[l][heads present] − layer_cost[l][kept], and head_cost (each layer's mean cost
+/// per head) serves only to order removal units. Kwon et al. 2022 ("A Fast Post-Training Pruning
+/// Framework for Transformers", §4.1) keep such a per-layer latency lookup table, since latency
+/// is not linear in the head count.
 struct SparsityMeasure {
   std::vector<double> head_cost;  ///< [total heads], layer-major
   double total_cost = 1;          ///< denominator; >= sum(head_cost)
   SparsityUnit unit = SparsityUnit::kHeads;
+  /// Optional: [layers][k = 0 .. heads present] the layer's cost with k heads kept (non-decreasing in k).
+  std::vector<std::vector<double>> layer_cost;
 
-  /// Expected sparsity ŝ = Σ c_i (1 − P(z_i ≠ 0)) / total (differentiable; 0-dim).
+  /// With layer_cost: the removed cost of a mask that keeps kept_per_layer[l] heads in layer l.
+  /// @throws headprune::Error if the layer count differs or a count is outside its table.
+  double removed_cost(const std::vector<int64_t>& kept_per_layer) const;
+
+  /// Expected sparsity ŝ = Σ c_i (1 − P(z_i ≠ 0)) / total (differentiable; 0-dim). With
+  /// layer_cost: Σ_l (layer_cost[l][n_l] − c_l(E[kept_l])) / total, c_l interpolated linearly
+  /// between the table's integer counts at the expected count E[kept_l] = Σ_{i∈l} P(z_i ≠ 0).
   torch::Tensor expected(const HardConcreteGates& gates) const;
   /// Sparsity of a hard keep-mask: Σ_{removed} c_i / total.
   double of_mask(const std::vector<bool>& keep) const;

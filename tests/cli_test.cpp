@@ -249,7 +249,13 @@ CATCH_TEST_CASE("sweep --baselines layers removes the layer the dense model miss
   };
   CATCH_CHECK(run(with({(w.dir / "bad").string(), "--refit", "scale"})) == 2);
   CATCH_CHECK_FALSE(fs::exists(w.dir / "bad"));
-  CATCH_REQUIRE(run(with({out.string()})) == 0);
+  // Every model, the baseline's too, is scored on STS once written (pairs of the corpus's own sentences).
+  std::ofstream(w.dir / "sts.csv") << "sentence1,sentence2,score\n"
+                                      "the cat sat on the mat.,the cat sat on the mat.,5\n"
+                                      "the cat sat on the mat.,knowledge is power.,0\n"
+                                      "all that glitters is not gold.,the early bird catches the worm.,1\n"
+                                      "time and tide wait for no man.,actions speak louder than words.,2\n";
+  CATCH_REQUIRE(run(with({out.string(), "--sts", (w.dir / "sts.csv").string()})) == 0);
   const auto sweep = models::read_json_file(out / "sweep.json");
   const auto& baseline = sweep["baselines"]["layers"];
   // Two layers: both targets mean one layer removed, measured once.

@@ -1,5 +1,7 @@
 #include "pruner/cli/training_flags.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include <fmt/format.h>
@@ -101,6 +103,21 @@ void add_prune_flags(CommandLine& line, PruneFlags& f, std::string& out, const c
   line.alias("--bench-batch", "--bench-batch-size").alias("--bench-seq", "--bench-seq-len");
 }
 
+namespace {
+
+/// A latency budget is checked by the benchmark on the exported model: at its shape.
+void require_latency_shape(pruner::PruneJobOptions& job) {
+  if (!job.bench)
+    throw UsageError("--target-latency is checked by benchmarking the pruned model at --latency-shape: drop --no-bench");
+  auto add = [](std::vector<int64_t>& list, int64_t value) {
+    if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+  };
+  add(job.bench_options.batches, job.training.latency_batch_size);
+  add(job.bench_options.seqs, job.training.latency_seq_len);
+}
+
+}  // namespace
+
 pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::variables_map& vm,
                                           const GlobalOptions& globals, const std::string& model,
                                           const std::string& out) {
@@ -121,6 +138,7 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   job.bench_options.batches = parse_positive_list(prune.batches, "--bench-batch-size");
   job.bench_options.seqs = parse_positive_list(prune.seqs, "--bench-seq-len");
   job.bench_options.device = job.training.device;
+  if (job.training.target_latency_ms) require_latency_shape(job);
   job.refit = refit_options(prune.refit, vm, job.training.device);
   job.refit.batch_size = job.training.batch_size;
   return job;

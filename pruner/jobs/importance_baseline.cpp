@@ -14,7 +14,7 @@ GateState importance_gates(const models::Checkpoint& ckpt, const std::vector<std
   std::vector<double> score;
   for (const auto& layer : importance) score.insert(score.end(), layer.begin(), layer.end());
   const auto keep = gates::keep_mask_for_target(torch::tensor(score, torch::kDouble), config.heads_per_layer(),
-                                                sparsity_measure(config, o.unit, o.flops_seq_len), target,
+                                                sparsity_measure(config, o), target,
                                                 constraints_for(config, o.constraints));
   GateState state;
   state.model = fingerprint_of(*ckpt.model);

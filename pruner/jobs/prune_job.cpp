@@ -96,6 +96,26 @@ nlohmann::json bench_stage(const PruneJobOptions& o, models::AttentionModel& den
   return json;
 }
 
+/// With a latency budget: the budget, the table's prediction and the benchmark's measurement of
+/// the exported model at the budget's shape (null without a budget or a benchmark).
+nlohmann::json measured_latency(const PruneJobOptions& o, const nlohmann::json& summary, const nlohmann::json& bench) {
+  const auto& t = o.training;
+  if (!t.target_latency_ms || bench.is_null()) return nullptr;
+  for (const auto& cell : bench["results"])
+    if (cell["batch_size"] == t.latency_batch_size && cell["seq_len"] == t.latency_seq_len) {
+      const double measured = cell["pruned_ms"]["median"], budget = *t.target_latency_ms;
+      const auto predicted = summary["gates"].value("predicted_latency_ms", nlohmann::json());
+      log::info("latency budget {:.3g} ms at {}x{}: measured {:.3g} ms (dense {:.3g} ms), {}", budget,
+                t.latency_batch_size, t.latency_seq_len, measured, cell["dense_ms"]["median"].get<double>(),
+                measured <= budget ? "within the budget" : "OVER the budget (the table's prediction was " +
+                                                               fmt::format("{:.3g} ms)", predicted.get<double>()));
+      return {{"budget_ms", budget}, {"predicted_ms", predicted}, {"measured_ms", measured},
+              {"dense_measured_ms", cell["dense_ms"]["median"]}, {"within_budget", measured <= budget},
+              {"batch_size", t.latency_batch_size}, {"seq_len", t.latency_seq_len}};
+    }
+  return nullptr;
+}
+
 /// What stages 2–5 work on: the model the gates were trained on (changed in place), its text,
 /// the gates and their training's settings and log.
 struct TrainedRun {
@@ -176,6 +196,7 @@ nlohmann::json measure_and_export(const PruneJobOptions& o, const RemovedModel& 
                                 {"fidelity", fidelity.to_json()},
                                 {"bench", bench_json}});
   if (!accuracy.is_null()) summary["heldout_accuracy"] = accuracy;
+  if (const auto latency = measured_latency(o, summary, bench_json); !latency.is_null()) summary["latency"] = latency;
   summary.update(o.text.to_json());
   record.update(o.text.to_json());
   // summary.json needs the written sizes: it joins the same atomic folder build last.

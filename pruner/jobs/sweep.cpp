@@ -144,7 +144,8 @@ nlohmann::json layer_baseline(const SweepOptions& o, const std::optional<std::ve
     for (int64_t k = 0; k < counts[i]; ++k) drop.push_back(order[static_cast<std::size_t>(k)].layer);
     log::info("\n===== sweep baseline: target sparsity {} as {} of {} layers removed -> {} =====", o.targets[i],
               counts[i], layers, job.out.string());
-    auto point = sweep_point(o.targets[i], job, prune_layers(job, drop), sts_of(job.out, pairs, device));
+    const auto summary = prune_layers(job, drop);  // before sts_of reads the folder it writes
+    auto point = sweep_point(o.targets[i], job, summary, sts_of(job.out, pairs, device));
     point["layers_removed"] = drop;
     record["points"].push_back(point);
   }
@@ -181,7 +182,7 @@ nlohmann::json run_sweep(const SweepOptions& o) {
   // Validate every target against the model before training anything.
   {
     const auto config = models::ModelConfig::from_directory(o.job.model);
-    const auto measure = sparsity_measure(config, o.job.training.unit, o.job.training.flops_seq_len);
+    const auto measure = sparsity_measure(config, o.job.training);
     for (double t : o.targets)
       gates::validate_target(t, config.heads_per_layer(), measure,
                              constraints_for(config, o.job.training.constraints));

@@ -11,6 +11,7 @@
 #include "models/errors.h"
 #include "models/flops.h"
 #include "models/head_costs.h"
+#include "pruner/measure/latency_table.h"
 #include "models/model_family.h"
 #include "pruner/distributed/process_group.h"
 #include "pruner/training/distillation.h"
@@ -146,6 +147,7 @@ struct Budget {
 };
 
 Budget budget_of(const GateTrainingOptions& o, const models::AttentionModel& model) {
+  if (o.target_latency_ms) return {o.latency_table->predicted_ms(model.config().heads_per_layer()), *o.target_latency_ms};
   if (o.target_params) {
     const auto dense = static_cast<double>(parameter_count(model));
     const auto [value, percent] = parse_budget(*o.target_params, "--target-params");
@@ -166,6 +168,16 @@ void record_budget(GateState& state, const models::AttentionModel& model, const 
   const auto& config = model.config();
   const auto after = config_after(config, keep);
   const auto budget = budget_of(o, model);
+  if (o.target_latency_ms) {
+    const double achieved = o.latency_table->predicted_ms(after.heads_per_layer());
+    state.summary["target_latency_ms"] = budget.allowed;
+    state.summary["predicted_latency_ms"] = achieved;
+    state.summary["latency_shape"] = {{"batch_size", o.latency_batch_size}, {"seq_len", o.latency_seq_len}};
+    log::info("latency budget {:.3g} ms at batch {} x seq {}: the latency table predicts {:.3g} ms for the pruned "
+              "model ({:.3g} ms dense); measure it with bench",
+              budget.allowed, o.latency_batch_size, o.latency_seq_len, achieved, budget.dense);
+    return;
+  }
   if (o.target_params) {
     const auto achieved = static_cast<int64_t>(budget.dense) -
                           (models::attention_parameters(config) - models::attention_parameters(after));
@@ -240,7 +252,7 @@ void announce_uniform_export(const models::ModelConfig& config, const gates::Spa
 /// @throws headprune::Error for an unreachable target, bad step counts or an empty corpus.
 gates::SparsityMeasure checked_measure(const models::ModelConfig& config, const Corpus& corpus,
                                        const GateTrainingOptions& o) {
-  const auto measure = sparsity_measure(config, o.unit, o.flops_seq_len);
+  const auto measure = sparsity_measure(config, o);
   if (o.target_sparsity)
     gates::validate_target(*o.target_sparsity, config.heads_per_layer(), measure,
                            constraints_for(config, o.constraints));
@@ -530,26 +542,43 @@ class GateTrainer {
 
 }  // namespace
 
+namespace {
+
+/// The budget's flag as the user gave it, and what its unit counts.
+std::pair<std::string, std::string> budget_flag(const GateTrainingOptions& o) {
+  if (o.target_latency_ms)
+    return {fmt::format("--target-latency {}", *o.target_latency_ms),
+            fmt::format("ms at batch {} x seq {}", o.latency_batch_size, o.latency_seq_len)};
+  if (o.target_params) return {"--target-params " + *o.target_params, "parameters"};
+  return {fmt::format("--target-flops {}%", 100 * *o.target_flops), "FLOPs per token"};
+}
+
+}  // namespace
+
 GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::AttentionModel& model) {
   if (!o.budget()) return o;
+  auto effective = o;
+  effective.unit = o.target_latency_ms ? gates::SparsityUnit::kLatency
+                   : o.target_params   ? gates::SparsityUnit::kAttentionParams
+                                       : gates::SparsityUnit::kFlops;
+  if (o.target_latency_ms && !o.latency_table) {
+    if (o.model_path.empty()) throw Error("--target-latency needs the model's folder to measure its latency table");
+    effective.latency_table = std::make_shared<const LatencyTable>(latency_table_for(
+        o.model_path, o.latency_batch_size, o.latency_seq_len, o.device, o.latency_table_file));
+  }
   const auto& config = model.config();
-  const auto unit = o.target_params ? gates::SparsityUnit::kAttentionParams : gates::SparsityUnit::kFlops;
-  const auto measure = sparsity_measure(config, unit, o.flops_seq_len);
+  const auto measure = sparsity_measure(config, effective);
   const double removable =
       gates::max_sparsity(config.heads_per_layer(), measure, constraints_for(config, o.constraints)) * measure.total_cost;
-  const auto budget = budget_of(o, model);
-  const auto flag = o.target_params ? "--target-params " + *o.target_params
-                                    : fmt::format("--target-flops {}%", 100 * *o.target_flops);
+  const auto budget = budget_of(effective, model);
+  const auto [flag, unit] = budget_flag(o);
   if (budget.allowed >= budget.dense)
-    throw Error(fmt::format("{}: the dense model has {:.0f} parameters, already within the budget", flag,
-                            budget.dense));
+    throw Error(fmt::format("{}: the dense model needs {:.4g} {}, already within the budget", flag, budget.dense,
+                            unit));
   if (budget.dense - removable > budget.allowed)
     throw Error(fmt::format("{}: at least {:.4g} {} remain with every head removed that --min-heads-per-layer {} "
-                            "allows (heads hold only the attention {}); raise the budget or lower the minimum",
-                            flag, budget.dense - removable, o.target_params ? "parameters" : "FLOPs per token",
-                            o.constraints.min_heads_per_layer, o.target_params ? "parameters" : "FLOPs"));
-  auto effective = o;
-  effective.unit = unit;
+                            "allows (heads are only part of the model); raise the budget or lower the minimum",
+                            flag, budget.dense - removable, unit, o.constraints.min_heads_per_layer));
   effective.target_sparsity = (budget.dense - budget.allowed) / measure.total_cost;
   return effective;
 }

@@ -11,7 +11,7 @@ GateState gates_at_target(const GateState& trained, double target, const models:
   std::vector<double> log_alpha;
   for (const auto& layer : trained.layers) log_alpha.insert(log_alpha.end(), layer.log_alpha.begin(), layer.log_alpha.end());
   const auto keep = gates::keep_mask_for_target(torch::tensor(log_alpha, torch::kDouble), config.heads_per_layer(),
-                                                sparsity_measure(config, o.unit, o.flops_seq_len), target,
+                                                sparsity_measure(config, o), target,
                                                 constraints_for(config, o.constraints));
   auto state = trained;
   std::size_t i = 0;

@@ -1,10 +1,11 @@
 #include "pruner/training/sparsity_measure.h"
 
 #include "models/flops.h"
+#include "models/errors.h"
 #include "models/head_costs.h"
+#include "pruner/measure/latency_table.h"
 
 namespace headprune::pruner {
-
 
 gates::SparsityMeasure sparsity_measure(const models::ModelConfig& c, gates::SparsityUnit unit,
                                         int64_t seq_len) {
@@ -25,10 +26,18 @@ gates::SparsityMeasure sparsity_measure(const models::ModelConfig& c, gates::Spa
       per_head = costs.flops_per_head(c);
       m.total_cost = models::forward_flops_per_token(c, seq_len);
       break;
+    case gates::SparsityUnit::kLatency:
+      throw Error("a latency measure needs its latency table (--target-latency)");
   }
   m.head_cost.assign(static_cast<size_t>(c.total_heads()), per_head);
   if (m.total_cost <= 0) m.total_cost = 1;
   return m;
+}
+
+gates::SparsityMeasure sparsity_measure(const models::ModelConfig& config, const GateTrainingOptions& o) {
+  if (o.unit != gates::SparsityUnit::kLatency) return sparsity_measure(config, o.unit, o.flops_seq_len);
+  if (!o.latency_table) throw Error("a latency measure needs its latency table (--target-latency)");
+  return o.latency_table->measure(config);
 }
 
 gates::MaskConstraints constraints_for(const models::ModelConfig& config,

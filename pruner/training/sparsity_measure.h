@@ -6,6 +6,7 @@
 #include "gates/keep_mask.h"
 #include "gates/sparsity.h"
 #include "models/config.h"
+#include "pruner/training/training_options.h"
 
 namespace headprune::pruner {
 
@@ -18,6 +19,11 @@ namespace headprune::pruner {
 /// Sparsity targets are fractions of the *original* model when the model is unpruned.
 gates::SparsityMeasure sparsity_measure(const models::ModelConfig& config, gates::SparsityUnit unit,
                                         int64_t seq_len);
+
+/// The measure of a run's settings: its unit at flops_seq_len, or with unit latency the
+/// run's latency table (LatencyTable::measure).
+/// @throws headprune::Error for unit latency without a table (with_budget loads it).
+gates::SparsityMeasure sparsity_measure(const models::ModelConfig& config, const GateTrainingOptions& options);
 
 /// `constraints` completed for a model: with a group rule and grouped-query attention
 /// (num_key_value_heads < num_attention_heads), head_group holds each present query head's

@@ -160,6 +160,48 @@ std::vector<TrainingOption> objective_rows() {
                         "what the target counts: heads, attention-params or flops")};
 }
 
+/// --target-latency and the shape and table that price it.
+std::vector<TrainingOption> latency_rows() {
+  TrainingOption latency{"target-latency", "instead of a fraction of heads: a budget in milliseconds per forward "
+                         "pass at --latency-shape on this machine, priced by a latency table measured once and "
+                         "cached (--latency-table); the final mask's predicted latency stays within it",
+                         "target_latency_ms", true, {}, {}, {}, ""};
+  latency.value = [] { return po::value<double>()->value_name("MS"); };
+  latency.apply = [](const po::variable_value& v, TrainingSettings& s) {
+    if (!(v.as<double>() > 0)) throw UsageError(fmt::format("--target-latency {}: give milliseconds > 0", v.as<double>()));
+    s.training.target_latency_ms = v.as<double>();
+  };
+  latency.record = [](const GateTrainingOptions& o) {
+    return o.target_latency_ms ? nlohmann::json(*o.target_latency_ms) : nlohmann::json();
+  };
+  TrainingOption shape{"latency-shape", "batch x sequence length the latency budget is timed at",
+                       "latency_shape", true, {}, {}, {}, ""};
+  shape.value = [] { return with_default(std::string("1x128")); };
+  shape.apply = [](const po::variable_value& v, TrainingSettings& s) {
+    const auto text = v.as<std::string>();
+    const auto x = text.find('x');
+    try {
+      std::size_t used_b = 0, used_s = 0;
+      s.training.latency_batch_size = std::stoll(text.substr(0, x), &used_b);
+      s.training.latency_seq_len = std::stoll(text.substr(x + 1), &used_s);
+      if (x == std::string::npos || used_b != x || used_s != text.size() - x - 1 || s.training.latency_batch_size < 1 ||
+          s.training.latency_seq_len < 1)
+        throw std::invalid_argument(text);
+    } catch (const std::logic_error&) {
+      throw UsageError(fmt::format("--latency-shape {}: give batch x sequence length, e.g. 1x128", text));
+    }
+  };
+  shape.record = [](const GateTrainingOptions& o) {
+    return nlohmann::json(fmt::format("{}x{}", o.latency_batch_size, o.latency_seq_len));
+  };
+  TrainingOption table{"latency-table", "the latency table's file: read if it exists (it must come from this "
+                       "machine), else measured and written there (default: one per model, shape and machine "
+                       "under ~/.cache/headprune/latency/)", "", false, {}, {}, {}, ""};
+  table.value = [] { return po::value<std::string>()->value_name("FILE"); };
+  table.apply = [](const po::variable_value& v, TrainingSettings& s) { s.training.latency_table_file = v.as<std::string>(); };
+  return {latency, shape, table};
+}
+
 /// --data or --labels: the training text.
 std::vector<TrainingOption> data_rows() {
   TrainingOption data{"data", "training text file(s): UTF-8, one document or sentence per line (or "
@@ -315,11 +357,18 @@ std::vector<TrainingOption> phase_rows() {
 
 /// The rules between flags, after every row has been applied.
 void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
-  if (vm.count("target-sparsity") + vm.count("l0-lambda") + vm.count("target-params") + vm.count("target-flops") != 1)
-    throw UsageError("give exactly one of --target-sparsity S, --target-params N|X%, --target-flops X% or "
-                     "--l0-lambda X");
-  if ((vm.count("target-params") || vm.count("target-flops")) && !vm["sparsity-unit"].defaulted())
-    throw UsageError("a budget (--target-params, --target-flops) sets its own unit; drop --sparsity-unit");
+  if (vm.count("target-sparsity") + vm.count("l0-lambda") + vm.count("target-params") + vm.count("target-flops") +
+          vm.count("target-latency") !=
+      1)
+    throw UsageError("give exactly one of --target-sparsity S, --target-params N|X%, --target-flops X%, "
+                     "--target-latency MS or --l0-lambda X");
+  if ((vm.count("target-params") || vm.count("target-flops") || vm.count("target-latency")) &&
+      !vm["sparsity-unit"].defaulted())
+    throw UsageError("a budget (--target-params, --target-flops, --target-latency) sets its own unit; drop "
+                     "--sparsity-unit");
+  if (!vm.count("target-latency") &&
+      ((vm.count("latency-shape") && !vm["latency-shape"].defaulted()) || vm.count("latency-table")))
+    throw UsageError("--latency-shape and --latency-table have no effect without --target-latency");
   if (vm.count("data") + vm.count("labels") != 1)
     throw UsageError("give the training text with --data FILE... (plain text) or --labels FILE (labelled "
                      "sentences), one of the two");
@@ -343,7 +392,7 @@ const std::vector<TrainingOption>& training_option_table() {
   static const std::vector<TrainingOption> table = [] {
     std::vector<TrainingOption> rows;
     const std::pair<std::vector<TrainingOption>, const char*> parts[] = {
-        {data_rows(), "Required"},         {objective_rows(), "Target"},
+        {data_rows(), "Required"},         {objective_rows(), "Target"},      {latency_rows(), "Target"},
         {step_rows(), "Training"},         {rate_rows(), "Training"},
         {corpus_rows(), "Training text"},  {gate_rows(), "Advanced training"},
         {phase_rows(), "Advanced training"}};

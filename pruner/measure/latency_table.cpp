@@ -1,0 +1,181 @@
+#include "pruner/measure/latency_table.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/checkpoint.h"
+#include "models/errors.h"
+#include "pruner/log.h"
+#include "pruner/measure/bench.h"
+#include "pruner/surgery/atomic_write.h"
+#include "pruner/surgery/surgery.h"
+
+namespace headprune::pruner {
+namespace fs = std::filesystem;
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      auto name = line.substr(line.find(':') + 1);
+      name.erase(0, name.find_first_not_of(' '));
+      return name;
+    }
+  return "unknown CPU";
+}
+
+/// Original query heads layer l keeps in the table's model with k heads: round-robin over the
+/// KV groups (BERT: heads 0..k-1), so that KV heads go last.
+std::vector<int64_t> heads_removed_at(const models::ModelConfig& c, int64_t k) {
+  const int64_t group = c.kv_group_size(), groups = c.num_attention_heads / group;
+  std::vector<int64_t> order;
+  for (int64_t j = 0; j < group; ++j)
+    for (int64_t g = 0; g < groups; ++g) order.push_back(g * group + j);
+  std::vector<int64_t> removed(order.begin() + k, order.end());
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
+double layer_ms(const LatencyTable& t, int64_t k, int64_t layers) {
+  return (t.ms_by_heads.at(static_cast<std::size_t>(k)) - t.ms_by_heads.front()) / static_cast<double>(layers);
+}
+
+}  // namespace
+
+double LatencyTable::predicted_ms(const std::vector<int64_t>& heads_per_layer) const {
+  double ms = ms_by_heads.front();
+  for (auto k : heads_per_layer) ms += layer_ms(*this, k, static_cast<int64_t>(heads_per_layer.size()));
+  return ms;
+}
+
+gates::SparsityMeasure LatencyTable::measure(const models::ModelConfig& config) const {
+  if (architecture_fingerprint(config) != model)
+    throw Error(fmt::format("the latency table was measured on a different architecture ({}), not this model's ({})",
+                            model.dump(), architecture_fingerprint(config).dump()));
+  gates::SparsityMeasure m;
+  m.unit = gates::SparsityUnit::kLatency;
+  for (auto n : config.heads_per_layer()) {
+    std::vector<double> layer;
+    for (int64_t k = 0; k <= n; ++k) layer.push_back(layer_ms(*this, k, config.num_hidden_layers));
+    for (int64_t k = 0; k < n; ++k)
+      m.head_cost.push_back(n > 0 ? layer.back() / static_cast<double>(n) : 0.0);
+    m.layer_cost.push_back(std::move(layer));
+  }
+  m.total_cost = predicted_ms(config.heads_per_layer());
+  return m;
+}
+
+nlohmann::json LatencyTable::to_json() const {
+  return {{"format", "headprune latency table 1"}, {"machine", machine}, {"model", model},
+          {"batch_size", batch_size}, {"seq_len", seq_len}, {"ms_by_heads", ms_by_heads}};
+}
+
+LatencyTable LatencyTable::from_json(const nlohmann::json& j, const std::string& source) {
+  try {
+    if (j.at("format") != "headprune latency table 1") throw Error("unknown format");
+    LatencyTable t{j.at("machine").get<std::string>(), j.at("model"), j.at("batch_size").get<int64_t>(),
+                   j.at("seq_len").get<int64_t>(), j.at("ms_by_heads").get<std::vector<double>>()};
+    if (t.ms_by_heads.size() < 2 || !std::is_sorted(t.ms_by_heads.begin(), t.ms_by_heads.end()) ||
+        t.ms_by_heads.front() <= 0)
+      throw Error("ms_by_heads must hold positive, non-decreasing latencies for 0 .. heads");
+    return t;
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("{} is not a headprune latency table: {}", source, e.what()));
+  }
+}
+
+std::string machine_fingerprint(const torch::Device& device) {
+  const int threads = torch::get_num_threads(), blas = blas_threads();
+  return fmt::format("{} | {} logical CPUs | {} LibTorch thread{}, {} BLAS threads | LibTorch {} | {}", cpu_model(),
+                     std::thread::hardware_concurrency(), threads, threads == 1 ? "" : "s", blas, TORCH_VERSION,
+                     device.str());
+}
+
+nlohmann::json architecture_fingerprint(const models::ModelConfig& c) {
+  return {{"model_type", c.model_type},        {"num_hidden_layers", c.num_hidden_layers},
+          {"hidden_size", c.hidden_size},      {"num_attention_heads", c.num_attention_heads},
+          {"num_key_value_heads", c.num_key_value_heads}, {"head_dim", c.head_dim},
+          {"intermediate_size", c.intermediate_size},     {"vocab_size", c.vocab_size}};
+}
+
+LatencyTable measure_latency_table(const fs::path& model, int64_t batch_size, int64_t seq_len,
+                                   const torch::Device& device) {
+  auto dense = models::load_checkpoint(model, device);
+  const auto& c = dense.model->config();
+  if (c.total_heads() != c.num_attention_heads * c.num_hidden_layers)
+    throw Error(fmt::format("{} is already pruned: measure the latency table on the dense model it came from",
+                            model.string()));
+  BenchOptions o;
+  o.batches = {batch_size};
+  o.seqs = {seq_len};
+  o.max_reps = 15;
+  o.max_seconds_per_shape = 20;
+  o.device = device;
+  LatencyTable t{machine_fingerprint(device), architecture_fingerprint(c), batch_size, seq_len, {}};
+  std::vector<double> dense_ms;
+  for (int64_t k = 0; k < c.num_attention_heads; ++k) {
+    log::info("latency table: every layer at {} of {} heads", k, c.num_attention_heads);
+    auto cut = models::load_checkpoint(model, device);
+    nlohmann::json spec = nlohmann::json::object();
+    for (int64_t l = 0; l < c.num_hidden_layers; ++l) spec[std::to_string(l)] = heads_removed_at(c, k);
+    apply_plan(*cut.model, plan_from_remove_heads(spec, c));
+    const auto cell = run_bench(*dense.model, *cut.model, o).results.at(0);
+    t.ms_by_heads.push_back(cell.pruned_median_ms / cell.dense_median_ms);  // relative; scaled below
+    dense_ms.push_back(cell.dense_median_ms);
+  }
+  const double dense_median = percentile(dense_ms, 0.5);
+  for (auto& ms : t.ms_by_heads) ms *= dense_median;
+  t.ms_by_heads.push_back(dense_median);
+  for (std::size_t k = 1; k < t.ms_by_heads.size(); ++k)
+    t.ms_by_heads[k] = std::max(t.ms_by_heads[k], t.ms_by_heads[k - 1]);
+  return t;
+}
+
+fs::path default_latency_table_file(const models::ModelConfig& config, int64_t batch_size, int64_t seq_len,
+                                    const torch::Device& device) {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const fs::path root = xdg && *xdg ? fs::path(xdg) : fs::path(home && *home ? home : ".") / ".cache";
+  const auto key = std::hash<std::string>{}(architecture_fingerprint(config).dump() + machine_fingerprint(device));
+  return root / "headprune" / "latency" /
+         fmt::format("{}-L{}-H{}-b{}-s{}-{:016x}.json", config.model_type, config.num_hidden_layers,
+                     config.num_attention_heads, batch_size, seq_len, key);
+}
+
+LatencyTable latency_table_for(const fs::path& model, int64_t batch_size, int64_t seq_len,
+                               const torch::Device& device, const fs::path& given) {
+  const auto config = models::ModelConfig::from_directory(model);
+  const auto file = given.empty() ? default_latency_table_file(config, batch_size, seq_len, device) : given;
+  if (!fs::exists(file)) {
+    log::info("measuring the latency table at batch {} x seq {} (once; cached in {})", batch_size, seq_len,
+              file.string());
+    const auto table = measure_latency_table(model, batch_size, seq_len, device);
+    fs::create_directories(file.parent_path());
+    write_file_atomic(file, table.to_json().dump(2) + "\n");
+    return table;
+  }
+  const auto table = LatencyTable::from_json(models::read_json_file(file), file.string());
+  const auto here = machine_fingerprint(device);
+  auto refuse = [&](const std::string& what, const std::string& there, const std::string& now) {
+    throw Error(fmt::format("latency table {} was measured {} '{}', not '{}': delete it or give another "
+                            "--latency-table file to measure again",
+                            file.string(), what, there, now));
+  };
+  if (table.machine != here) refuse("on", table.machine, here);
+  if (table.model != architecture_fingerprint(config))
+    refuse("for the architecture", table.model.dump(), architecture_fingerprint(config).dump());
+  if (table.batch_size != batch_size || table.seq_len != seq_len)
+    refuse("at the shape", fmt::format("{}x{}", table.batch_size, table.seq_len),
+           fmt::format("{}x{}", batch_size, seq_len));
+  log::info("latency table {} (measured on this machine)", file.string());
+  return table;
+}
+
+}  // namespace headprune::pruner

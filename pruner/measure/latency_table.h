@@ -1,0 +1,73 @@
+// A latency budget's price list (`--target-latency`): how long the model takes with k heads in
+// every layer, measured once on this machine at one batch × sequence shape and cached.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/types.h>
+
+#include "gates/sparsity.h"
+#include "models/attention_model.h"
+
+namespace headprune::pruner {
+
+/// Whole-model forward latency with every layer at k heads, k = 0 .. num_attention_heads.
+/// Kwon et al. 2022 (§4.1) time each layer at each head count once and price masks from the
+/// table; here each entry is the whole model timed side by side with the dense one (pruner/
+/// measure/bench.h: interleaved, median), so a layer with k heads costs
+///   layer_ms(k) = (ms_by_heads[k] − ms_by_heads[0]) / num_hidden_layers
+/// and a mask keeping k_l heads in layer l is predicted to take ms_by_heads[0] + Σ_l layer_ms(k_l).
+/// Entries are made non-decreasing in k (a running maximum) so that removing a head never
+/// looks more expensive than keeping it.
+struct LatencyTable {
+  std::string machine;      ///< machine_fingerprint() where it was measured
+  nlohmann::json model;     ///< architecture_fingerprint() of the model it was measured on
+  int64_t batch_size = 1;
+  int64_t seq_len = 128;
+  std::vector<double> ms_by_heads;  ///< milliseconds per forward pass, [num_attention_heads + 1]
+
+  /// Predicted milliseconds of a model keeping heads_per_layer[l] heads in layer l.
+  double predicted_ms(const std::vector<int64_t>& heads_per_layer) const;
+  /// The measure a latency budget trains against: layer_cost[l][k] = layer_ms(k) for k up to the
+  /// heads present in layer l, total = predicted_ms of `config` (the dense model).
+  gates::SparsityMeasure measure(const models::ModelConfig& config) const;
+
+  nlohmann::json to_json() const;
+  /// @throws headprune::Error naming `source` for a malformed table.
+  static LatencyTable from_json(const nlohmann::json& j, const std::string& source);
+};
+
+/// This process's machine as timings depend on it: CPU model (/proc/cpuinfo), logical CPUs,
+/// LibTorch and BLAS threads, LibTorch version and device, e.g.
+/// "AMD EPYC 7B13 | 2 logical CPUs | 1 LibTorch thread, 2 BLAS threads | LibTorch 1.13.1 | cpu".
+std::string machine_fingerprint(const torch::Device& device);
+
+/// What a latency table depends on in a model: its family and every dimension that sets the
+/// cost of a layer (not its weights). Tables are measured on unpruned configs only.
+nlohmann::json architecture_fingerprint(const models::ModelConfig& config);
+
+/// Times the checkpoint at `model` with every layer cut to its first k heads (GQA: query heads
+/// spread over the KV groups, so that KV heads stay as long as possible), k = 0 .. heads, each
+/// side by side with the dense model at batch_size × seq_len. Progress on stderr.
+/// @throws headprune::Error if the model is already pruned or the shape is out of range.
+LatencyTable measure_latency_table(const std::filesystem::path& model, int64_t batch_size, int64_t seq_len,
+                                   const torch::Device& device);
+
+/// The table for `model` at batch_size × seq_len on this machine: read from `file` when it exists,
+/// else measured and written there (atomically). The default file lives in the user's cache,
+/// named by the architecture, shape and machine: $XDG_CACHE_HOME/headprune/latency/ (or
+/// ~/.cache/headprune/latency/).
+/// @throws headprune::Error if `file` was measured on another machine, another architecture or
+///         another shape (the message names both and says to delete it or choose another file).
+LatencyTable latency_table_for(const std::filesystem::path& model, int64_t batch_size, int64_t seq_len,
+                               const torch::Device& device, const std::filesystem::path& file = {});
+
+/// The default cache file latency_table_for uses.
+std::filesystem::path default_latency_table_file(const models::ModelConfig& config, int64_t batch_size,
+                                                 int64_t seq_len, const torch::Device& device);
+
+}  // namespace headprune::pruner

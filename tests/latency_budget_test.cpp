@@ -1,0 +1,147 @@
+// Latency budgets (issue 17, item 2): the per-layer latency table, the nonlinear sparsity
+// measure it prices masks with, its cache, and `--target-latency` end to end on the tiny model.
+// No test asserts a timing: the tables here are synthetic, or measured and then only checked for
+// their form and used as given.
+#include <filesystem>
+#include <fstream>
+
+#include <torch/torch.h>
+
+#include "gates/hard_concrete.h"
+#include "gates/keep_mask.h"
+#include "models/errors.h"
+#include "pruner/measure/latency_table.h"
+#include "tests/cli_support.h"
+#include "tests/test_support.h"
+
+using namespace headprune;
+namespace fs = std::filesystem;
+using testing::run_cli;
+
+namespace {
+
+/// A table for the tiny BERT (2 layers of 4 heads) with a step at one head: attention exists
+/// at all (+4 ms over 2 layers), then 1 ms per head and layer.
+pruner::LatencyTable synthetic_table(const models::ModelConfig& config) {
+  return {pruner::machine_fingerprint(torch::kCPU), pruner::architecture_fingerprint(config), 1, 16,
+          {10, 14, 16, 18, 20}};
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("a latency table prices masks per layer, not per head", "[latency]") {
+  const auto config = testing::tiny_config(2, 4);
+  const auto table = synthetic_table(config);
+  // layer_ms(k) = (ms[k] − ms[0]) / 2: 0, 2, 3, 4, 5.
+  CATCH_CHECK(table.predicted_ms({4, 4}) == Approx(20));
+  CATCH_CHECK(table.predicted_ms({0, 4}) == Approx(15));
+  CATCH_CHECK(table.predicted_ms({1, 0}) == Approx(12));
+  const auto m = table.measure(config);
+  CATCH_CHECK(m.total_cost == Approx(20));
+  CATCH_CHECK(m.of_mask({false, false, false, false, true, true, true, true}) == Approx(5.0 / 20));
+  CATCH_CHECK(m.of_mask({true, false, false, false, true, true, true, true}) == Approx(3.0 / 20));
+  CATCH_CHECK(m.max_reachable() == Approx(10.0 / 20));
+  // The expected cost interpolates the table at the expected head count, with a gradient.
+  gates::HardConcreteGates g({4, 4});
+  const auto s = m.expected(g);
+  // Each layer at E[kept] = Σ P(z ≠ 0) (gates start almost open: between 3 and 4 heads).
+  const auto alive = g.prob_nonzero().detach();
+  double removed = 0;
+  for (int64_t l = 0; l < 2; ++l) {
+    const double e = alive.slice(0, 4 * l, 4 * l + 4).sum().item<double>();
+    CATCH_REQUIRE(e > 3);
+    removed += 5 - (4 + (e - 3) * (5 - 4));
+  }
+  CATCH_CHECK(s.item<double>() == Approx(removed / 20));
+  s.backward();
+  CATCH_CHECK(g.log_alpha.grad().abs().sum().item<double>() > 0);
+}
+
+CATCH_TEST_CASE("a latency budget's mask never exceeds the budget, and unreachable budgets are refused",
+                "[latency]") {
+  const auto config = testing::tiny_config(2, 4);
+  const auto m = synthetic_table(config).measure(config);
+  gates::MaskConstraints c;
+  c.min_heads_per_layer = 0;
+  const auto score = torch::tensor({0.0, 1.0, 2.0, 3.0, 0.5, 1.5, 2.5, 3.5}, torch::kDouble);
+  for (double budget_ms : {19.5, 17.0, 14.0, 12.5, 10.0}) {
+    const double target = (20 - budget_ms) / 20;
+    const auto keep = gates::keep_mask_for_target(score, {4, 4}, m, target, c, /*at_least=*/true);
+    std::vector<int64_t> kept(2, 0);
+    for (std::size_t i = 0; i < keep.size(); ++i) kept[i / 4] += keep[i] ? 1 : 0;
+    CATCH_CHECK(synthetic_table(config).predicted_ms(kept) <= budget_ms + 1e-9);
+  }
+  c.min_heads_per_layer = 1;
+  CATCH_CHECK_THROWS_AS(gates::validate_target(0.45, {4, 4}, m, c), Error);  // 11 ms: below 2 heads' 12 ms
+}
+
+CATCH_TEST_CASE("latency tables are checked against the machine, the architecture and the shape", "[latency]") {
+  const auto dir = testing::temp_dir("latency-table");
+  testing::Workspace w("latency-table-model");
+  const auto config = models::ModelConfig::from_directory(w.model);
+  auto table = synthetic_table(config);
+  auto write = [&](const pruner::LatencyTable& t) {
+    std::ofstream(dir / "t.json") << t.to_json().dump();
+    return dir / "t.json";
+  };
+  CATCH_CHECK(pruner::latency_table_for(w.model, 1, 16, torch::kCPU, write(table)).ms_by_heads == table.ms_by_heads);
+  auto other = table;
+  other.machine = "Some Other CPU | 64 logical CPUs | 64 LibTorch threads, 1 BLAS threads | LibTorch 2.15.0 | cpu";
+  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(w.model, 1, 16, torch::kCPU, write(other)),
+                          Catch::Contains("was measured on 'Some Other CPU"));
+  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(w.model, 8, 16, torch::kCPU, write(table)),
+                          Catch::Contains("at the shape '1x16'"));
+  auto wider = table;
+  wider.model["hidden_size"] = 64;
+  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(w.model, 1, 16, torch::kCPU, write(wider)),
+                          Catch::Contains("for the architecture"));
+  auto bad = table.to_json();
+  bad["ms_by_heads"] = {10, 9, 12, 13, 14};
+  std::ofstream(dir / "bad.json") << bad.dump();
+  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(w.model, 1, 16, torch::kCPU, dir / "bad.json"),
+                          Catch::Contains("non-decreasing"));
+}
+
+CATCH_TEST_CASE("prune --target-latency measures a table once, meets the budget it predicts, reports the "
+                "measured latency", "[latency][cli]") {
+  testing::Workspace w("latency-cli");
+  const auto table_file = w.dir / "latency.json";
+  const std::vector<std::string> base = {"prune", w.model.string(), "--data", w.corpus.string(), "--steps", "4",
+                                         "--batch-size", "8", "--max-length", "32", "--latency-shape", "2x16",
+                                         "--latency-table", table_file.string(), "--bench-batch-size", "1",
+                                         "--bench-seq-len", "8"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  CATCH_CHECK(run_cli(with({"--target-latency", "5", "--no-bench", "--out", (w.dir / "x").string()})) == 2);
+  CATCH_CHECK(run_cli({"prune", w.model.string(), "--data", w.corpus.string(), "--target-sparsity", "0.5",
+                       "--latency-shape", "1x8", "--out", (w.dir / "x").string()}) == 2);
+  for (const auto* shape : {"2by16", "2x", "0x16", "2x16x3"})
+    CATCH_CHECK(run_cli({"prune", w.model.string(), "--data", w.corpus.string(), "--target-latency", "5",
+                         "--latency-shape", shape, "--out", (w.dir / "x").string()}) == 2);
+  // A budget far above the dense model: refused once the table is measured (exit 1), which
+  // leaves the table in its file.
+  CATCH_CHECK(run_cli(with({"--target-latency", "1e9", "--out", (w.dir / "x").string()})) == 1);
+  CATCH_REQUIRE(fs::exists(table_file));
+  const auto table = pruner::LatencyTable::from_json(models::read_json_file(table_file), table_file.string());
+  CATCH_CHECK(table.ms_by_heads.size() == 5);
+  CATCH_CHECK(std::is_sorted(table.ms_by_heads.begin(), table.ms_by_heads.end()));
+  CATCH_CHECK(table.machine == pruner::machine_fingerprint(torch::kCPU));
+  // Below what one head per layer costs (the default minimum): refused.
+  const double one_head = table.predicted_ms({1, 1});
+  CATCH_CHECK(run_cli(with({"--target-latency", std::to_string(one_head * 0.99), "--out", (w.dir / "x").string()})) == 1);
+  CATCH_CHECK_FALSE(fs::exists(w.dir / "x"));
+  // Between: the mask's predicted latency stays within the budget; the export's is measured.
+  const double budget = (one_head + table.ms_by_heads.back()) / 2;
+  const auto out = w.dir / "pruned";
+  CATCH_REQUIRE(run_cli(with({"--target-latency", std::to_string(budget), "--out", out.string()})) == 0);
+  const auto summary = models::read_json_file(out / "headprune/summary.json");
+  CATCH_CHECK(summary["gates"]["predicted_latency_ms"].get<double>() <= budget + 1e-6);
+  CATCH_CHECK(summary["gates"]["predicted_latency_ms"].get<double>() ==
+              Approx(table.predicted_ms(summary["heads_per_layer"].get<std::vector<int64_t>>())));
+  CATCH_CHECK(summary["latency"]["measured_ms"].get<double>() > 0);
+  CATCH_CHECK(summary["latency"]["batch_size"] == 2);
+  CATCH_CHECK(summary["latency"]["within_budget"].is_boolean());
+}
