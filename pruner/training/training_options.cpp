@@ -178,7 +178,7 @@ std::vector<TrainingOption> latency_rows() {
                        "latency_shape", true, {}, {}, {}, ""};
   shape.value = [] { return with_default(std::string("1x128")); };
   shape.apply = [](const po::variable_value& v, TrainingSettings& s) {
-    const auto text = v.as<std::string>();
+    const auto& text = v.as<std::string>();
     const auto x = text.find('x');
     try {
       std::size_t used_b = 0, used_s = 0;
