@@ -24,6 +24,24 @@ namespace {
 
 int run(std::vector<std::string> args) { return testing::run_cli(std::move(args)); }
 
+/// A short sweep of the workspace model at 25% and 50% without benchmark: `--out` followed by `extra`.
+std::vector<std::string> baseline_sweep(const testing::Workspace& w, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"sweep", w.model.string(), "--data", w.corpus.string(), "--targets", "0.25,0.5",
+                                   "--steps", "4", "--batch-size", "8", "--max-length", "32", "--no-bench", "--out"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+/// What sweep's baselines score on, read independently: the first kImportanceSequences of the
+/// workspace corpus's training share at --max-length 32.
+std::vector<std::vector<int64_t>> scored_sequences(const testing::Workspace& w, const models::Checkpoint& ckpt) {
+  pruner::CorpusOptions co;
+  co.max_length = 32;
+  const auto corpus = pruner::load_corpus({w.corpus}, *ckpt.tokenizer, co);
+  const auto n = std::min(pruner::kImportanceSequences, corpus.train.size());
+  return {corpus.train.begin(), corpus.train.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
 }  // namespace
 
 CATCH_TEST_CASE("exit codes: 0 ok, 1 error, 2 usage", "[cli]") {
@@ -195,14 +213,7 @@ CATCH_TEST_CASE("sweep --one-run trains once and writes nested sizes", "[cli][e2
 CATCH_TEST_CASE("sweep --baselines importance removes the least important heads, untrained", "[cli][e2e]") {
   testing::Workspace w("cli");
   const auto out = w.dir / "sweep";
-  const std::vector<std::string> common = {"sweep", w.model.string(), "--data", w.corpus.string(), "--targets",
-                                           "0.25,0.5", "--steps", "4", "--batch-size", "8", "--max-length", "32",
-                                           "--no-bench", "--out"};
-  auto with = [&](std::vector<std::string> extra) {
-    auto args = common;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
-  };
+  auto with = [&](const std::vector<std::string>& extra) { return baseline_sweep(w, extra); };
   CATCH_CHECK(run(with({(w.dir / "bad").string(), "--baselines", "random"})) == 2);
   CATCH_CHECK_FALSE(fs::exists(w.dir / "bad"));
   CATCH_REQUIRE(run(with({out.string(), "--baselines", "importance"})) == 0);
@@ -216,12 +227,7 @@ CATCH_TEST_CASE("sweep --baselines importance removes the least important heads,
   // The removed heads are the lowest of the importance measured independently on the same text
   // (the training share's first sequences, as the sweep read it).
   auto ckpt = models::load_checkpoint(w.model, torch::kCPU);
-  pruner::CorpusOptions co;
-  co.max_length = 32;
-  const auto corpus = pruner::load_corpus({w.corpus}, *ckpt.tokenizer, co);
-  const auto n = std::min(pruner::kImportanceSequences, corpus.train.size());
-  const auto importance = pruner::ablation_importance(
-      ckpt, {corpus.train.begin(), corpus.train.begin() + static_cast<std::ptrdiff_t>(n)}, 8, torch::kCPU);
+  const auto importance = pruner::ablation_importance(ckpt, scored_sequences(w, ckpt), 8, torch::kCPU);
   std::vector<std::pair<double, std::pair<int64_t, int64_t>>> ranked;
   for (int64_t l = 0; l < 2; ++l)
     for (int64_t h = 0; h < 4; ++h) ranked.push_back({importance[l][h], {l, h}});
@@ -239,13 +245,9 @@ CATCH_TEST_CASE("sweep --baselines importance removes the least important heads,
 CATCH_TEST_CASE("sweep --baselines layers removes the layer the dense model misses least", "[cli][e2e][layers]") {
   testing::Workspace w("cli-layers");
   const auto out = w.dir / "sweep";
-  const std::vector<std::string> common = {"sweep", w.model.string(), "--data", w.corpus.string(), "--targets",
-                                           "0.25,0.5", "--steps", "4", "--batch-size", "8", "--max-length", "32",
-                                           "--no-bench", "--baselines", "layers", "--out"};
   auto with = [&](std::vector<std::string> extra) {
-    auto args = common;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
+    extra.insert(extra.end(), {"--baselines", "layers"});
+    return baseline_sweep(w, extra);
   };
   CATCH_CHECK(run(with({(w.dir / "bad").string(), "--refit", "scale"})) == 2);
   CATCH_CHECK_FALSE(fs::exists(w.dir / "bad"));
@@ -266,12 +268,7 @@ CATCH_TEST_CASE("sweep --baselines layers removes the layer the dense model miss
   // The removed layer is the one whose removal alone gives the lower distillation loss,
   // measured here on the same sequences (the training share's first ones).
   auto dense = models::load_checkpoint(w.model, torch::kCPU);
-  pruner::CorpusOptions co;
-  co.max_length = 32;
-  const auto corpus = pruner::load_corpus({w.corpus}, *dense.tokenizer, co);
-  const std::vector<std::vector<int64_t>> sequences(
-      corpus.train.begin(), corpus.train.begin() + static_cast<std::ptrdiff_t>(
-                                                       std::min(pruner::kImportanceSequences, corpus.train.size())));
+  const auto sequences = scored_sequences(w, dense);
   torch::NoGradGuard no_grad;
   std::vector<double> loss(2, 0.0);
   for (int64_t l = 0; l < 2; ++l) {
