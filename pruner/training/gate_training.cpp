@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -585,6 +586,11 @@ GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::Atte
 
 GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o,
                       const ProcessGroup& group) {
+  if (o.target_latency_ms && !o.latency_table && group.world_size() > 1 &&
+      (o.latency_table_file.empty() || !std::filesystem::exists(o.latency_table_file)))
+    throw Error("--target-latency with several processes: every rank would time the model at once; measure the "
+                "table in one process first (e.g. a train-gates run with --steps 1) and pass it with "
+                "--latency-table FILE");
   const auto effective = with_budget(o, *ckpt.model);
   return GateTrainer(ckpt, corpus, effective, group).run();
 }
