@@ -49,6 +49,26 @@ double layer_ms(const LatencyTable& t, int64_t k, int64_t layers) {
 
 }  // namespace
 
+std::vector<double> fitted_latencies(const std::vector<double>& measured) {
+  const auto n = static_cast<double>(measured.size() - 1);  // points k = 1 .. H
+  if (measured.size() < 3) return measured;
+  double sk = 0, sy = 0, skk = 0, sky = 0;
+  for (std::size_t k = 1; k < measured.size(); ++k) {
+    const auto x = static_cast<double>(k);
+    sk += x, sy += measured[k], skk += x * x, sky += x * measured[k];
+  }
+  const double slope = (n * sky - sk * sy) / (n * skk - sk * sk), intercept = (sy - slope * sk) / n;
+  if (!(slope > 0))
+    throw Error(fmt::format("the measured latencies do not grow with the heads kept ({:.3g} ms per head and layer): "
+                            "at this shape the machine's noise hides what a head costs; time a larger "
+                            "--latency-shape",
+                            slope));
+  std::vector<double> fitted{measured[0]};
+  for (std::size_t k = 1; k < measured.size(); ++k)
+    fitted.push_back(std::max(fitted.back(), intercept + slope * static_cast<double>(k)));
+  return fitted;
+}
+
 double LatencyTable::predicted_ms(const std::vector<int64_t>& heads_per_layer) const {
   double ms = ms_by_heads.front();
   for (auto k : heads_per_layer) ms += layer_ms(*this, k, static_cast<int64_t>(heads_per_layer.size()));
@@ -74,17 +94,19 @@ gates::SparsityMeasure LatencyTable::measure(const models::ModelConfig& config) 
 
 nlohmann::json LatencyTable::to_json() const {
   return {{"format", "headprune latency table 1"}, {"machine", machine}, {"model", model},
-          {"batch_size", batch_size}, {"seq_len", seq_len}, {"ms_by_heads", ms_by_heads}};
+          {"batch_size", batch_size}, {"seq_len", seq_len}, {"ms_by_heads", ms_by_heads},
+          {"ms_measured", ms_measured}};
 }
 
 LatencyTable LatencyTable::from_json(const nlohmann::json& j, const std::string& source) {
   try {
     if (j.at("format") != "headprune latency table 1") throw Error("unknown format");
     LatencyTable t{j.at("machine").get<std::string>(), j.at("model"), j.at("batch_size").get<int64_t>(),
-                   j.at("seq_len").get<int64_t>(), j.at("ms_by_heads").get<std::vector<double>>()};
+                   j.at("seq_len").get<int64_t>(), j.at("ms_by_heads").get<std::vector<double>>(),
+                   j.value("ms_measured", std::vector<double>())};
     if (t.ms_by_heads.size() < 2 || !std::is_sorted(t.ms_by_heads.begin(), t.ms_by_heads.end()) ||
-        t.ms_by_heads.front() <= 0)
-      throw Error("ms_by_heads must hold positive, non-decreasing latencies for 0 .. heads");
+        t.ms_by_heads.front() <= 0 || !(t.ms_by_heads.back() > t.ms_by_heads.front()))
+      throw Error("ms_by_heads must hold positive latencies for 0 .. heads, non-decreasing and growing overall");
     return t;
   } catch (const std::exception& e) {
     throw Error(fmt::format("{} is not a headprune latency table: {}", source, e.what()));
@@ -105,8 +127,8 @@ nlohmann::json architecture_fingerprint(const models::ModelConfig& c) {
           {"intermediate_size", c.intermediate_size},     {"vocab_size", c.vocab_size}};
 }
 
-LatencyTable measure_latency_table(const fs::path& model, int64_t batch_size, int64_t seq_len,
-                                   const torch::Device& device) {
+std::vector<double> measure_latencies(const fs::path& model, int64_t batch_size, int64_t seq_len,
+                                      const torch::Device& device) {
   auto dense = models::load_checkpoint(model, device);
   const auto& c = dense.model->config();
   if (c.total_heads() != c.num_attention_heads * c.num_hidden_layers)
@@ -118,8 +140,7 @@ LatencyTable measure_latency_table(const fs::path& model, int64_t batch_size, in
   o.max_reps = 15;
   o.max_seconds_per_shape = 20;
   o.device = device;
-  LatencyTable t{machine_fingerprint(device), architecture_fingerprint(c), batch_size, seq_len, {}};
-  std::vector<double> dense_ms;
+  std::vector<double> ms, dense_ms;
   for (int64_t k = 0; k < c.num_attention_heads; ++k) {
     log::info("latency table: every layer at {} of {} heads", k, c.num_attention_heads);
     auto cut = models::load_checkpoint(model, device);
@@ -127,14 +148,21 @@ LatencyTable measure_latency_table(const fs::path& model, int64_t batch_size, in
     for (int64_t l = 0; l < c.num_hidden_layers; ++l) spec[std::to_string(l)] = heads_removed_at(c, k);
     apply_plan(*cut.model, plan_from_remove_heads(spec, c));
     const auto cell = run_bench(*dense.model, *cut.model, o).results.at(0);
-    t.ms_by_heads.push_back(cell.pruned_median_ms / cell.dense_median_ms);  // relative; scaled below
+    ms.push_back(cell.pruned_median_ms / cell.dense_median_ms);  // relative; scaled below
     dense_ms.push_back(cell.dense_median_ms);
   }
   const double dense_median = percentile(dense_ms, 0.5);
-  for (auto& ms : t.ms_by_heads) ms *= dense_median;
-  t.ms_by_heads.push_back(dense_median);
-  for (std::size_t k = 1; k < t.ms_by_heads.size(); ++k)
-    t.ms_by_heads[k] = std::max(t.ms_by_heads[k], t.ms_by_heads[k - 1]);
+  for (auto& m : ms) m *= dense_median;
+  ms.push_back(dense_median);
+  return ms;
+}
+
+LatencyTable measure_latency_table(const fs::path& model, int64_t batch_size, int64_t seq_len,
+                                   const torch::Device& device) {
+  const auto config = models::ModelConfig::from_directory(model);
+  LatencyTable t{machine_fingerprint(device), architecture_fingerprint(config), batch_size, seq_len, {}, {}};
+  t.ms_measured = measure_latencies(model, batch_size, seq_len, device);
+  t.ms_by_heads = fitted_latencies(t.ms_measured);
   return t;
 }
 

@@ -21,14 +21,16 @@ namespace headprune::pruner {
 /// measure/bench.h: interleaved, median), so a layer with k heads costs
 ///   layer_ms(k) = (ms_by_heads[k] − ms_by_heads[0]) / num_hidden_layers
 /// and a mask keeping k_l heads in layer l is predicted to take ms_by_heads[0] + Σ_l layer_ms(k_l).
-/// Entries are made non-decreasing in k (a running maximum) so that removing a head never
-/// looks more expensive than keeping it.
+/// ms_by_heads is fitted_latencies(ms_measured): k = 0 as measured, k ≥ 1 on a least-squares line
+/// (Kwon et al. found latency linear in heads above a threshold). Single timings are noisy, and
+/// a flat stretch in a raw table would give the gates no gradient there.
 struct LatencyTable {
   std::string machine;      ///< machine_fingerprint() where it was measured
   nlohmann::json model;     ///< architecture_fingerprint() of the model it was measured on
   int64_t batch_size = 1;
   int64_t seq_len = 128;
   std::vector<double> ms_by_heads;  ///< milliseconds per forward pass, [num_attention_heads + 1]
+  std::vector<double> ms_measured;  ///< the timings it was fitted to (for the record)
 
   /// Predicted milliseconds of a model keeping heads_per_layer[l] heads in layer l.
   double predicted_ms(const std::vector<int64_t>& heads_per_layer) const;
@@ -41,6 +43,12 @@ struct LatencyTable {
   static LatencyTable from_json(const nlohmann::json& j, const std::string& source);
 };
 
+/// The table a latency budget prices with, from whole-model timings at k = 0 .. H heads per
+/// layer: entry 0 as measured (no attention at all), entries 1 .. H on the least-squares line
+/// through the measured ones (kept non-decreasing).
+/// @throws headprune::Error if that line does not rise (noise larger than a head's cost).
+std::vector<double> fitted_latencies(const std::vector<double>& measured);
+
 /// This process's machine as timings depend on it: CPU model (/proc/cpuinfo), logical CPUs,
 /// LibTorch and BLAS threads, LibTorch version and device, e.g.
 /// "AMD EPYC 7B13 | 2 logical CPUs | 1 LibTorch thread, 2 BLAS threads | LibTorch 1.13.1 | cpu".
@@ -51,9 +59,16 @@ std::string machine_fingerprint(const torch::Device& device);
 nlohmann::json architecture_fingerprint(const models::ModelConfig& config);
 
 /// Times the checkpoint at `model` with every layer cut to its first k heads (GQA: query heads
-/// spread over the KV groups, so that KV heads stay as long as possible), k = 0 .. heads, each
-/// side by side with the dense model at batch_size × seq_len. Progress on stderr.
+/// spread over the KV groups, so that KV heads stay as long as possible), k = 0 .. heads - 1,
+/// each side by side with the dense model at batch_size × seq_len (pruner/measure/bench.h); each
+/// entry is its ratio to the dense model times the median dense time, which is the last entry
+/// (k = heads). Progress on stderr. @returns [heads + 1] milliseconds, as measured (unfitted).
 /// @throws headprune::Error if the model is already pruned or the shape is out of range.
+std::vector<double> measure_latencies(const std::filesystem::path& model, int64_t batch_size, int64_t seq_len,
+                                      const torch::Device& device);
+
+/// measure_latencies, fitted (fitted_latencies), with this machine and the model's architecture.
+/// @throws headprune::Error as both do.
 LatencyTable measure_latency_table(const std::filesystem::path& model, int64_t batch_size, int64_t seq_len,
                                    const torch::Device& device);
 
