@@ -35,7 +35,7 @@ struct LatencyTable {
   /// Predicted milliseconds of a model keeping heads_per_layer[l] heads in layer l.
   double predicted_ms(const std::vector<int64_t>& heads_per_layer) const;
   /// The measure a latency budget trains against: layer_cost[l][k] = layer_ms(k) for k up to the
-  /// heads present in layer l, total = predicted_ms of `config` (the dense model).
+  /// heads present in layer l, total = Σ_l layer_ms(heads present) (what removing every head saves).
   gates::SparsityMeasure measure(const models::ModelConfig& config) const;
 
   nlohmann::json to_json() const;
