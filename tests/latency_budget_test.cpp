@@ -162,4 +162,12 @@ CATCH_TEST_CASE("prune --target-latency meets the budget its table predicts and 
   CATCH_CHECK(summary["latency"]["measured_ms"].get<double>() > 0);
   CATCH_CHECK(summary["latency"]["batch_size"] == 2);
   CATCH_CHECK(summary["latency"]["within_budget"].is_boolean());
+  // The same budget as a share of the table's dense 20 ms; shares outside (0, 100) are refused.
+  for (const auto* bad : {"100%", "0%", "-3", "fast"})
+    CATCH_CHECK(run_cli(with({"--target-latency", bad, "--out", (w.dir / "x").string()})) == 2);
+  const auto share = w.dir / "share";
+  CATCH_REQUIRE(run_cli(with({"--target-latency", "77.5%", "--out", share.string()})) == 0);
+  const auto by_share = models::read_json_file(share / "headprune/summary.json");
+  CATCH_CHECK(by_share["gates"]["target_latency_ms"].get<double>() == Approx(15.5));
+  CATCH_CHECK(by_share["latency"]["budget_ms"].get<double>() == Approx(15.5));
 }

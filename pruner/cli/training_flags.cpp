@@ -138,7 +138,7 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   job.bench_options.batches = parse_positive_list(prune.batches, "--bench-batch-size");
   job.bench_options.seqs = parse_positive_list(prune.seqs, "--bench-seq-len");
   job.bench_options.device = job.training.device;
-  if (job.training.target_latency_ms) require_latency_shape(job);
+  if (job.training.target_latency) require_latency_shape(job);
   job.refit = refit_options(prune.refit, vm, job.training.device);
   job.refit.batch_size = job.training.batch_size;
   return job;

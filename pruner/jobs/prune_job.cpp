@@ -100,10 +100,11 @@ nlohmann::json bench_stage(const PruneJobOptions& o, models::AttentionModel& den
 /// the exported model at the budget's shape (null without a budget or a benchmark).
 nlohmann::json measured_latency(const PruneJobOptions& o, const nlohmann::json& summary, const nlohmann::json& bench) {
   const auto& t = o.training;
-  if (!t.target_latency_ms || bench.is_null()) return nullptr;
+  if (!t.target_latency || bench.is_null()) return nullptr;
   for (const auto& cell : bench["results"])
     if (cell["batch_size"] == t.latency_batch_size && cell["seq_len"] == t.latency_seq_len) {
-      const double measured = cell["pruned_ms"]["median"], budget = *t.target_latency_ms;
+      const double measured = cell["pruned_ms"]["median"];
+      const double budget = summary["gates"]["target_latency_ms"];  // the budget resolved to ms
       const auto predicted = summary["gates"].value("predicted_latency_ms", nlohmann::json());
       log::info("latency budget {:.3g} ms at {}x{}: measured {:.3g} ms (dense {:.3g} ms), {}", budget,
                 t.latency_batch_size, t.latency_seq_len, measured, cell["dense_ms"]["median"].get<double>(),

@@ -148,7 +148,11 @@ struct Budget {
 };
 
 Budget budget_of(const GateTrainingOptions& o, const models::AttentionModel& model) {
-  if (o.target_latency_ms) return {o.latency_table->predicted_ms(model.config().heads_per_layer()), *o.target_latency_ms};
+  if (o.target_latency) {
+    const double dense = o.latency_table->predicted_ms(model.config().heads_per_layer());
+    const auto [value, percent] = parse_budget(*o.target_latency, "--target-latency");
+    return {dense, percent ? dense * value / 100 : value};
+  }
   if (o.target_params) {
     const auto dense = static_cast<double>(parameter_count(model));
     const auto [value, percent] = parse_budget(*o.target_params, "--target-params");
@@ -169,7 +173,7 @@ void record_budget(GateState& state, const models::AttentionModel& model, const 
   const auto& config = model.config();
   const auto after = config_after(config, keep);
   const auto budget = budget_of(o, model);
-  if (o.target_latency_ms) {
+  if (o.target_latency) {
     const double achieved = o.latency_table->predicted_ms(after.heads_per_layer());
     state.summary["target_latency_ms"] = budget.allowed;
     state.summary["predicted_latency_ms"] = achieved;
@@ -547,8 +551,8 @@ namespace {
 
 /// The budget's flag as the user gave it, and what its unit counts.
 std::pair<std::string, std::string> budget_flag(const GateTrainingOptions& o) {
-  if (o.target_latency_ms)
-    return {fmt::format("--target-latency {}", *o.target_latency_ms),
+  if (o.target_latency)
+    return {"--target-latency " + *o.target_latency,
             fmt::format("ms at batch {} x seq {}", o.latency_batch_size, o.latency_seq_len)};
   if (o.target_params) return {"--target-params " + *o.target_params, "parameters"};
   return {fmt::format("--target-flops {}%", 100 * *o.target_flops), "FLOPs per token"};
@@ -559,10 +563,10 @@ std::pair<std::string, std::string> budget_flag(const GateTrainingOptions& o) {
 GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::AttentionModel& model) {
   if (!o.budget()) return o;
   auto effective = o;
-  effective.unit = o.target_latency_ms ? gates::SparsityUnit::kLatency
+  effective.unit = o.target_latency ? gates::SparsityUnit::kLatency
                    : o.target_params   ? gates::SparsityUnit::kAttentionParams
                                        : gates::SparsityUnit::kFlops;
-  if (o.target_latency_ms && !o.latency_table) {
+  if (o.target_latency && !o.latency_table) {
     if (o.model_path.empty()) throw Error("--target-latency needs the model's folder to measure its latency table");
     effective.latency_table = std::make_shared<const LatencyTable>(latency_table_for(
         o.model_path, o.latency_batch_size, o.latency_seq_len, o.device, o.latency_table_file));
@@ -586,7 +590,7 @@ GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::Atte
 
 GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o,
                       const ProcessGroup& group) {
-  if (o.target_latency_ms && !o.latency_table && group.world_size() > 1 &&
+  if (o.target_latency && !o.latency_table && group.world_size() > 1 &&
       (o.latency_table_file.empty() || !std::filesystem::exists(o.latency_table_file)))
     throw Error("--target-latency with several processes: every rank would time the model at once; measure the "
                 "table in one process first (e.g. a train-gates run with --steps 1) and pass it with "

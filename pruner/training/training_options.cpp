@@ -162,17 +162,24 @@ std::vector<TrainingOption> objective_rows() {
 
 /// --target-latency and the shape and table that price it.
 std::vector<TrainingOption> latency_rows() {
-  TrainingOption latency{"target-latency", "instead of a fraction of heads: a budget in milliseconds per forward "
-                         "pass at --latency-shape on this machine, priced by a latency table measured once and "
-                         "cached (--latency-table); the final mask's predicted latency stays within it",
-                         "target_latency_ms", true, {}, {}, {}, ""};
-  latency.value = [] { return po::value<double>()->value_name("MS"); };
+  TrainingOption latency{"target-latency", "instead of a fraction of heads: a budget per forward pass at "
+                         "--latency-shape on this machine, MS milliseconds or X% of the dense model's, priced by "
+                         "a latency table measured once and cached (--latency-table); the final mask's predicted "
+                         "latency stays within it", "target_latency", true, {}, {}, {}, ""};
+  latency.value = [] { return po::value<std::string>()->value_name("MS|X%"); };
   latency.apply = [](const po::variable_value& v, TrainingSettings& s) {
-    if (!(v.as<double>() > 0)) throw UsageError(fmt::format("--target-latency {}: give milliseconds > 0", v.as<double>()));
-    s.training.target_latency_ms = v.as<double>();
+    const auto& text = v.as<std::string>();
+    try {
+      parse_budget(text, "--target-latency");
+    } catch (const UsageError&) {
+      throw UsageError(fmt::format("--target-latency {}: give milliseconds (e.g. 25) or a percentage of the dense "
+                                   "model's latency in (0, 100) (e.g. 80%)",
+                                   text));
+    }
+    s.training.target_latency = text;
   };
   latency.record = [](const GateTrainingOptions& o) {
-    return o.target_latency_ms ? nlohmann::json(*o.target_latency_ms) : nlohmann::json();
+    return o.target_latency ? nlohmann::json(*o.target_latency) : nlohmann::json();
   };
   TrainingOption shape{"latency-shape", "batch x sequence length the latency budget is timed at",
                        "latency_shape", true, {}, {}, {}, ""};

@@ -43,18 +43,18 @@ struct GateTrainingOptions {
   /// model's the pruned one may keep, in (0, 1) (`--target-flops X%`). Trained as a target in
   /// unit flops; the final mask removes at least the cost it names.
   std::optional<double> target_flops;
-  /// A budget in milliseconds per forward pass at latency_batch_size × latency_seq_len on this
-  /// machine (`--target-latency MS`), priced by a latency table (pruner/measure/latency_table.h)
-  /// that with_budget reads or measures; trained in unit latency, the final mask's predicted
-  /// latency stays within it.
-  std::optional<double> target_latency_ms;
+  /// A budget in latency per forward pass at latency_batch_size × latency_seq_len on this
+  /// machine, as given: "MS" milliseconds or "X%" of the dense model's (`--target-latency`),
+  /// priced by a latency table (pruner/measure/latency_table.h) that with_budget reads or
+  /// measures; trained in unit latency, the final mask's predicted latency stays within it.
+  std::optional<std::string> target_latency;
   int64_t latency_batch_size = 1;  ///< --latency-shape B x S
   int64_t latency_seq_len = 128;
   std::string latency_table_file;  ///< --latency-table; empty = the default cache file
-  std::shared_ptr<const LatencyTable> latency_table;  ///< set by with_budget with target_latency_ms
-  /// Whether a budget (target_params, target_flops or target_latency_ms) sets the target: the
+  std::shared_ptr<const LatencyTable> latency_table;  ///< set by with_budget with target_latency
+  /// Whether a budget (target_params, target_flops or target_latency) sets the target: the
   /// final mask must not exceed it.
-  bool budget() const { return target_params.has_value() || target_flops.has_value() || target_latency_ms.has_value(); }
+  bool budget() const { return target_params.has_value() || target_flops.has_value() || target_latency.has_value(); }
   gates::SparsityUnit unit = gates::SparsityUnit::kHeads;
   int64_t flops_seq_len = 128;       ///< sequence length FLOPs are counted at (unit flops)
   double l0_lambda = 0.0;            ///< Voita et al.'s λ (fixed-penalty mode)
