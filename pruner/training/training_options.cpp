@@ -183,7 +183,7 @@ std::vector<TrainingOption> latency_rows() {
   };
   TrainingOption shape{"latency-shape", "batch x sequence length the latency budget is timed at",
                        "latency_shape", true, {}, {}, {}, ""};
-  shape.value = [] { return with_default(std::string("1x128")); };
+  shape.value = [] { return po::value<std::string>()->default_value("1x128")->value_name("BxS"); };
   shape.apply = [](const po::variable_value& v, TrainingSettings& s) {
     const auto& text = v.as<std::string>();
     const auto x = text.find('x');
