@@ -615,13 +615,17 @@ def case_layers(case, exe, model_dir, texts, text_file, work, threshold):
     problems = {k: v for k, v in info.items() if v}
     if problems or "newly initialized" in stream.getvalue():
         raise CheckFailed(f"BertModel loading info not clean: {problems}\n{stream.getvalue()}")
-    if type(model).__name__ != "BertModel" or len(model.encoder.layer) != 3 or hf_heads(model) != [12] * 3:
+    # Which class loads it depends on the transformers version's auto_map handling (BertModel, or
+    # headprune's own when the folder's auto_map is honoured); both must give 3 full layers.
+    if type(model).__name__ not in ("BertModel", "HeadpruneBertModel") or len(model.encoder.layer) != 3 \
+            or hf_heads(model) != [12] * 3:
         raise CheckFailed(f"transformers built {type(model).__name__} with {len(model.encoder.layer)} layers, "
                           f"heads {hf_heads(model)}")
     if hf_params(model) != headprune_inspect(exe, folder)["parameters"]:
         raise CheckFailed("parameters: transformers and headprune inspect differ")
     removed = json.loads((folder / "config.json").read_text(encoding="utf-8"))["headprune"]["record"]
-    case.notes.append(f"layers {removed['layers_removed']} removed; BertModel, 3 layers, {hf_params(model)} params")
+    case.notes.append(f"layers {removed['layers_removed']} removed; {type(model).__name__}, 3 layers, "
+                      f"{hf_params(model)} params")
     ours = headprune_embed(exe, folder, text_file, work, "layers")
     st = SentenceTransformer(str(folder), device="cpu", trust_remote_code=False)
     ref = np.asarray(st.encode(texts, batch_size=32, convert_to_numpy=True, show_progress_bar=False), dtype=np.float64)
