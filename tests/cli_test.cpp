@@ -133,6 +133,9 @@ CATCH_TEST_CASE("prune runs every stage and leaves every artefact", "[cli][e2e]"
   const auto summary = models::read_json_file(out / "headprune/summary.json");
   CATCH_CHECK(summary["heads_kept"] == 4);
   CATCH_CHECK(summary["bench"]["results"].size() == 2);
+  // The text's profile: 72 training sequences of the 80 documents, too few: warned.
+  CATCH_CHECK(summary["text"]["train_sequences"] == 72);
+  CATCH_CHECK_THAT(summary["text"]["warnings"][0].get<std::string>(), Catch::Contains("short: 72 training"));
   // Direction and consistency, not timing: the pruned model does fewer FLOPs, and the speedup
   // reported is the ratio of the medians it reports.
   for (const auto& cell : summary["bench"]["results"]) {

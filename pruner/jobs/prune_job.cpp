@@ -199,6 +199,7 @@ nlohmann::json measure_and_export(const PruneJobOptions& o, const RemovedModel& 
   if (!accuracy.is_null()) summary["heldout_accuracy"] = accuracy;
   if (const auto latency = measured_latency(o, summary, bench_json); !latency.is_null()) summary["latency"] = latency;
   summary.update(o.text.to_json());
+  summary["text"] = m.corpus.profile.to_json();
   record.update(o.text.to_json());
   // summary.json needs the written sizes: it joins the same atomic folder build last.
   export_and_verify(m.applied, pruned, o.out, o.force, record, device, extra,

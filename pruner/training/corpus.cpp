@@ -108,6 +108,7 @@ Corpus split_corpus(std::vector<std::string> documents, const std::vector<int64_
     throw Error(fmt::format("corpus {}: no usable lines after tokenization (each needs at least "
                             "{} tokens)",
                             source, options.min_tokens));
+  corpus.profile = profile_text(corpus.train, corpus.heldout_text, corpus.lines_read, tokenizer, options.max_length);
   return corpus;
 }
 

@@ -9,6 +9,7 @@
 
 #include "models/attention_model.h"
 #include "models/tokenizer/tokenizer.h"
+#include "pruner/training/text_profile.h"
 
 namespace headprune::pruner {
 
@@ -33,6 +34,7 @@ struct Corpus {
   std::vector<int64_t> train_labels, heldout_labels;
   std::size_t lines_read = 0;        ///< non-blank lines in the file
   int64_t pad_id = 0;
+  TextProfile profile;               ///< what the training text looks like (profile_text)
 };
 
 /// Reads the `files`, in order (UTF-8 text, one document or sentence per line — or per paragraph, see

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "models/errors.h"
+#include "pruner/log.h"
 #include "pruner/measure/classification.h"
 
 namespace headprune::pruner {
@@ -21,9 +22,10 @@ nlohmann::json TrainingText::to_json() const {
   return j;
 }
 
-Corpus load_training_text(const TrainingText& text, const models::Checkpoint& checkpoint,
+namespace {
+
+Corpus read_training_text(const TrainingText& text, const models::Checkpoint& checkpoint,
                           const CorpusOptions& options) {
-  if (!checkpoint.tokenizer) throw Error(fmt::format("{} has no tokenizer", checkpoint.dir.string()));
   if (!text.labelled()) return load_corpus(text.data, *checkpoint.tokenizer, options);
   const auto examples = read_labelled_texts(text.labels, classifier_labels(checkpoint, "--labels"));
   std::vector<std::string> sentences;
@@ -33,6 +35,17 @@ Corpus load_training_text(const TrainingText& text, const models::Checkpoint& ch
     labels.push_back(e.label);
   }
   return split_corpus(std::move(sentences), labels, *checkpoint.tokenizer, options, text.labels.string());
+}
+
+}  // namespace
+
+Corpus load_training_text(const TrainingText& text, const models::Checkpoint& checkpoint,
+                          const CorpusOptions& options) {
+  if (!checkpoint.tokenizer) throw Error(fmt::format("{} has no tokenizer", checkpoint.dir.string()));
+  auto corpus = read_training_text(text, checkpoint, options);
+  log::info("text {}: {}", text.describe(), corpus.profile.describe());
+  for (const auto& warning : text_warnings(corpus.profile)) log::warn("{}", warning);
+  return corpus;
 }
 
 }  // namespace headprune::pruner
