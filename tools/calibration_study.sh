@@ -19,7 +19,8 @@
 # UD English EWT dev: web reviews, e-mail, blogs, answers); lee-news (the Lee et al. news corpus
 # `lee_background.cor` in the PyPI wheel of gensim 4.4.0: 299 ABC news articles); debian-reference
 # (Debian `debian-reference-en`, the plain-text manual, paragraphs); wordnet-examples (the quoted
-# usage examples of Debian `wordnet-base`, one per line). Downloads go to $OUT/sources; nothing
+# usage examples of Debian `wordnet-base`, one per line, in the order scripts/setup writes
+# them — the order decides each seed's shuffle). Downloads go to $OUT/sources; nothing
 # is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,8 +60,8 @@ prepare() {
       if [ ! -s "$src/wordnet-examples.txt" ]; then
         (cd "$src" && apt-get download wordnet-base >&2 2>/dev/null)
         dpkg-deb --fsys-tarfile "$src"/wordnet-base_*.deb |
-          tar -xO ./usr/share/wordnet/data.noun ./usr/share/wordnet/data.verb \
-                  ./usr/share/wordnet/data.adj ./usr/share/wordnet/data.adv |
+          tar -xO ./usr/share/wordnet/data.adj ./usr/share/wordnet/data.adv \
+                  ./usr/share/wordnet/data.noun ./usr/share/wordnet/data.verb |
           grep -v '^  ' | grep -o '"[^"]*"' | tr -d '"' > "$src/wordnet-examples.txt"
       fi
       echo "$src/wordnet-examples.txt" ;;

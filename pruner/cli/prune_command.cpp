@@ -67,6 +67,7 @@ void print_summary(const nlohmann::json& s) {
                              l["predicted_ms"].get<double>());
   if (s["gates"].contains("convergence_warning"))
     std::cout << "  WARNING        " << s["gates"]["convergence_warning"].get<std::string>() << "\n";
+  for (const auto& w : s["text"]["warnings"]) std::cout << "  warning        " << w.get<std::string>() << "\n";
   for (const auto& w : apply["warnings"]) std::cout << "  warning        " << w.get<std::string>() << "\n";
   std::cout << fmt::format("  report         {0}/headprune/report.txt, {0}/headprune/heads.svg\n",
                            s["out"].get<std::string>());
@@ -91,9 +92,9 @@ int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals
   add_training_flags(line);
   pruner::DistributedOptions distributed;
   add_distributed_flags(line, distributed);
-  line.example("prune .cache/models/all-MiniLM-L6-v2 --data /usr/share/games/fortunes/cookie --paragraphs "
+  line.example("prune .cache/models/all-MiniLM-L6-v2 --data .cache/text/wordnet-examples.txt "
                "--target-sparsity 0.5 -o out/minilm-50",
-               "remove half of MiniLM's heads, trained on the fortunes text (about 9 minutes on 2 cores)")
+               "remove half of MiniLM's heads, trained on the sentences scripts/setup extracts (about 5 minutes on 2 cores)")
       .example("prune MODEL --data train.txt --target-sparsity 0.3 --steps 600 --train-weights -o out/m-30",
                "a gentler target, longer training, then fine-tune the kept weights")
       .example("prune MY-CLASSIFIER --labels train.tsv --target-sparsity 0.5 -o out/c-50",
