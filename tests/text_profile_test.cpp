@@ -64,7 +64,7 @@ CATCH_TEST_CASE("each text limit warns alone, saying what was measured", "[text]
     CATCH_CHECK_THAT(w[0], Contains(words));
   };
   check([](auto& p) { p.train_sequences = 120; }, "short: 120 training sequences");
-  check([](auto& p) { p.median_tokens = 4; }, "median 4 tokens");
+  check([](auto& p) { p.median_tokens = 5; }, "median 5 tokens");
   check([](auto& p) { p.unknown_share = 0.05; }, "5.0% of the calibration tokens are unknown");
   check([](auto& p) { p.letter_share = 0.4; }, "only 40% of the calibration text's characters are letters");
   check([](auto& p) { p.distinct_share = 0.5; }, "50% of the calibration sequences are repeats");

@@ -20,7 +20,10 @@
 # `lee_background.cor` in the PyPI wheel of gensim 4.4.0: 299 ABC news articles); debian-reference
 # (Debian `debian-reference-en`, the plain-text manual, paragraphs); wordnet-examples (the quoted
 # usage examples of Debian `wordnet-base`, one per line, in the order scripts/setup writes
-# them — the order decides each seed's shuffle). Downloads go to $OUT/sources; nothing
+# them — the order decides each seed's shuffle). Two texts that are not sentences, to set
+# prune's warnings: wordnet-lemmas (the noun lemmas of `wordnet-base`'s index, one per line) and
+# c-headers (the C headers in /usr/include, paragraphs). wordnet-* need `wordnet-base` installed
+# (scripts/setup does), except wordnet-examples, which downloads it. Downloads go to $OUT/sources; nothing
 # is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,6 +68,13 @@ prepare() {
           grep -v '^  ' | grep -o '"[^"]*"' | tr -d '"' > "$src/wordnet-examples.txt"
       fi
       echo "$src/wordnet-examples.txt" ;;
+    wordnet-lemmas)  # not sentences: one word or phrase per line (the limits' short-documents case)
+      [ -s "$src/wordnet-lemmas.txt" ] || grep -v '^  ' /usr/share/wordnet/index.noun | cut -d' ' -f1 |
+        tr _ ' ' > "$src/wordnet-lemmas.txt"
+      echo "$src/wordnet-lemmas.txt" ;;
+    c-headers)  # not prose: C declarations (the limits' code case)
+      [ -s "$src/c-headers.txt" ] || cat /usr/include/*.h > "$src/c-headers.txt"
+      echo "$src/c-headers.txt --paragraphs" ;;
     *) echo "calibration_study: unknown corpus '$1'" >&2; exit 2 ;;
   esac
 }

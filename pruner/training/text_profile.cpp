@@ -82,8 +82,9 @@ std::vector<std::string> text_warnings(const TextProfile& p, const TextLimits& l
                             "will fit this text rather than the model's use of language: give more text",
                             p.train_sequences, limits.min_train_sequences));
   if (p.median_tokens < limits.min_median_tokens)
-    w.push_back(fmt::format("the calibration documents are short: median {:g} tokens (at least {:g} advised); for "
-                            "text with one short line per thought use --paragraphs, or running prose",
+    w.push_back(fmt::format("the calibration documents are very short: median {:g} tokens (at least {:g} advised), "
+                            "as in a word list; whole sentences, one per line, did better (docs/results.md, "
+                            "\"Which calibration text?\")",
                             p.median_tokens, limits.min_median_tokens));
   if (p.unknown_share > limits.max_unknown_share)
     w.push_back(fmt::format("{:.1f}% of the calibration tokens are unknown to the tokenizer (at most {:g}% "

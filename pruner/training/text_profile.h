@@ -47,9 +47,9 @@ TextProfile profile_text(const std::vector<std::vector<int64_t>>& train,
 /// passes all of them.
 struct TextLimits {
   std::size_t min_train_sequences = 500;
-  double min_median_tokens = 5;
+  double min_median_tokens = 6;
   double max_unknown_share = 0.01;
-  double min_letter_share = 0.75;
+  double min_letter_share = 0.85;
   double min_distinct_share = 0.9;
 };
 
