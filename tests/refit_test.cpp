@@ -160,8 +160,9 @@ CATCH_TEST_CASE("refit output equals the least-squares solution of the stacked d
     dense.model->set_record_attention_io(false);
   }
   const auto z = torch::cat(zs), y = torch::cat(ys);
-  const auto [q, r] = torch::linalg::qr(z, "reduced");
-  const auto theta = torch::linalg::solve_triangular(r, q.t().matmul(y), /*upper=*/true, /*left=*/true, false);
+  const auto [q, r] = torch::linalg_qr(z, "reduced");
+  const auto theta =
+      torch::linalg_solve_triangular(r, q.t().matmul(y), /*upper=*/true, /*left=*/true, /*unitriangular=*/false);
   const double qr_error = (z.matmul(theta) - y).square().sum().item<double>() / y.square().sum().item<double>();
   const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id,
                                                  refit_options(pruner::RefitMethod::kOutput, kSequences));

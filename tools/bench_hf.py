@@ -265,7 +265,7 @@ def main():
     print(hdr)
     for c in results:
         dm, pm = c["dense_ms"], c["pruned_ms"]
-        row = (f"{c['batch']:>5} {c['seq']:>5} | {dm['median']:>9.2f} ({dm['p25']:.2f}-{dm['p75']:.2f}) | "
+        row = (f"{c['batch_size']:>5} {c['seq_len']:>5} | {dm['median']:>9.2f} ({dm['p25']:.2f}-{dm['p75']:.2f}) | "
                f"{pm['median']:>9.2f} ({pm['p25']:.2f}-{pm['p75']:.2f}) | {c['speedup']:>6.3f}x | {c['reps']:>4}")
         if hp_data is not None:
             h = c.get("headprune")

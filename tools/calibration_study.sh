@@ -3,16 +3,22 @@
 # change the pruned model's quality on a task it never saw?
 #
 # For each corpus and seed: `headprune prune MODEL --data TEXT --target-sparsity 0.5` (gates only,
-# 300 steps, no benchmark), then STS-B dev Spearman of the export. Everything else is the
-# default. Prints one tab-separated row per run and appends it to $OUT/results.tsv (a rerun
-# skips rows already there, so the study can be resumed).
+# 300 steps, no benchmark), then the export's quality on held-out data it never saw. Prints one
+# tab-separated row per run and appends it to $OUT/results.tsv (a rerun skips rows already
+# there, so the study can be resumed). Two studies:
+#   STUDY=encoder (default): all-MiniLM-L6-v2, defaults otherwise; quality = STS-B dev Spearman.
+#   STUDY=decoder: the stories260K LLaMA (GQA 8/4; converted into $OUT/stories260K), with
+#     --gqa-mode uniform --batch-size 16 --max-length 128; quality = KL(dense || pruned) and
+#     the pruned model's perplexity on 200 stories the dense model sampled with seed 2
+#     (`generate --temperature 1`), i.e. the text its users generate.
 #
 #   tools/calibration_study.sh [SEED...]      (default seeds: 42 1 2)
 #
-# Environment: HEADPRUNE (default build/headprune), MODEL (default
-# .cache/models/all-MiniLM-L6-v2), HEADPRUNE_SHARED_DATA (default ../shared/data: WikiText-2,
-# tiny-shakespeare, UD EWT, STS-B dev), OUT (default out/calibration-study), CORPORA (default:
-# all names below, space-separated).
+# Environment: STUDY, HEADPRUNE (default build/headprune), MODEL (default
+# .cache/models/all-MiniLM-L6-v2 or the converted stories260K), HEADPRUNE_SHARED_DATA (default
+# ../shared/data: WikiText-2, tiny-shakespeare, UD EWT, STS-B dev, stories260K), OUT (default
+# out/calibration-study or out/calibration-study-decoder), CORPORA (default: the encoder's
+# seven names below, or the decoder's six, space-separated).
 #
 # Corpora: fortunes (Debian `fortunes`, cookie + people, paragraphs); wikitext (WikiText-2 raw
 # test); shakespeare (tiny-shakespeare, paragraphs = speeches); ud-ewt (the `# text` sentences of
@@ -23,19 +29,40 @@
 # them — the order decides each seed's shuffle). Two texts that are not sentences, to set
 # prune's warnings: wordnet-lemmas (the noun lemmas of `wordnet-base`'s index, one per line) and
 # c-headers (the C headers in /usr/include, paragraphs). wordnet-* need `wordnet-base` installed
-# (scripts/setup does), except wordnet-examples, which downloads it. Downloads go to $OUT/sources; nothing
+# (scripts/setup does), except wordnet-examples, which downloads it. For the decoder also
+# own-samples: 600 stories the dense model samples itself with seed 1 (the label-free default
+# for an LLM, as docs/results.md's stories260K runs use). Downloads go to $OUT/sources; nothing
 # is installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+study="${STUDY:-encoder}"
 headprune="${HEADPRUNE:-build/headprune}"
-model="${MODEL:-.cache/models/all-MiniLM-L6-v2}"
 shared="${HEADPRUNE_SHARED_DATA:-../shared/data}"
-out="${OUT:-out/calibration-study}"
-corpora=(${CORPORA:-fortunes wikitext shakespeare ud-ewt lee-news debian-reference wordnet-examples})
 seeds=("$@"); ((${#seeds[@]})) || seeds=(42 1 2)
+case "$study" in
+  encoder)
+    out="${OUT:-out/calibration-study}"
+    model="${MODEL:-.cache/models/all-MiniLM-L6-v2}"
+    corpora=(${CORPORA:-fortunes wikitext shakespeare ud-ewt lee-news debian-reference wordnet-examples})
+    prune_args=()
+    columns='sts_dev' ;;
+  decoder)
+    out="${OUT:-out/calibration-study-decoder}"
+    model="${MODEL:-$out/stories260K}"
+    corpora=(${CORPORA:-own-samples wordnet-examples ud-ewt wikitext fortunes shakespeare})
+    prune_args=(--gqa-mode uniform --batch-size 16 --max-length 128)
+    columns='kl_nats_per_token\theldout_perplexity\tdense_perplexity' ;;
+  *) echo "calibration_study: STUDY must be encoder or decoder, not '$study'" >&2; exit 2 ;;
+esac
 src="$out/sources"
 mkdir -p "$src"
+if [ "$study" = decoder ]; then
+  [ -f "$model/config.json" ] || "$headprune" convert-llama2c "$shared/stories260K/stories260K.bin" \
+    --tokenizer "$shared/stories260K/tok512.bin" -o "$model" >&2
+  [ -s "$src/heldout-samples.txt" ] || "$headprune" --seed 2 generate "$model" --samples 200 --temperature 1 \
+    --max-new-tokens 128 > "$src/heldout-samples.txt"
+fi
 
 # Prepares one corpus; prints the --data arguments for it.
 prepare() {
@@ -75,12 +102,28 @@ prepare() {
     c-headers)  # not prose: C declarations (the limits' code case)
       [ -s "$src/c-headers.txt" ] || cat /usr/include/*.h > "$src/c-headers.txt"
       echo "$src/c-headers.txt --paragraphs" ;;
+    own-samples)
+      [ -s "$src/own-samples.txt" ] || "$headprune" --seed 1 generate "$model" --samples 600 --temperature 1 \
+        --max-new-tokens 128 > "$src/own-samples.txt"
+      echo "$src/own-samples.txt" ;;
     *) echo "calibration_study: unknown corpus '$1'" >&2; exit 2 ;;
   esac
 }
 
+# The export's quality, tab-separated in the order of $columns.
+quality() {
+  if [ "$study" = encoder ]; then
+    "$headprune" eval "$1" --sts "$shared/stsb/sts-dev.csv" --json |
+      python3 -c 'import json,sys; print(round(json.load(sys.stdin)["sts"]["spearman"], 2))'
+  else
+    "$headprune" eval "$1" --teacher "$model" --data "$src/heldout-samples.txt" --json |
+      python3 -c 'import json,sys; f=json.load(sys.stdin)["fidelity"]
+print(round(f["kl"], 4), round(f["student_perplexity"], 3), round(f["teacher_perplexity"], 3), sep="\t")'
+  fi
+}
+
 results="$out/results.tsv"
-[ -f "$results" ] || printf 'corpus\tseed\tsts_dev\theads_kept\theldout_cosine\tseconds\n' > "$results"
+[ -f "$results" ] || printf "corpus\tseed\t$columns\theads_kept\theldout_cosine\tseconds\n" > "$results"
 for seed in "${seeds[@]}"; do
   for corpus in "${corpora[@]}"; do
     grep -q "^$corpus	$seed	" "$results" && continue
@@ -89,12 +132,11 @@ for seed in "${seeds[@]}"; do
     start=$(date +%s)
     # shellcheck disable=SC2086
     "$headprune" prune "$model" --data $data --target-sparsity 0.5 --no-bench --seed "$seed" \
-      --out "$run" --force > "$run.log" 2>&1
+      "${prune_args[@]}" --out "$run" --force > "$run.log" 2>&1
     seconds=$(( $(date +%s) - start ))
-    sts=$("$headprune" eval "$run" --sts "$shared/stsb/sts-dev.csv" --json |
-          python3 -c 'import json,sys; print(round(json.load(sys.stdin)["sts"]["spearman"], 2))')
+    scores=$(quality "$run")
     read -r heads cosine < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))
-print(s["heads_kept"], round(s["fidelity"]["mean_cosine"], 4))' "$run/headprune/summary.json")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$corpus" "$seed" "$sts" "$heads" "$cosine" "$seconds" | tee -a "$results"
+print(s["heads_kept"], round(s["fidelity"].get("mean_cosine", float("nan")), 4))' "$run/headprune/summary.json")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$corpus" "$seed" "$scores" "$heads" "$cosine" "$seconds" | tee -a "$results"
   done
 done

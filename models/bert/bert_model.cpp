@@ -1,13 +1,13 @@
 #include "models/bert/bert_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "models/attention_kernel.h"
 #include "models/bert/bert_family.h"
 #include "models/errors.h"
 #include "models/layer_list.h"
@@ -35,10 +35,7 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
   auto q = split(query->forward(x));
   auto k = split(key->forward(x));
   auto v = split(value->forward(x));
-  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim));
-  auto p = torch::softmax(scores + mask_bias, -1);
-  if (record_probs) probs = p.detach();
-  auto context = torch::matmul(p, v);  // [B, h, T, d]
+  auto context = attention_context(q, k, v, mask_bias, record_probs ? &probs : nullptr);  // [B, h, T, d]
   if (multiplier.defined()) context = context * multiplier.view({1, num_heads, 1, 1});
   return context.transpose(1, 2).reshape({B, T, num_heads * head_dim});
 }

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include <c10/core/InferenceMode.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
@@ -72,7 +73,7 @@ const DtypeInfo* dtype_by_type(torch::ScalarType type) {
   return nullptr;
 }
 
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
+std::string quoted(const fs::path& p) { return fmt::format("'{}'", p.string()); }
 
 [[noreturn]] void fail(const fs::path& file, const std::string& msg) { safetensors_error(file, msg); }
 [[noreturn]] void fail(const fs::path& file, const std::string& tensor, const std::string& msg) {

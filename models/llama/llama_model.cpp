@@ -1,13 +1,13 @@
 #include "models/llama/llama_model.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "models/attention_kernel.h"
 #include "models/llama/llama_family.h"
 #include "models/errors.h"
 #include "models/layer_list.h"
@@ -98,10 +98,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
   auto index = torch::tensor(kv_of_query, torch::kLong).to(x.device());
   k = k.index_select(1, index);
   v = v.index_select(1, index);
-  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim));
-  auto p = torch::softmax((scores + mask_bias).to(torch::kFloat), -1).to(q.scalar_type());
-  if (record_probs) probs = p.detach();
-  auto context = torch::matmul(p, v);  // [B, h, T, d]
+  auto context = attention_context(q, k, v, mask_bias, record_probs ? &probs : nullptr);  // [B, h, T, d]
   if (multiplier.defined()) context = context * multiplier.view({1, num_heads, 1, 1});
   auto joined = context.transpose(1, 2).reshape({B, T, num_heads * head_dim});
   if (record_context) this->context = joined.detach();

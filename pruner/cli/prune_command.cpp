@@ -60,11 +60,14 @@ void print_summary(const nlohmann::json& s) {
                                c["pruned_ms"]["median"].get<double>(), s["bench"]["threads"].get<int>(),
                                s["bench"].value("blas_threads", 0));
   if (const auto& l = s.value("latency", nlohmann::json()); l.is_object())
-    std::cout << fmt::format("  latency        {:.3g} ms measured at batch {} x seq {} against a budget of {:.3g} ms "
-                             "({}; the table predicted {:.3g} ms)\n",
-                             l["measured_ms"].get<double>(), l["batch_size"].get<int64_t>(), l["seq_len"].get<int64_t>(),
+    std::cout << fmt::format("  latency        {:.1f}% of dense measured side by side at batch {} x seq {} = {:.3g} ms "
+                             "on the table's scale, budget {:.3g} ms: {} (the table predicted {:.3g} ms; this "
+                             "process timed {:.3g} ms against {:.3g} ms dense)\n",
+                             100 * l["measured_share"].get<double>(), l["batch_size"].get<int64_t>(),
+                             l["seq_len"].get<int64_t>(), l["measured_ms_on_table_scale"].get<double>(),
                              l["budget_ms"].get<double>(), l["within_budget"].get<bool>() ? "within" : "OVER",
-                             l["predicted_ms"].get<double>());
+                             l["predicted_ms"].get<double>(), l["measured_ms"].get<double>(),
+                             l["dense_measured_ms"].get<double>());
   if (s["gates"].contains("convergence_warning"))
     std::cout << "  WARNING        " << s["gates"]["convergence_warning"].get<std::string>() << "\n";
   for (const auto& w : s["text"]["warnings"]) std::cout << "  warning        " << w.get<std::string>() << "\n";

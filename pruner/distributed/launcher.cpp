@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -150,7 +149,7 @@ class Ranks {
     int running = o_.nproc;
     while (running > 0) {
       if (g_pending_signal) forward_signal();
-      if (deadline_ && std::chrono::steady_clock::now() > *deadline_) escalate();
+      if (std::chrono::steady_clock::now() > deadline_) escalate();
       int status = 0;
       const pid_t pid = ::waitpid(-1, &status, WNOHANG);
       if (pid <= 0) {
@@ -195,7 +194,7 @@ class Ranks {
       deadline_ = std::chrono::steady_clock::now() + kKillAfter;
     } else {
       signal_all(SIGKILL);
-      deadline_.reset();
+      deadline_ = kNoDeadline;
     }
   }
 
@@ -209,7 +208,8 @@ class Ranks {
   int first_failure_ = 0;
   bool stopping_ = false;  ///< a signal was passed on
   bool terminated_ = false;  ///< SIGTERM sent after a failure
-  std::optional<std::chrono::steady_clock::time_point> deadline_;  ///< of the next escalation
+  static constexpr auto kNoDeadline = std::chrono::steady_clock::time_point::max();
+  std::chrono::steady_clock::time_point deadline_ = kNoDeadline;  ///< of the next escalation (none: kNoDeadline)
 };
 
 }  // namespace

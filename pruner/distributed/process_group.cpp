@@ -73,7 +73,7 @@ int DistributedEnvironment::launched_world_size() {
 
 #ifdef HEADPRUNE_GLOO
 struct ProcessGroup::Impl {
-  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   std::chrono::milliseconds timeout;
 };
 

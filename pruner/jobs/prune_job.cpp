@@ -97,22 +97,37 @@ nlohmann::json bench_stage(const PruneJobOptions& o, models::AttentionModel& den
 }
 
 /// With a latency budget: the budget, the table's prediction and the benchmark's measurement of
-/// the exported model at the budget's shape (null without a budget or a benchmark).
+/// the exported model at the budget's shape (null without a budget or a benchmark). The verdict
+/// compares the side-by-side ratio pruned / dense, scaled to the table's dense entry, with the
+/// budget: absolute milliseconds of one model differ between processes on a shared machine by
+/// more than a head's cost (measured on 2 vCPUs: MiniLM 22.3–26.5 ms, stories260K 6.2–10.8 ms at
+/// 1 × 128 in consecutive runs), while the ratio of two models timed interleaved holds.
 nlohmann::json measured_latency(const PruneJobOptions& o, const nlohmann::json& summary, const nlohmann::json& bench) {
   const auto& t = o.training;
   if (!t.target_latency || bench.is_null()) return nullptr;
   for (const auto& cell : bench["results"])
     if (cell["batch_size"] == t.latency_batch_size && cell["seq_len"] == t.latency_seq_len) {
-      const double measured = cell["pruned_ms"]["median"];
-      const double budget = summary["gates"]["target_latency_ms"];  // the budget resolved to ms
-      const auto predicted = summary["gates"].value("predicted_latency_ms", nlohmann::json());
-      log::info("latency budget {:.3g} ms at {}x{}: measured {:.3g} ms (dense {:.3g} ms), {}", budget,
-                t.latency_batch_size, t.latency_seq_len, measured, cell["dense_ms"]["median"].get<double>(),
-                measured <= budget ? "within the budget" : "OVER the budget (the table's prediction was " +
-                                                               fmt::format("{:.3g} ms)", predicted.get<double>()));
-      return {{"budget_ms", budget}, {"predicted_ms", predicted}, {"measured_ms", measured},
-              {"dense_measured_ms", cell["dense_ms"]["median"]}, {"within_budget", measured <= budget},
-              {"batch_size", t.latency_batch_size}, {"seq_len", t.latency_seq_len}};
+      const double measured = cell["pruned_ms"]["median"], dense_measured = cell["dense_ms"]["median"];
+      const auto& gates = summary["gates"];
+      const double budget = gates["target_latency_ms"], table_dense = gates["dense_latency_ms"];
+      const double share = measured / dense_measured, on_table = share * table_dense;
+      const bool within = on_table <= budget;
+      log::info("latency budget {:.3g} ms at {}x{} ({:.1f}% of the table's dense {:.3g} ms): measured {:.1f}% of "
+                "dense side by side ({:.3g} vs {:.3g} ms in this process) = {:.3g} ms on the table's scale, {} "
+                "(the table predicted {:.3g} ms)",
+                budget, t.latency_batch_size, t.latency_seq_len, 100 * budget / table_dense, table_dense,
+                100 * share, measured, dense_measured, on_table, within ? "within the budget" : "OVER the budget",
+                gates["predicted_latency_ms"].get<double>());
+      return {{"budget_ms", budget},
+              {"predicted_ms", gates["predicted_latency_ms"]},
+              {"table_dense_ms", table_dense},
+              {"measured_ms", measured},
+              {"dense_measured_ms", dense_measured},
+              {"measured_share", share},
+              {"measured_ms_on_table_scale", on_table},
+              {"within_budget", within},
+              {"batch_size", t.latency_batch_size},
+              {"seq_len", t.latency_seq_len}};
     }
   return nullptr;
 }
@@ -219,7 +234,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group
   const auto t0 = std::chrono::steady_clock::now();
   check_export_target(o.model, o.out, o.force);
   const auto out_abs = fs::absolute(o.out);
-  const auto work = out_abs.parent_path() / ("." + out_abs.filename().string() + ".gates");
+  const auto work = out_abs.parent_path() / fmt::format(".{}.gates", out_abs.filename().string());
   check_interrupted(o, work);
   models::require_tokenizer_files(o.model, "prune");
 

@@ -59,7 +59,7 @@ struct NormalEquations {
   torch::Tensor solve(const torch::Tensor& theta0, double ridge) const {
     const double lambda = ridge * gram.diagonal().mean().item<double>();
     const auto eye = torch::eye(gram.size(0), gram.options());
-    return theta0 + torch::linalg::solve(gram + lambda * eye, cross - gram.matmul(theta0), true);
+    return theta0 + torch::linalg_solve(gram + lambda * eye, cross - gram.matmul(theta0), /*left=*/true);
   }
 };
 

@@ -177,6 +177,7 @@ void record_budget(GateState& state, const models::AttentionModel& model, const 
     const double achieved = o.latency_table->predicted_ms(after.heads_per_layer());
     state.summary["target_latency_ms"] = budget.allowed;
     state.summary["predicted_latency_ms"] = achieved;
+    state.summary["dense_latency_ms"] = budget.dense;
     state.summary["latency_shape"] = {{"batch_size", o.latency_batch_size}, {"seq_len", o.latency_seq_len}};
     log::info("latency budget {:.3g} ms at batch {} x seq {}: the latency table predicts {:.3g} ms for the pruned "
               "model ({:.3g} ms dense); measure it with bench",
