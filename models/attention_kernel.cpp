@@ -1,6 +1,7 @@
 #include "models/attention_kernel.h"
 
 #include <cmath>
+#include <limits>
 
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -13,6 +14,15 @@ torch::Tensor attention_context_explicit(const torch::Tensor& q, const torch::Te
   auto p = torch::softmax((scores + mask_bias).to(torch::kFloat), -1).to(q.scalar_type());
   if (probs) *probs = p.detach();
   return torch::matmul(p, v);
+}
+
+double mask_min(torch::ScalarType dtype) {
+  switch (dtype) {
+    case torch::kBFloat16: return static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
+    case torch::kHalf: return static_cast<double>(std::numeric_limits<c10::Half>::lowest());
+    case torch::kDouble: return std::numeric_limits<double>::lowest();
+    default: return std::numeric_limits<float>::lowest();
+  }
 }
 
 bool fused_attention_available() { return TORCH_VERSION_MAJOR >= 2; }

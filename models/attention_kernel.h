@@ -24,6 +24,11 @@ torch::Tensor attention_context(const torch::Tensor& q, const torch::Tensor& k, 
 torch::Tensor attention_context_explicit(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                          const torch::Tensor& mask_bias, torch::Tensor* probs = nullptr);
 
+/// The additive bias that hides a key in a model running in `dtype`: the lowest finite value of
+/// that dtype (HF's torch.finfo(dtype).min). float32's lowest would round to -inf in bfloat16 and
+/// turn 0 × bias and fully masked rows into NaN.
+double mask_min(torch::ScalarType dtype);
+
 /// Whether attention_context runs a fused kernel when no probabilities are asked for
 /// (this build's LibTorch is 2.0 or later).
 bool fused_attention_available();

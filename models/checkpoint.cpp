@@ -158,6 +158,23 @@ TensorMap checkpoint_state_dict(const Checkpoint& checkpoint) {
   return out;
 }
 
+namespace {
+
+void cast_floating(torch::nn::Module& module, torch::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : module.parameters())
+    if (p.is_floating_point()) p.set_data(p.to(dtype));
+  for (auto& b : module.buffers())
+    if (b.is_floating_point()) b.set_data(b.to(dtype));
+}
+
+}  // namespace
+
+void cast_checkpoint(Checkpoint& checkpoint, torch::ScalarType dtype) {
+  cast_floating(*checkpoint.model, dtype);
+  if (checkpoint.classifier) cast_floating(*checkpoint.classifier, dtype);
+}
+
 void round_to_source_dtypes(Checkpoint& checkpoint) {
   torch::NoGradGuard no_grad;
   for (auto& p : checkpoint.model->named_parameters(true)) {

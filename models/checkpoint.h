@@ -47,6 +47,12 @@ struct Checkpoint {
 /// so that the in-memory model equals what export writes (call after surgery has folded gates).
 void round_to_source_dtypes(Checkpoint& checkpoint);
 
+/// Runs `checkpoint`'s model and classifier head in `dtype` (e.g. bfloat16): every floating-point
+/// parameter and buffer is cast, integer buffers (position ids) are left as they are, as
+/// PyTorch's Module.to(dtype) does. Sentence pooling keeps float32 (SentencePooling::embed).
+/// For inference only: export writes source_dtypes, not this dtype.
+void cast_checkpoint(Checkpoint& checkpoint, torch::ScalarType dtype);
+
 /// Loads a checkpoint folder onto `device`. The architecture comes from config.json's
 /// `model_type` (bert: BertModel, llama: LlamaModel); head counts per layer from `pruned_heads`
 /// (or, for llama, `headprune.kept_heads`). A llama2.c `.bin` file is accepted too and converted

@@ -251,8 +251,9 @@ SentencePooling SentencePooling::from_directory(const fs::path& dir, int64_t hid
   return p;
 }
 
-torch::Tensor SentencePooling::embed(const torch::Tensor& hidden,
+torch::Tensor SentencePooling::embed(const torch::Tensor& hidden_states,
                                      const torch::Tensor& attention_mask) const {
+  const auto hidden = hidden_states.to(torch::kFloat);  // a bfloat16 model's pooling sums in float32
   auto m = attention_mask.to(hidden.dtype()).unsqueeze(-1);  // [B, T, 1]
   std::vector<torch::Tensor> parts;
   for (auto mode : modes) {

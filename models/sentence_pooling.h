@@ -47,7 +47,8 @@ struct SentencePooling {
   ///         a Dense activation not supported, or Dense weights missing or misshapen.
   static SentencePooling from_directory(const std::filesystem::path& dir, int64_t hidden_size);
 
-  /// hidden: [B, T, H] float; attention_mask: [B, T] (1 real, 0 pad) -> [B, D].
+  /// hidden: [B, T, H] float32 or bfloat16 (pooled in float32); attention_mask: [B, T] (1 real,
+  /// 0 pad) -> [B, D] float32.
   /// Mean: sum(h·m)/max(sum(m), 1e-9); mean_sqrt_len: sum(h·m)/sqrt(max(sum(m), 1e-9)); CLS:
   /// token 0; max: padded positions set to -1e9 first; modes concatenated; then each Dense;
   /// then L2 normalisation (eps 1e-12) if `normalize`.

@@ -185,17 +185,18 @@ CATCH_TEST_CASE("greedy decoding from BOS reproduces the documented text", "[lla
 }
 
 CATCH_TEST_CASE("logits match HF transformers LlamaForCausalLM", "[llama]") {
-  auto ckpt = load_stories();
+  const auto device = testing::test_device();  // scripts/gpu-check runs this on cuda
+  auto ckpt = models::load_checkpoint(stories_bin(), device);
   auto ref = models::load_safetensors(testing::fixture_path("stories260K/reference.safetensors"));
   torch::NoGradGuard no_grad;
-  auto single = ckpt.model->forward({ref.at("single.input_ids").unsqueeze(0), {}, {}}, nullptr);
-  const double single_diff = (single.logits[0] - ref.at("single.logits")).abs().max().item<double>();
+  auto single = ckpt.model->forward({ref.at("single.input_ids").unsqueeze(0).to(device), {}, {}}, nullptr);
+  const double single_diff = (single.logits[0].cpu() - ref.at("single.logits")).abs().max().item<double>();
   CATCH_INFO("single sequence max |diff| = " << single_diff);
   CATCH_CHECK(single_diff <= testing::float32_tolerance(ckpt.model->config(), ref.at("single.logits")));
   const auto mask = ref.at("batch.attention_mask");
   CATCH_REQUIRE(mask.min().item<int64_t>() == 0);  // the batch really is padded
-  auto batch = ckpt.model->forward({ref.at("batch.input_ids"), mask, {}}, nullptr);
-  const double batch_diff = masked_max_diff(batch.logits, ref.at("batch.logits"), mask);
+  auto batch = ckpt.model->forward({ref.at("batch.input_ids").to(device), mask.to(device), {}}, nullptr);
+  const double batch_diff = masked_max_diff(batch.logits.cpu(), ref.at("batch.logits"), mask);
   CATCH_INFO("padded batch max |diff| = " << batch_diff);
   CATCH_CHECK(batch_diff <= testing::float32_tolerance(ckpt.model->config(), ref.at("batch.logits")));
 }

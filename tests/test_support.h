@@ -2,6 +2,8 @@
 //   HEADPRUNE_MODEL_DIR   the all-MiniLM-L6-v2 folder (default: .cache/models/all-MiniLM-L6-v2,
 //                         made by scripts/fetch-model)
 //   HEADPRUNE_SHARED_DATA the shared real-data folder (default: ../shared/data)
+//   HEADPRUNE_TEST_DEVICE the device the parity tests against HF run on (default cpu;
+//                         scripts/gpu-check sets cuda)
 // A missing folder fails the test with a message saying how to provide it.
 #pragma once
 
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <torch/torch.h>
 
 namespace headprune::testing {
 
@@ -28,6 +31,17 @@ inline std::filesystem::path fixture_path(const std::string& relative) {
 inline std::filesystem::path env_or(const char* name, const std::filesystem::path& fallback) {
   const char* value = std::getenv(name);
   return value && *value ? std::filesystem::path(value) : fallback;
+}
+
+/// HEADPRUNE_TEST_DEVICE (default cpu): where the parity tests run the models; their outputs are
+/// compared on the CPU with the same tolerances. Fails the test if the device is unusable.
+inline torch::Device test_device() {
+  const char* name = std::getenv("HEADPRUNE_TEST_DEVICE");
+  if (!name || !*name) return torch::kCPU;
+  const torch::Device device(name);
+  if (device.is_cuda() && !torch::cuda::is_available())
+    CATCH_FAIL("HEADPRUNE_TEST_DEVICE=" << name << " but this LibTorch sees no CUDA device");
+  return device;
 }
 
 /// The real all-MiniLM-L6-v2 checkpoint folder; fails the test if it is absent.

@@ -52,6 +52,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
@@ -94,6 +95,17 @@ def time_forward_ms(model, ids, mask):
     t0 = time.perf_counter()
     out = model(input_ids=ids, attention_mask=mask).last_hidden_state
     out.sum().item()  # as headprune: make sure the work is done
+    return (time.perf_counter() - t0) * 1000.0
+
+
+def train_step_ms(model, ids, mask):
+    """`headprune bench-training`'s dense step: forward, loss = mean(h²) in float32, backward to
+    every weight (gradients dropped before the step, no optimizer step)."""
+    model.zero_grad(set_to_none=True)
+    t0 = time.perf_counter()
+    loss = model(input_ids=ids, attention_mask=mask).last_hidden_state.float().pow(2).mean()
+    loss.backward()
+    loss.item()
     return (time.perf_counter() - t0) * 1000.0
 
 
@@ -150,6 +162,11 @@ def main():
     p.add_argument("--max-reps", type=int, default=30)
     p.add_argument("--max-seconds", type=float, default=60.0, help="per shape")
     p.add_argument("--attn", choices=["sdpa", "eager"], default="sdpa")
+    p.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                   help="precision both models run in (headprune bench --dtype)")
+    p.add_argument("--train-step", action="store_true",
+                   help="time a training step (forward + backward to every weight) instead of a "
+                        "forward pass: the dense row of `headprune bench-training`")
     p.add_argument("--seed", type=int, default=1234, help="token ids (headprune bench uses 1234)")
     p.add_argument("--headprune-json", help="output of `headprune bench --json` to compare with")
     p.add_argument("--out", help="write the JSON report here")
@@ -169,6 +186,9 @@ def main():
 
     dense, dense_heads = load(a.dense, a.attn)
     pruned, pruned_heads = load(a.pruned, a.attn)
+    dense.to(getattr(torch, a.dtype))
+    pruned.to(getattr(torch, a.dtype))
+    step_ms = train_step_ms if a.train_step else time_forward_ms
     vocab = min(dense.config.vocab_size, pruned.config.vocab_size)
     max_seq = min(dense.config.max_position_embeddings, pruned.config.max_position_embeddings)
     for s in a.seq:
@@ -181,24 +201,24 @@ def main():
               file=sys.stderr)
 
     results = []
-    with torch.inference_mode():
+    with contextlib.nullcontext() if a.train_step else torch.inference_mode():
         for seq in a.seq:
             for batch in a.batch:
                 torch.manual_seed(a.seed)
                 ids = torch.randint(min(1000, vocab - 1), vocab, (batch, seq), dtype=torch.long)
                 mask = torch.ones_like(ids)
                 for _ in range(a.warmup):
-                    time_forward_ms(dense, ids, mask)
-                    time_forward_ms(pruned, ids, mask)
+                    step_ms(dense, ids, mask)
+                    step_ms(pruned, ids, mask)
                 d, q = [], []
                 start = time.perf_counter()
                 for rep in range(a.max_reps):
                     if rep % 2 == 0:
-                        d.append(time_forward_ms(dense, ids, mask))
-                        q.append(time_forward_ms(pruned, ids, mask))
+                        d.append(step_ms(dense, ids, mask))
+                        q.append(step_ms(pruned, ids, mask))
                     else:
-                        q.append(time_forward_ms(pruned, ids, mask))
-                        d.append(time_forward_ms(dense, ids, mask))
+                        q.append(step_ms(pruned, ids, mask))
+                        d.append(step_ms(dense, ids, mask))
                     elapsed = time.perf_counter() - start
                     if rep + 1 >= a.min_reps and ((stable(d) and stable(q)) or elapsed > a.max_seconds):
                         break
@@ -231,6 +251,8 @@ def main():
         "transformers_version": transformers.__version__,
         "python_version": platform.python_version(),
         "attn_implementation": attn_used,
+        "dtype": a.dtype,
+        "timed": "training step" if a.train_step else "forward pass",
         "blas": blas_lines,
         "parallel_info": parallel_info,
         "device": "cpu",

@@ -186,7 +186,7 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
     allowed = allowed.logical_and(inputs.attention_mask.to(torch::kBool).view({B, 1, 1, T}));
   }
   auto mask_bias = torch::zeros(allowed.sizes(), x.options())
-                       .masked_fill(allowed.logical_not(), std::numeric_limits<float>::lowest());
+                       .masked_fill(allowed.logical_not(), mask_min(x.scalar_type()));
   auto [cos, sin] = rotary_tables(T, config_.head_dim, config_.rope_theta, x.device());
   cos = cos.to(x.scalar_type());
   sin = sin.to(x.scalar_type());

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -12,6 +13,7 @@
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/option_table.h"
 #include "pruner/log.h"
+#include "pruner/thread_pools.h"
 #include "pruner/training/interruption.h"
 
 namespace headprune::cli {
@@ -20,7 +22,8 @@ po::options_description global_options(GlobalOptions& g) {
   po::options_description desc("Global options (any position)");
   desc.add_options()
       ("threads", arg(&g.threads, "N", 0),
-       "intra-op threads for LibTorch (0 = LibTorch's default; BLAS keeps its own)")
+       "CPU threads for LibTorch and BLAS alike (0 = OMP_NUM_THREADS if set, else every CPU "
+       "this process may use)")
       ("seed", arg(&g.seed, "N", uint64_t{42}), "random seed")
       ("device", arg(&g.device, "DEVICE", std::string("cpu")), "cpu or cuda[:N]")
       ("log-level", arg(&g.log_level, "LEVEL", std::string("info")), "error, warn, info or debug")
@@ -54,6 +57,20 @@ void print_overview() {
             << "\nExit codes: 0 ok, 1 error (a file, model or run failed), 2 usage (the command line "
                "is wrong), 130 / 143 training stopped by Ctrl-C / SIGTERM after saving a snapshot "
                "(continue with --resume).\n";
+}
+
+/// `--threads 0`: OMP_NUM_THREADS when set (as `headprune launch` sets it for each rank), else
+/// every CPU this process may use. @throws UsageError if OMP_NUM_THREADS is not a count.
+int default_threads() {
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  if (!omp || !*omp) return pruner::usable_cpus();
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(omp, &used);
+    if (used == std::string(omp).size() && n >= 1) return n;
+  } catch (const std::exception&) {
+  }
+  throw UsageError(fmt::format("OMP_NUM_THREADS='{}' is not a positive thread count; unset it or give --threads N", omp));
 }
 
 /// The command called `name`. @throws UsageError naming the nearest command.
@@ -209,10 +226,7 @@ int run(int argc, const char* const* argv) {
     const auto& command = find_command(name);
     log::level() = log::parse_level(vm.count("quiet") ? "warn" : g.log_level);
     if (g.threads < 0) throw UsageError("--threads must be >= 0");
-    // 0 keeps LibTorch's default. Measured on the 2-core build machine: Debian's LibTorch
-    // starts with 1 intra-op thread while OpenBLAS runs its own 2 threads; forcing 2 intra-op
-    // threads on top oversubscribed the cores (MiniLM batch 1 x 128: 23 ms -> 95 ms).
-    if (g.threads > 0) torch::set_num_threads(g.threads);
+    pruner::set_thread_pools(g.threads > 0 ? g.threads : default_threads());
     torch::manual_seed(g.seed);
     return command.run(rest, g);
   } catch (const UsageError& e) {

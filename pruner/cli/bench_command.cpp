@@ -8,6 +8,7 @@
 #include "pruner/measure/bench.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
+#include "pruner/cli/dtype_option.h"
 
 namespace headprune::cli {
 
@@ -15,6 +16,7 @@ int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals
   CommandLine line("bench", "bench DENSE PRUNED [--batch-size 1,8,32] [--seq-len 32,128,512] [--json]");
   std::string dense_dir, pruned_dir, batches = "1,8,32", seqs = "32,128,512", out;
   pruner::BenchOptions o;
+  DtypeOption dtype;
   line.positional("dense", "DENSE", &dense_dir, "dense checkpoint folder");
   line.positional("pruned", "PRUNED", &pruned_dir, "pruned checkpoint folder");
   line.group(group::kBench).add_options()
@@ -25,6 +27,7 @@ int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals
       ("max-reps", arg(&o.max_reps, "N", o.max_reps), "timed runs per shape, at most")
       ("max-seconds", arg(&o.max_seconds_per_shape, "SECONDS", o.max_seconds_per_shape),
        "stop repeating a shape after this long");
+  dtype.add_to(line.group(group::kBench));
   line.group(group::kOutput).add_options()
       ("json", "print JSON instead of the table")
       ("json-file", arg(&out, "FILE"), "also write the JSON to this file");
@@ -38,13 +41,17 @@ int run_bench(const std::vector<std::string>& args, const GlobalOptions& globals
   o.seqs = parse_positive_list(seqs, "--seq-len");
   if (o.min_reps < 1 || o.max_reps < o.min_reps)
     throw UsageError("--min-reps must be >= 1 and --max-reps >= --min-reps");
+  dtype.scalar_type();  // a bad --dtype is a usage error before anything loads
   o.device = globals.torch_device();
   auto dense = models::load_checkpoint(dense_dir, o.device);
   auto pruned = models::load_checkpoint(pruned_dir, o.device);
+  dtype.apply(dense);
+  dtype.apply(pruned);
   auto report = pruner::run_bench(*dense.model, *pruned.model, o);
   auto json = report.to_json();
   json["dense"] = dense_dir;
   json["pruned"] = pruned_dir;
+  json["dtype"] = dtype.name;
   emit_result(json, report.to_text(), out, vm.count("json") > 0);
   return 0;
 }

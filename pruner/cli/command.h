@@ -16,7 +16,7 @@ namespace po = boost::program_options;
 
 /// Options every subcommand accepts (before or after the subcommand name).
 struct GlobalOptions {
-  int threads = 0;          ///< 0 = LibTorch's default (all cores)
+  int threads = 0;          ///< 0 = OMP_NUM_THREADS if set, else every usable CPU (app.cpp)
   uint64_t seed = 42;
   std::string device = "cpu";
   std::string log_level = "info";

@@ -10,6 +10,7 @@
 #include "models/formats/safetensors.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
+#include "pruner/cli/dtype_option.h"
 #include "pruner/log.h"
 #include "pruner/measure/sts.h"
 
@@ -33,6 +34,7 @@ int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals
   CommandLine line("embed", "embed MODEL --data FILE --embeddings FILE.safetensors [--json]");
   std::string model, input, out;
   std::size_t batch_size = 32;
+  DtypeOption dtype;
   line.positional("model", "MODEL", &model, "checkpoint folder");
   line.group(group::kRequired).add_options()
       ("data", arg(&input, "FILE")->required(),
@@ -42,6 +44,7 @@ int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals
   line.group(group::kOptions).add_options()
       ("batch-size", arg(&batch_size, "N", batch_size), "sentences per batch")
       ("json", "also print the embeddings as JSON on stdout: {\"embeddings\": [[...], ...]}");
+  dtype.add_to(line.group(group::kOptions));
   line.alias("--input", "--data").alias("--out", "--embeddings");
   line.example("embed MODEL --data sentences.txt --json", "the embeddings as JSON on stdout")
       .example("embed out/minilm-50 --data sentences.txt --embeddings emb.safetensors",
@@ -49,6 +52,7 @@ int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   if (batch_size < 1) throw UsageError("--batch-size must be >= 1");
+  dtype.scalar_type();  // a bad --dtype is a usage error before anything loads
   if (out.empty() && !vm.count("json")) throw UsageError("give --embeddings FILE, --json or both");
   auto in = models::open_input_file(input, "--data");
   std::vector<std::string> lines;
@@ -59,6 +63,7 @@ int run_embed(const std::vector<std::string>& args, const GlobalOptions& globals
   const auto device = globals.torch_device();
   models::require_tokenizer_files(model, "embed");
   auto ckpt = models::load_checkpoint(model, device);
+  dtype.apply(ckpt);
   auto embeddings = pruner::embed_texts(ckpt, lines, batch_size, device);
   if (!out.empty()) {
     models::save_safetensors(out, {{"embeddings", embeddings}},

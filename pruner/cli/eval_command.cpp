@@ -8,6 +8,7 @@
 #include "pruner/measure/classification.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
+#include "pruner/cli/dtype_option.h"
 #include "pruner/training/corpus.h"
 #include "pruner/measure/fidelity.h"
 #include "pruner/log.h"
@@ -19,6 +20,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
   CommandLine line("eval", "eval MODEL [--sts FILE] [--classification FILE] [--teacher DENSE --data FILE] [--json]");
   std::string model, sts, teacher, data, classification;
   std::size_t batch_size = 64, max_length = 128;
+  DtypeOption dtype;
   line.positional("model", "MODEL", &model, "checkpoint folder");
   line.group("Measures (at least one)").add_options()
       ("sts", arg(&sts, "FILE"),
@@ -33,6 +35,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
       ("max-length", arg(&max_length, "N", max_length), "tokens per sentence for --data")
       ("batch-size", arg(&batch_size, "N", batch_size), "sentences per batch")
       ("json", "print JSON");
+  dtype.add_to(line.group(group::kOptions));
   line.example("eval .cache/models/all-MiniLM-L6-v2 --sts sts-dev.csv", "the baseline's STS-B quality")
       .example("eval out/minilm-50 --teacher .cache/models/all-MiniLM-L6-v2 --data held-out.txt",
                "how close the pruned model's embeddings stay to the dense model's");
@@ -43,13 +46,15 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
   if (teacher.empty() != data.empty()) throw UsageError("--teacher and --data go together");
   if (batch_size < 1) throw UsageError("--batch-size must be >= 1");
   if (max_length < 3) throw UsageError("--max-length must be >= 3");
+  dtype.scalar_type();  // a bad --dtype is a usage error before anything loads
   const auto device = globals.torch_device();
   // Every input is checked before the model loads.
   for (const auto& [file, what] : {std::pair{sts, "--sts"}, {classification, "--classification"}, {data, "--data"}})
     if (!file.empty()) models::open_input_file(file, what);
   models::require_tokenizer_files(model, "eval");
   auto ckpt = models::load_checkpoint(model, device);
-  nlohmann::json result = {{"model", model}};
+  dtype.apply(ckpt);  // MODEL only: a --teacher stays float32, the reference
+  nlohmann::json result = {{"model", model}, {"dtype", dtype.name}};
   if (!sts.empty()) {
     auto pairs = pruner::read_sts(sts);
     log::info("STS: embedding {} sentence pairs", pairs.size());

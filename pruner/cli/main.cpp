@@ -1,4 +1,8 @@
 // headprune: find and remove unneeded attention heads of a transformer checkpoint.
+#include "pruner/blas_kernels.h"
 #include "pruner/cli/command.h"
 
-int main(int argc, char** argv) { return headprune::cli::run(argc, argv); }
+int main(int argc, char** argv) {
+  headprune::pruner::restart_with_better_openblas_kernels(argv);
+  return headprune::cli::run(argc, argv);
+}

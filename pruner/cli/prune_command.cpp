@@ -51,14 +51,18 @@ void print_summary(const nlohmann::json& s) {
                              "perplexity {:.3f} (dense {:.3f})\n",
                              fid["kl"].get<double>(), fid["student_perplexity"].get<double>(),
                              fid["teacher_perplexity"].get<double>());
-  if (s["bench"].is_object())
-    for (const auto& c : s["bench"]["results"])
+  if (s["bench"].is_object()) {
+    const auto& b = s["bench"];
+    const int blas = b.value("blas_threads", 0);
+    const auto threads = fmt::format("{} LibTorch + {}", b["threads"].get<int>(),
+                                     blas > 0 ? fmt::format("{} BLAS threads", blas) : std::string("its BLAS"));
+    for (const auto& c : b["results"])
       std::cout << fmt::format("  speedup        {:.3f}x at batch {} x seq {} (FLOPs ratio {:.3f}x; "
-                               "{:.2f} ms -> {:.2f} ms; {} LibTorch + {} BLAS threads)\n",
+                               "{:.2f} ms -> {:.2f} ms; {})\n",
                                c["speedup"].get<double>(), c["batch_size"].get<int64_t>(), c["seq_len"].get<int64_t>(),
                                c["flops_ratio"].get<double>(), c["dense_ms"]["median"].get<double>(),
-                               c["pruned_ms"]["median"].get<double>(), s["bench"]["threads"].get<int>(),
-                               s["bench"].value("blas_threads", 0));
+                               c["pruned_ms"]["median"].get<double>(), threads);
+  }
   if (const auto& l = s.value("latency", nlohmann::json()); l.is_object())
     std::cout << fmt::format("  latency        {:.1f}% of dense measured side by side at batch {} x seq {} = {:.3g} ms "
                              "on the table's scale, budget {:.3g} ms: {} (the table predicted {:.3g} ms; this "

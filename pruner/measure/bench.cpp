@@ -1,10 +1,7 @@
 #include "pruner/measure/bench.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -41,32 +38,6 @@ bool stable(const std::vector<double>& v, double spread) {
 
 }  // namespace
 
-std::string loaded_blas() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    const auto slash = line.find('/');
-    if (slash == std::string::npos) continue;
-    const auto path = line.substr(slash);
-    if (path.find("blas") != std::string::npos || path.find("libmkl") != std::string::npos)
-      return path;
-  }
-  return "";
-}
-
-int blas_threads() {
-  using Getter = int (*)();
-  for (const char* name : {"openblas_get_num_threads", "MKL_Get_Max_Threads"})
-    if (auto getter = reinterpret_cast<Getter>(dlsym(RTLD_DEFAULT, name))) return getter();
-  return 0;
-}
-
-std::string BenchReport::describe_threads() const {
-  return fmt::format("{} LibTorch thread{}, {}", threads, threads == 1 ? "" : "s",
-                     blas_threads > 0 ? fmt::format("{} BLAS thread{}", blas_threads, blas_threads == 1 ? "" : "s")
-                                      : std::string("BLAS threads unknown"));
-}
-
 nlohmann::json BenchCell::to_json() const {
   return {{"batch_size", batch},
           {"seq_len", seq},
@@ -83,17 +54,14 @@ nlohmann::json BenchCell::to_json() const {
 nlohmann::json BenchReport::to_json() const {
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : results) cells.push_back(c.to_json());
-  return {{"results", cells},
-          {"threads", threads},
-          {"blas_threads", blas_threads},
-          {"torch_version", torch_version},
-          {"blas", blas},
-          {"device", device}};
+  auto j = threads.to_json();
+  j.update({{"results", cells}, {"torch_version", torch_version}, {"device", device}});
+  return j;
 }
 
 std::string BenchReport::to_text() const {
-  std::string s = fmt::format("device {}, {}, LibTorch {}, BLAS {}\n", device, describe_threads(),
-                              torch_version, blas.empty() ? "(not found)" : blas);
+  std::string s = fmt::format("device {}, {}, LibTorch {}, BLAS {}\n", device, threads.describe(),
+                              torch_version, threads.describe_blas());
   s += "batch   seq |  dense ms (p25-p75)     |  pruned ms (p25-p75)    | speedup | FLOPs ratio | efficiency | tokens/s dense -> pruned\n";
   for (const auto& c : results)
     s += fmt::format("{:>5} {:>5} | {:>9.2f} ({:.2f}-{:.2f}) | {:>9.2f} ({:.2f}-{:.2f}) | {:>6.3f}x | {:>10.3f}x | {:>9.1f}% | {:.0f} -> {:.0f}\n",
@@ -114,10 +82,8 @@ BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pru
   for (auto b : o.batches)
     if (b < 1) throw Error(fmt::format("batch size {} must be >= 1", b));
   BenchReport report;
-  report.threads = torch::get_num_threads();
-  report.blas_threads = blas_threads();
+  report.threads = current_thread_pools();
   report.torch_version = TORCH_VERSION;
-  report.blas = loaded_blas();
   report.device = o.device.str();
   dense.eval();
   pruned.eval();

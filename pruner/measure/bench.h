@@ -9,6 +9,7 @@
 #include <torch/types.h>
 
 #include "models/attention_model.h"
+#include "pruner/thread_pools.h"
 
 namespace headprune::pruner {
 
@@ -41,12 +42,8 @@ struct BenchCell {
 /// The whole run, with what it ran on.
 struct BenchReport {
   std::vector<BenchCell> results;
-  int threads = 0;            ///< LibTorch intra-op threads
-  int blas_threads = 0;       ///< the BLAS library's own thread pool (0 = not known)
+  ThreadPools threads;        ///< the pools that ran, as the libraries report them
   std::string torch_version;
-  std::string blas;          ///< BLAS library actually loaded (from /proc/self/maps), if found
-  /// "1 LibTorch thread, 2 BLAS threads": what actually ran.
-  std::string describe_threads() const;
   std::string device;
   nlohmann::json to_json() const;
   std::string to_text() const;
@@ -63,12 +60,5 @@ BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pru
 /// The q-quantile (q in [0, 1]) of `v`, linear interpolation between order statistics (numpy's
 /// default). @throws headprune::Error if `v` is empty.
 double percentile(std::vector<double> v, double q);
-
-/// Name of the BLAS shared library mapped into this process ("" if none is found).
-std::string loaded_blas();
-
-/// Threads of the loaded BLAS library's own pool, asked of the library itself
-/// (openblas_get_num_threads / MKL_Get_Max_Threads, looked up at run time); 0 if neither.
-int blas_threads();
 
 }  // namespace headprune::pruner

@@ -120,9 +120,9 @@ LatencyTable LatencyTable::from_json(const nlohmann::json& j, const std::string&
 }
 
 std::string machine_fingerprint(const torch::Device& device) {
-  const int threads = torch::get_num_threads(), blas = blas_threads();
-  return fmt::format("{} | {} logical CPUs | {} LibTorch thread{}, {} BLAS threads | LibTorch {} | {}", cpu_model(),
-                     std::thread::hardware_concurrency(), threads, threads == 1 ? "" : "s", blas, TORCH_VERSION,
+  const auto pools = current_thread_pools();
+  return fmt::format("{} | {} logical CPUs | {} | BLAS {} | LibTorch {} | {}", cpu_model(),
+                     std::thread::hardware_concurrency(), pools.describe(), pools.describe_blas(), TORCH_VERSION,
                      device.str());
 }
 

@@ -23,23 +23,24 @@ double TrainingBenchReport::tokens_per_s(double ms) const {
 
 nlohmann::json TrainingBenchReport::to_json() const {
   auto kind = [&](double ms) { return nlohmann::json{{"median_ms", ms}, {"tokens_per_s", tokens_per_s(ms)}}; };
-  return {{"batch_size", batch},
+  auto j = threads.to_json();
+  j.update({{"batch_size", batch},
           {"seq_len", seq},
           {"reps", reps},
-          {"threads", threads},
-          {"blas", blas},
           {"device", device},
           {"dense_forward_backward", kind(dense_ms)},
           {"gate_step", kind(gate_ms)},
           {"gate_step_cached_teacher", kind(gate_cached_ms)},
           {"gate_step_over_dense", gate_ms / dense_ms},
-          {"gate_step_cached_over_dense", gate_cached_ms / dense_ms}};
+          {"gate_step_cached_over_dense", gate_cached_ms / dense_ms}});
+  return j;
 }
 
 std::string TrainingBenchReport::to_text() const {
-  std::string s = fmt::format("device {}, {} threads, BLAS {}; batch {} x seq {}, median of {} "
+  std::string s = fmt::format("device {}, {}, BLAS {}; batch {} x seq {}, median of {} "
                               "interleaved steps\n",
-                              device, threads, blas.empty() ? "(not found)" : blas, batch, seq, reps);
+                              device, threads.describe(),
+                              threads.describe_blas(), batch, seq, reps);
   auto row = [&](const char* what, double ms) {
     s += fmt::format("{:<52} {:>9.1f} ms {:>9.0f} tok/s {:>7.3f}x dense\n", what, ms,
                      tokens_per_s(ms), ms / dense_ms);
@@ -166,8 +167,7 @@ TrainingBenchReport run_training_bench(models::Checkpoint& ckpt, const TrainingB
   r.batch = o.batch;
   r.seq = o.seq;
   r.reps = o.reps;
-  r.threads = torch::get_num_threads();
-  r.blas = loaded_blas();
+  r.threads = current_thread_pools();
   r.device = o.device.str();
   r.dense_ms = medians[0];
   r.gate_ms = medians[1];

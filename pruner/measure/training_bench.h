@@ -8,6 +8,7 @@
 #include <torch/types.h>
 
 #include "models/checkpoint.h"
+#include "pruner/thread_pools.h"
 
 namespace headprune::pruner {
 
@@ -24,8 +25,9 @@ struct TrainingBenchOptions {
 /// Median milliseconds per step of each kind, and tokens per second (batch × seq / step time).
 struct TrainingBenchReport {
   int64_t batch = 0, seq = 0;
-  int reps = 0, threads = 0;
-  std::string blas, device;
+  int reps = 0;
+  ThreadPools threads;  ///< the pools that ran
+  std::string device;
   /// Plain dense fine-tuning step: forward + backward to every weight (no optimizer step).
   double dense_ms = 0;
   /// A gate-training step as `train-gates` runs it before its teacher cache is warm: teacher

@@ -1,8 +1,11 @@
-# The CPU part of the LibTorch inside a PyTorch wheel from PyPI, imported without the wheel's own
+# The LibTorch inside a PyTorch wheel from PyPI, imported without the wheel's own
 # TorchConfig.cmake: that file requires a CUDA toolkit (nvcc >= 12.6) on the build machine even
 # for a CPU-only program, because the PyPI wheels are CUDA builds. headprune on the CPU needs
 # only libtorch_cpu and libc10; libtorch_cpu loads its CUDA runtime (libcudart, libcupti) from the
 # NVIDIA wheels installed beside it (its RPATH), so nothing else is asked of the machine.
+# HEADPRUNE_TORCH_CUDA=ON also links libtorch_cuda and libc10_cuda (no CUDA toolkit needed: their
+# NVIDIA libraries come from the same wheels), so that `--device cuda` runs where a GPU and its
+# driver are (scripts/gpu-check); without a GPU the program still starts and refuses cuda.
 #
 # In:  HEADPRUNE_TORCH_WHEEL, the torch package folder (python -c 'import torch, os;
 #      print(os.path.dirname(torch.__file__))').
@@ -33,4 +36,16 @@ set_target_properties(headprune_torch_wheel PROPERTIES
   # --no-as-needed: libtorch_cpu registers its operators from static initialisers.
   INTERFACE_LINK_LIBRARIES "-Wl,--no-as-needed;${_wheel}/lib/libtorch_cpu.so;-Wl,--as-needed;${_wheel}/lib/libc10.so")
 set(TORCH_LIBRARIES headprune_torch_wheel)
-message(STATUS "LibTorch ${Torch_VERSION} (CPU) from the PyTorch wheel in ${_wheel}")
+set(_kind CPU)
+if(HEADPRUNE_TORCH_CUDA)
+  foreach(_file lib/libtorch_cuda.so lib/libc10_cuda.so)
+    if(NOT EXISTS "${_wheel}/${_file}")
+      message(FATAL_ERROR "HEADPRUNE_TORCH_CUDA=ON but the torch wheel in ${_wheel} has no ${_file} (a CPU-only wheel?)")
+    endif()
+  endforeach()
+  # --no-as-needed: libtorch_cuda registers the CUDA operators and hooks from static initialisers.
+  set_property(TARGET headprune_torch_wheel APPEND PROPERTY INTERFACE_LINK_LIBRARIES
+    "-Wl,--no-as-needed;${_wheel}/lib/libtorch_cuda.so;${_wheel}/lib/libc10_cuda.so;-Wl,--as-needed")
+  set(_kind "CPU and CUDA")
+endif()
+message(STATUS "LibTorch ${Torch_VERSION} (${_kind}) from the PyTorch wheel in ${_wheel}")

@@ -1,0 +1,27 @@
+// Which kernels OpenBLAS runs. Debian 12's OpenBLAS 0.3.21 picks its kernels by CPU model and
+// falls back to its oldest x86-64 ones (Prescott: SSE3) on CPUs newer than it knows, such as
+// Intel's model 207 (Emerald Rapids): matrix products then run ~3× slower than with the AVX-512
+// kernels the CPU supports (docs/results.md, "OpenBLAS kernels"). OpenBLAS reads the choice
+// (OPENBLAS_CORETYPE) only when it loads, so headprune's main() starts itself again with it set.
+#pragma once
+
+#include <string>
+
+namespace headprune::pruner {
+
+/// The kernel set the loaded OpenBLAS runs (openblas_get_corename, e.g. "SkylakeX", "Haswell",
+/// "Prescott"); "" when no OpenBLAS is loaded (MKL inside a PyPI LibTorch).
+std::string openblas_kernels();
+
+/// The OPENBLAS_CORETYPE this process should have been started with: "SkylakeX" (the CPU and OS
+/// support AVX-512 F/BW/DQ/VL) or "Haswell" (AVX2 and FMA), when the loaded OpenBLAS fell back
+/// to an older kernel set than that; "" when it chose at least as well, when no OpenBLAS is
+/// loaded, or when OPENBLAS_CORETYPE is already set (the user's choice, kept).
+std::string better_openblas_coretype();
+
+/// If better_openblas_coretype() names one, sets OPENBLAS_CORETYPE to it and replaces this process
+/// with a fresh start of the same program and arguments (/proc/self/exe); returns only when
+/// there is nothing to do or the restart failed (the program then runs on as it is).
+void restart_with_better_openblas_kernels(char** argv);
+
+}  // namespace headprune::pruner
