@@ -20,7 +20,10 @@ std::string openblas_kernels() {
 std::string better_openblas_coretype() {
   const char* chosen_by_user = std::getenv("OPENBLAS_CORETYPE");
   if (chosen_by_user && *chosen_by_user) return "";
-  const auto kernels = openblas_kernels();
+  return better_coretype_than(openblas_kernels());
+}
+
+std::string better_coretype_than(const std::string& kernels) {
   // OpenBLAS's x86-64 kernel sets older than Haswell (its fallbacks for CPUs it does not know).
   constexpr std::array<std::string_view, 8> kOlder = {"Prescott", "Core2", "Penryn", "Dunnington",
                                                       "Nehalem", "Atom", "Sandybridge", "Barcelona"};

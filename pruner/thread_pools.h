@@ -1,5 +1,5 @@
 // The CPU thread pools a forward pass runs on: LibTorch's intra-op pool and the BLAS library's.
-// `--threads N` sets both (docs/results.md, "Threads").
+// `--threads N` sets both (README, "Threads").
 #pragma once
 
 #include <string>

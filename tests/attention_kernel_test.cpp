@@ -14,7 +14,7 @@ using namespace headprune;
 
 namespace {
 
-constexpr int64_t kBatch = 3, kHeads = 5, kTokens = 37, kHeadDim = 16;
+constexpr int64_t kBatch = 3, kHeads = 5, kTokens = 37, kHeadWidth = 16;
 
 /// HF's additive mask: 0 where visible, the lowest float elsewhere; [B, 1, T, T].
 torch::Tensor mask_bias(const torch::Tensor& allowed) {
@@ -39,16 +39,16 @@ torch::Tensor causal_allowed() {
 
 void check_agrees(const torch::Tensor& allowed) {
   torch::manual_seed(7);
-  auto q = torch::randn({kBatch, kHeads, kTokens, kHeadDim}) * 2;
-  auto k = torch::randn({kBatch, kHeads, kTokens, kHeadDim});
-  auto v = torch::randn({kBatch, kHeads, kTokens, kHeadDim});
+  auto q = torch::randn({kBatch, kHeads, kTokens, kHeadWidth}) * 2;
+  auto k = torch::randn({kBatch, kHeads, kTokens, kHeadWidth});
+  auto v = torch::randn({kBatch, kHeads, kTokens, kHeadWidth});
   const auto bias = mask_bias(allowed);
   torch::Tensor probs;
   const auto reference = models::attention_context_explicit(q, k, v, bias, &probs);
   const auto fused = models::attention_context(q, k, v, bias);
   CATCH_REQUIRE(fused.sizes() == reference.sizes());
   // Two float32 stages (scores: sums of head_dim terms; context: sums of T terms).
-  const double tol = testing::float32_tolerance(reference, 2, std::max(kHeadDim, kTokens));
+  const double tol = testing::float32_tolerance(reference, 2, std::max(kHeadWidth, kTokens));
   CATCH_CHECK((fused - reference).abs().max().item<double>() <= tol);
   // The masks matter far beyond that tolerance: without them the answer is another one.
   CATCH_CHECK((models::attention_context(q, k, v, torch::zeros_like(bias)) - reference).abs().max().item<double>() >

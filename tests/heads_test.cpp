@@ -35,7 +35,7 @@ const std::vector<std::string> kVocab = {
     "gladly", "boldly",  "calmly",  "deeply", "firmly", "gently", "kindly"};
 constexpr int64_t kHidden = 64, kHeadDim = 16, kPositions = 16;
 constexpr int64_t kVocabSize = 37;  // kVocab.size(): dims 0..36 of the embedding; positions follow
-constexpr int64_t kCls = 2, kFirstAdverb = 13;
+constexpr int64_t kClsId = 2, kFirstAdverb = 13;
 constexpr double kScale = 6.5;  // planted scores c²/√head_dim ≈ 10.6: the target key gets > 0.999
 
 /// Linear maps on the raw embedding (one-hot token + one-hot position), before LayerNorm.
@@ -64,7 +64,7 @@ std::pair<RawProjection, RawProjection> planted_projections() {
   q.set(16, {11, 12}, -c);
   for (int64_t a = kFirstAdverb; a < kVocabSize; ++a) k.set(16, {a}, c);
   q.bias[32] = c;
-  k.set(32, {kCls}, c);
+  k.set(32, {kClsId}, c);
   q.set(48, {5, 6, 7, 8}, c);  // the, a, big, small -> noun
   q.set(49, {9, 10}, c);       // cat, dog -> verb
   for (int64_t a = kFirstAdverb; a < kVocabSize; ++a) q.set(49, {a}, c);

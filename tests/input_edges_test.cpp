@@ -35,7 +35,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
+std::string message_or_none(const std::function<void()>& fn) {
   try {
     fn();
   } catch (const Error& e) {
@@ -198,7 +198,7 @@ CATCH_TEST_CASE("sentence-transformers content headprune does not model is refus
     auto cfg = pooling;
     cfg[key] = value;
     write_json(dir / "1_Pooling/config.json", cfg);
-    return error_of([&] { models::load_checkpoint(dir, torch::kCPU); });
+    return message_or_none([&] { models::load_checkpoint(dir, torch::kCPU); });
   };
   CATCH_CHECK_THAT(with_pooling("pooling_mode_lasttoken", true), Contains("pooling_mode_lasttoken"));
   CATCH_CHECK_THAT(with_pooling("pooling_mode_frobnicate", true), Contains("'pooling_mode_frobnicate'"));
@@ -207,7 +207,7 @@ CATCH_TEST_CASE("sentence-transformers content headprune does not model is refus
   modules.push_back({{"idx", 3}, {"name", "3"}, {"path", "3_LayerNorm"},
                      {"type", "sentence_transformers.models.LayerNorm"}});
   write_json(dir / "modules.json", modules);
-  CATCH_CHECK_THAT(error_of([&] { models::load_checkpoint(dir, torch::kCPU); }),
+  CATCH_CHECK_THAT(message_or_none([&] { models::load_checkpoint(dir, torch::kCPU); }),
                    Contains("sentence_transformers.models.LayerNorm"));
 }
 
@@ -240,7 +240,7 @@ CATCH_TEST_CASE("a folder saved by sentence-transformers 6 is read as sentence-t
     const auto saved = cfg;
     cfg[key] = value;
     write_json(file, cfg);
-    const auto message = error_of([&] { models::load_checkpoint(dir, torch::kCPU); });
+    const auto message = message_or_none([&] { models::load_checkpoint(dir, torch::kCPU); });
     write_json(file, saved);
     return message;
   };
@@ -275,7 +275,7 @@ CATCH_TEST_CASE("tensors the architecture does not use: carried through, or refu
   weights.erase("cls.predictions.bias");
   weights["encoder.layer.0.attention.output.dense.scale"] = torch::ones({384});
   models::save_safetensors(dir / "model.safetensors", weights);
-  CATCH_CHECK_THAT(error_of([&] { models::load_checkpoint(dir, torch::kCPU); }),
+  CATCH_CHECK_THAT(message_or_none([&] { models::load_checkpoint(dir, torch::kCPU); }),
                    Contains("encoder.layer.0.attention.output.dense.scale"));
 }
 
@@ -329,7 +329,7 @@ CATCH_TEST_CASE("config keys outside the allow-list are refused by name", "[edge
   auto with = [&](const char* key, const nlohmann::json& value) {
     auto cfg = config;
     cfg[key] = value;
-    return error_of([&] { models::ModelConfig::from_json(cfg, "config.json"); });
+    return message_or_none([&] { models::ModelConfig::from_json(cfg, "config.json"); });
   };
   CATCH_CHECK_THAT(with("position_embedding_type", "relative_key"), Contains("position_embedding_type"));
   CATCH_CHECK_THAT(with("is_decoder", true), Contains("is_decoder"));
@@ -342,7 +342,7 @@ CATCH_TEST_CASE("config keys outside the allow-list are refused by name", "[edge
               "(no error)");
   auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
   llama["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
-  CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("rope_scaling"));
+  CATCH_CHECK_THAT(message_or_none([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("rope_scaling"));
   llama["rope_scaling"] = nullptr;
   llama["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};
   CATCH_CHECK(models::ModelConfig::from_json(llama, "c").rope_theta == 500000.0);
@@ -353,7 +353,7 @@ CATCH_TEST_CASE("corpus files: missing, a folder, not UTF-8", "[edges]") {
   const auto dir = testing::temp_dir("corpus-edges");
   pruner::CorpusOptions o;
   auto load = [&](const fs::path& f) {
-    return error_of([&] { pruner::load_corpus({f}, *ckpt.tokenizer, o); });
+    return message_or_none([&] { pruner::load_corpus({f}, *ckpt.tokenizer, o); });
   };
   CATCH_CHECK_THAT(load(dir / "absent.txt"), Contains("absent.txt") && Contains("no such file"));
   CATCH_CHECK_THAT(load(dir), Contains("is a folder"));
@@ -364,7 +364,7 @@ CATCH_TEST_CASE("corpus files: missing, a folder, not UTF-8", "[edges]") {
 CATCH_TEST_CASE("parsers: hostile sizes and types are errors, not overflow or huge allocations", "[edges]") {
   // A llama2.c header whose sizes multiply past int64 (was signed overflow).
   const int32_t huge[7] = {2147483646, 2147483646, 2147483647, 1, 1, 2147483647, 2147483647};
-  CATCH_CHECK_THAT(error_of([&] {
+  CATCH_CHECK_THAT(message_or_none([&] {
                      models::parse_llama2c_header(reinterpret_cast<const char*>(huge), sizeof huge, 28, "h.bin");
                    }),
                    Contains("more than 2^63 bytes"));
@@ -374,28 +374,28 @@ CATCH_TEST_CASE("parsers: hostile sizes and types are errors, not overflow or hu
   const float score = 0;
   std::memcpy(tok.data(), &max_len, 4);
   tok.append(reinterpret_cast<const char*>(&score), 4).append(reinterpret_cast<const char*>(&len), 4);
-  CATCH_CHECK_THAT(error_of([&] { models::Llama2cTokenizer::from_bytes(tok, 512, "t.bin"); }),
+  CATCH_CHECK_THAT(message_or_none([&] { models::Llama2cTokenizer::from_bytes(tok, 512, "t.bin"); }),
                    Contains("truncated while reading the bytes of token 0"));
   // A list of end tokens that are not integers (was an uncaught JSON type error).
   auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
   llama["eos_token_id"] = {"</s>"};
-  CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("eos_token_id"));
+  CATCH_CHECK_THAT(message_or_none([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("eos_token_id"));
   // 444,444,444,448 query heads with an explicit head_dim passed every divisibility check and
   // the per-layer head lists asked for gigabytes (fuzz finding, config_json).
   auto many = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
   many["num_attention_heads"] = int64_t{444444444448};
   many["head_dim"] = 8;
-  CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(many, "c"); }),
+  CATCH_CHECK_THAT(message_or_none([&] { models::ModelConfig::from_json(many, "c"); }),
                    Contains("is more heads than headprune handles"));
   // An integer too large for int64 parses as a float; casting it was undefined behaviour
   // (fuzz finding in gates.json, the same pattern in config.json).
   auto gates = nlohmann::json::parse(
       std::ifstream(testing::source_dir() / "tests/fuzz/corpus/gates_json/small.json"));
   gates["model"]["kept_heads"][1][3] = nlohmann::json::parse("355555555555555555555555555555555555555555555");
-  CATCH_CHECK_THAT(error_of([&] { pruner::GateState::from_json(gates, "gates.json"); }),
+  CATCH_CHECK_THAT(message_or_none([&] { pruner::GateState::from_json(gates, "gates.json"); }),
                    Contains("kept_heads[1][3] must be an integer"));
   llama["eos_token_id"] = 2;
   llama["num_hidden_layers"] = 5.0e30;
-  CATCH_CHECK_THAT(error_of([&] { models::ModelConfig::from_json(llama, "c"); }),
+  CATCH_CHECK_THAT(message_or_none([&] { models::ModelConfig::from_json(llama, "c"); }),
                    Contains("num_hidden_layers") && Contains("must be an integer"));
 }

@@ -12,6 +12,7 @@
 #include "models/errors.h"
 #include "pruner/measure/latency_table.h"
 #include "tests/cli_support.h"
+#include "pruner/thread_pools.h"
 #include "tests/test_support.h"
 
 using namespace headprune;
@@ -130,10 +131,12 @@ CATCH_TEST_CASE("prune --target-latency meets the budget its table predicts and 
   // A table for this machine given as a file (the measurement itself is tested on MiniLM, where
   // a head's cost stands clear of the timing noise): 2 layers, 1 ms per head and layer.
   const auto table_file = w.dir / "latency.json";
+  // The table's machine fingerprint names the thread pools: set them as --threads 2 below will.
+  pruner::set_thread_pools(2);
   auto table = synthetic_table(models::ModelConfig::from_directory(w.model));
   table.batch_size = 2;
   std::ofstream(table_file) << table.to_json().dump();
-  const std::vector<std::string> base = {"prune", w.model.string(), "--data", w.corpus.string(), "--steps", "4",
+  const std::vector<std::string> base = {"--threads", "2", "prune", w.model.string(), "--data", w.corpus.string(), "--steps", "4",
                                          "--batch-size", "8", "--max-length", "32", "--latency-shape", "2x16",
                                          "--latency-table", table_file.string(), "--bench-batch-size", "1",
                                          "--bench-seq-len", "8"};

@@ -17,8 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int run(std::vector<std::string> args) { return testing::run_cli(std::move(args)); }
-
 std::string read(const fs::path& file) {
   std::ifstream in(file);
   return {std::istreambuf_iterator<char>(in), {}};
@@ -61,19 +59,19 @@ std::vector<std::string> concat(std::vector<std::string> a, const std::vector<st
 CATCH_TEST_CASE("apply --force keeps files headprune did not write and replaces its own", "[cli][lost]") {
   Workspace w;
   const auto out = w.dir / "pruned";
-  CATCH_REQUIRE(run({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--out", out.string()}) == 0);
+  CATCH_REQUIRE(testing::run_cli({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--out", out.string()}) == 0);
   CATCH_CHECK(fs::exists(out / pruner::kManifestFile));
   std::ofstream(out / "notes.txt") << "mine";
   fs::create_directories(out / "mine");
   std::ofstream(out / "mine" / "plot.md") << "also mine";
-  CATCH_REQUIRE(run({"apply", w.model.string(), "--remove-heads", R"({"1": [0, 2]})", "--out",
+  CATCH_REQUIRE(testing::run_cli({"apply", w.model.string(), "--remove-heads", R"({"1": [0, 2]})", "--out",
                      out.string(), "--force"}) == 0);
   CATCH_CHECK(read(out / "notes.txt") == "mine");
   CATCH_CHECK(read(out / "mine" / "plot.md") == "also mine");
   CATCH_CHECK(pruner::load_report(out).heads_kept() == 6);  // the second run's heads
   CATCH_CHECK(read(out / pruner::kManifestFile).find("notes.txt") == std::string::npos);
   // A third run still keeps them (they never become headprune's).
-  CATCH_REQUIRE(run({"apply", w.model.string(), "--remove-heads", R"({"0": [3]})", "--out",
+  CATCH_REQUIRE(testing::run_cli({"apply", w.model.string(), "--remove-heads", R"({"0": [3]})", "--out",
                      out.string(), "--force"}) == 0);
   CATCH_CHECK(read(out / "notes.txt") == "mine");
   CATCH_CHECK(pruner::load_report(out).heads_kept() == 7);
@@ -82,9 +80,9 @@ CATCH_TEST_CASE("apply --force keeps files headprune did not write and replaces 
 CATCH_TEST_CASE("the model folder is refused as an output and left unchanged", "[cli][lost]") {
   Workspace w;
   const auto before = listing(w.model);
-  CATCH_CHECK(run(concat({"train-gates", w.model.string()}, w.training(w.model, "2"))) == 1);
-  CATCH_CHECK(run(concat({"train-gates", w.model.string()}, w.training(w.model / "gates", "2"))) == 1);
-  CATCH_CHECK(run({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--out",
+  CATCH_CHECK(testing::run_cli(concat({"train-gates", w.model.string()}, w.training(w.model, "2"))) == 1);
+  CATCH_CHECK(testing::run_cli(concat({"train-gates", w.model.string()}, w.training(w.model / "gates", "2"))) == 1);
+  CATCH_CHECK(testing::run_cli({"apply", w.model.string(), "--remove-heads", R"({"0": [1]})", "--out",
                    w.model.string(), "--force"}) == 1);
   CATCH_CHECK(listing(w.model) == before);
 }
@@ -94,26 +92,26 @@ CATCH_TEST_CASE("train-gates into a folder with other files needs --force and ke
   const auto gates = w.dir / "gates";
   fs::create_directories(gates);
   std::ofstream(gates / "notes.txt") << "mine";
-  CATCH_CHECK(run(concat({"train-gates", w.model.string()}, w.training(gates, "4"))) == 1);
+  CATCH_CHECK(testing::run_cli(concat({"train-gates", w.model.string()}, w.training(gates, "4"))) == 1);
   CATCH_CHECK_FALSE(fs::exists(gates / "gates.json"));
-  CATCH_REQUIRE(run(concat({"train-gates", w.model.string(), "--force"}, w.training(gates, "4"))) == 0);
+  CATCH_REQUIRE(testing::run_cli(concat({"train-gates", w.model.string(), "--force"}, w.training(gates, "4"))) == 0);
   CATCH_CHECK(fs::exists(gates / "gates.json"));
   CATCH_CHECK(read(gates / "notes.txt") == "mine");
   // A finished run is not replaced without --force either.
-  CATCH_CHECK(run(concat({"train-gates", w.model.string()}, w.training(gates, "4"))) == 1);
+  CATCH_CHECK(testing::run_cli(concat({"train-gates", w.model.string()}, w.training(gates, "4"))) == 1);
 }
 
 CATCH_TEST_CASE("an interrupted prune is continued with --resume, not silently restarted", "[cli][lost]") {
   Workspace w;
   const auto out = w.dir / "pruned";
   const auto work = w.dir / ".pruned.gates";  // where prune keeps its gate training
-  CATCH_REQUIRE(run(concat({"train-gates", w.model.string(), "--stop-after", "4"}, w.training(work, "12"))) == 0);
+  CATCH_REQUIRE(testing::run_cli(concat({"train-gates", w.model.string(), "--stop-after", "4"}, w.training(work, "12"))) == 0);
   CATCH_REQUIRE(fs::exists(work / "train_state.pt"));
   CATCH_CHECK(pruner::interrupted_run(work) == "stopped at step 4");
   const auto prune = concat({"prune", w.model.string(), "--no-bench"}, w.training(out, "12"));
-  CATCH_CHECK(run(prune) == 1);  // says --resume would continue it; the snapshot is kept
+  CATCH_CHECK(testing::run_cli(prune) == 1);  // says --resume would continue it; the snapshot is kept
   CATCH_CHECK(fs::exists(work / "train_state.pt"));
-  CATCH_CHECK(run(concat(prune, {"--resume"})) == 0);
+  CATCH_CHECK(testing::run_cli(concat(prune, {"--resume"})) == 0);
   CATCH_CHECK(fs::exists(out / "headprune" / "gates.json"));
   CATCH_CHECK_FALSE(fs::exists(work));
 }
@@ -121,7 +119,7 @@ CATCH_TEST_CASE("an interrupted prune is continued with --resume, not silently r
 CATCH_TEST_CASE("an under-trained run warns in gates.json and the report", "[cli][lost]") {
   Workspace w;
   const auto gates = w.dir / "gates";
-  CATCH_REQUIRE(run(concat({"train-gates", w.model.string()}, w.training(gates, "3"))) == 0);
+  CATCH_REQUIRE(testing::run_cli(concat({"train-gates", w.model.string()}, w.training(gates, "3"))) == 0);
   const auto state = pruner::GateState::load(gates);
   CATCH_CHECK_FALSE(state.summary.at("converged").get<bool>());
   CATCH_CHECK(state.summary.at("convergence_warning").get<std::string>().find("had not converged") !=

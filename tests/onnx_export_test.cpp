@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-onnx::ModelProto parse(const std::string& bytes) {
+onnx::ModelProto parse_model(const std::string& bytes) {
   onnx::ModelProto proto;
   CATCH_REQUIRE(proto.ParseFromString(bytes));
   return proto;
@@ -49,7 +49,7 @@ CATCH_TEST_CASE("ONNX of a pruned sentence-transformers BERT: Optimum's names, d
       nlohmann::json::parse(R"({"0": [0, 1, 2], "2": [0,1,2,3,4,5,6,7,8,9,10,11]})"), ckpt.model->config());
   pruner::apply_in_memory(ckpt, plan);
   const auto model = pruner::build_onnx(ckpt, true);
-  const auto proto = parse(model.bytes);
+  const auto proto = parse_model(model.bytes);
   CATCH_CHECK(proto.opset_import(0).version() == pruner::kOnnxOpset);
   CATCH_CHECK(names(proto.graph().input()) == std::vector<std::string>{"input_ids", "attention_mask", "token_type_ids"});
   CATCH_CHECK(names(proto.graph().output()) == std::vector<std::string>{"last_hidden_state", "sentence_embedding"});
@@ -68,7 +68,7 @@ CATCH_TEST_CASE("ONNX of a pruned sentence-transformers BERT: Optimum's names, d
   CATCH_CHECK(model.weight_bytes >= 4 * (params - 384 * 384 - 384));  // the pooler is not in the graph
   CATCH_CHECK(model.weight_bytes < 4 * params);
   // Without the sentence-transformers output.
-  CATCH_CHECK(names(parse(pruner::build_onnx(ckpt, false).bytes).graph().output()) ==
+  CATCH_CHECK(names(parse_model(pruner::build_onnx(ckpt, false).bytes).graph().output()) ==
               std::vector<std::string>{"last_hidden_state"});
 }
 
@@ -78,7 +78,7 @@ CATCH_TEST_CASE("ONNX of a GQA LLaMA with uneven groups: logits and the KV head 
   const auto plan = pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"0": [0, 1, 2], "4": [1, 3, 5, 7]})"),
                                                    ckpt.model->config());
   pruner::apply_in_memory(ckpt, plan);
-  const auto proto = parse(pruner::build_onnx(ckpt, true).bytes);
+  const auto proto = parse_model(pruner::build_onnx(ckpt, true).bytes);
   CATCH_CHECK(names(proto.graph().input()) == std::vector<std::string>{"input_ids", "attention_mask"});
   CATCH_CHECK(names(proto.graph().output()) == std::vector<std::string>{"last_hidden_state", "logits"});
   // Layer 0 keeps query heads 3..7 of 8 (KV groups of 2): KV heads 1, 2, 3 remain.
@@ -112,9 +112,9 @@ CATCH_TEST_CASE("export-onnx refuses an existing file, a folder and a missing fo
 CATCH_TEST_CASE("ONNX external data: the same tensors, byte for byte, beside the model at aligned offsets",
                 "[onnx][llama]") {
   auto ckpt = models::load_checkpoint(testing::converted_stories(), torch::kCPU);
-  const auto inline_proto = parse(pruner::build_onnx(ckpt, true).bytes);
+  const auto inline_proto = parse_model(pruner::build_onnx(ckpt, true).bytes);
   const auto external = pruner::build_onnx(ckpt, true, pruner::OnnxWeights::external, "m.onnx");
-  const auto proto = parse(external.bytes);
+  const auto proto = parse_model(external.bytes);
   CATCH_REQUIRE(proto.graph().initializer_size() == inline_proto.graph().initializer_size());
   std::size_t moved = 0;
   for (int i = 0; i < proto.graph().initializer_size(); ++i) {

@@ -97,10 +97,6 @@ void check_reported_errors(const pruner::RefitResult& result, const std::vector<
   CATCH_CHECK(result.layers[0].error_after < result.layers[0].error_before - 10 * measured[0].tolerance);
 }
 
-/// The uneven removal of tests/surgery_test.cpp: layers keep 9 11 0 7 12 11 heads.
-const nlohmann::json kUneven = {{"0", {0, 1, 2}}, {"1", {11}}, {"2", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
-                                {"3", {1, 3, 5, 7, 9}}, {"5", {4}}};
-
 constexpr std::size_t kSequences = 120;
 
 pruner::RefitOptions refit_options(pruner::RefitMethod method, std::size_t sequences) {
@@ -122,7 +118,7 @@ CATCH_TEST_CASE("refit: each layer's reported error is what the refitted MiniLM 
   for (auto method : {pruner::RefitMethod::kOutput, pruner::RefitMethod::kHeadScale}) {
     CATCH_INFO("method " << pruner::refit_method_name(method));
     auto model = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
-    pruner::apply_plan(*model.model, pruner::plan_from_remove_heads(kUneven, model.model->config()));
+    pruner::apply_plan(*model.model, pruner::plan_from_remove_heads(testing::kUnevenRemoval, model.model->config()));
     const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id,
                                                    refit_options(method, kSequences));
     CATCH_CHECK(result.sequences == kSequences);
@@ -138,7 +134,7 @@ CATCH_TEST_CASE("refit: each layer's reported error is what the refitted MiniLM 
 CATCH_TEST_CASE("refit output equals the least-squares solution of the stacked data (QR)", "[refit][minilm]") {
   auto dense = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
   auto model = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
-  pruner::apply_plan(*model.model, pruner::plan_from_remove_heads(kUneven, model.model->config()));
+  pruner::apply_plan(*model.model, pruner::plan_from_remove_heads(testing::kUnevenRemoval, model.model->config()));
   const auto corpus = wikitext(*model.tokenizer, 300);
   const auto batches = batches_of(corpus, kSequences);
   // Layer 0's data, stacked, before the refit (its input does not depend on the refit).

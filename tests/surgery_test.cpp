@@ -21,7 +21,7 @@ using namespace headprune;
 namespace {
 
 /// Real sentences (the reference fixture's texts), as one padded batch.
-models::ModelInputs real_batch(const models::Checkpoint& ckpt) {
+models::ModelInputs minilm_batch(const models::Checkpoint& ckpt) {
   auto cases = models::read_json_file(testing::fixture_path("minilm/tokens.json"))["cases"];
   std::vector<std::string> texts;
   for (size_t i = 0; i < 24 && i < cases.size(); ++i) texts.push_back(cases[i]["text"]);
@@ -33,15 +33,12 @@ torch::Tensor masked(const torch::Tensor& hidden, const models::ModelInputs& in)
   return hidden * in.attention_mask.unsqueeze(-1).to(hidden.dtype());
 }
 
-const nlohmann::json kUneven = {{"0", {0, 1, 2}}, {"1", {11}}, {"2", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
-                                {"3", {1, 3, 5, 7, 9}}, {"5", {4}}};
-
 }  // namespace
 
 CATCH_TEST_CASE("0/1 gates and physical removal agree on real sentences", "[surgery][minilm]") {
   auto ckpt = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
-  auto in = real_batch(ckpt);
-  auto plan = pruner::plan_from_remove_heads(kUneven, ckpt.model->config());
+  auto in = minilm_batch(ckpt);
+  auto plan = pruner::plan_from_remove_heads(testing::kUnevenRemoval, ckpt.model->config());
   auto multipliers = pruner::plan_multipliers(plan, ckpt.model->config(), torch::kCPU);
   torch::NoGradGuard no_grad;
   auto gated = ckpt.model->forward(in, &multipliers).last_hidden_state;
@@ -57,7 +54,7 @@ CATCH_TEST_CASE("0/1 gates and physical removal agree on real sentences", "[surg
 
 CATCH_TEST_CASE("fractional gates fold into the output projection", "[surgery][minilm]") {
   auto ckpt = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
-  auto in = real_batch(ckpt);
+  auto in = minilm_batch(ckpt);
   pruner::PrunePlan plan(6);
   for (int64_t l = 0; l < 6; ++l) {
     plan[l].scale = torch::linspace(0.2, 1.0, 12);
@@ -75,9 +72,9 @@ CATCH_TEST_CASE("fractional gates fold into the output projection", "[surgery][m
 CATCH_TEST_CASE("export reloads exactly, shrinks by the removed heads, and can be pruned again",
                 "[surgery][export][minilm]") {
   auto ckpt = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
-  auto in = real_batch(ckpt);
+  auto in = minilm_batch(ckpt);
   auto out = testing::temp_dir("export") / "pruned";
-  auto plan = pruner::plan_from_remove_heads(kUneven, ckpt.model->config());
+  auto plan = pruner::plan_from_remove_heads(testing::kUnevenRemoval, ckpt.model->config());
   auto result = pruner::apply_and_export(ckpt, plan, out, false, {{"test", true}}, torch::kCPU);
   CATCH_CHECK(result.heads_before - result.heads_after == 22);
   CATCH_CHECK(result.params_before - result.params_after == 22 * (4 * 384 * 32 + 3 * 32));

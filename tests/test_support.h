@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 namespace headprune::testing {
@@ -32,6 +33,14 @@ inline std::filesystem::path env_or(const char* name, const std::filesystem::pat
   const char* value = std::getenv(name);
   return value && *value ? std::filesystem::path(value) : fallback;
 }
+
+/// An uneven --remove-heads plan for all-MiniLM-L6-v2 (6 layers of 12 heads): layer 2 emptied,
+/// layer 4 untouched, the others cut by 1 to 5 heads (kept: 9 11 0 7 12 11).
+inline const nlohmann::json kUnevenRemoval = {{"0", {0, 1, 2}},
+                                              {"1", {11}},
+                                              {"2", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+                                              {"3", {1, 3, 5, 7, 9}},
+                                              {"5", {4}}};
 
 /// HEADPRUNE_TEST_DEVICE (default cpu): where the parity tests run the models; their outputs are
 /// compared on the CPU with the same tolerances. Fails the test if the device is unusable.

@@ -15,18 +15,17 @@ on an otherwise idle machine, for the same models and shapes on both sides:
         --batch-size 1,8,32 --seq-len 32,128,512 --threads $(nproc) \
         --headprune-json bench-headprune.json --out bench-hf.json
 
-Threads: give both the same cores. headprune's JSON "threads" is LibTorch's intra-op count only;
-with Debian's LibTorch that is 1 while its OpenBLAS runs its own pool over every core
-(OPENBLAS_NUM_THREADS), and forcing more intra-op threads oversubscribes (see pruner/cli/app.cpp).
-The pip torch here uses MKL, which follows torch.set_num_threads. So keep headprune at its
-defaults and give this script --threads = the cores OpenBLAS uses (nproc unless
-OPENBLAS_NUM_THREADS is set). To pin both to N cores instead: OPENBLAS_NUM_THREADS=N for
-headprune and --threads N here.
+Threads: give both the same cores. `headprune --threads N` sets LibTorch's pool and the BLAS
+pool to N (README, "Threads"; its JSON reports "threads", "blas_threads" and "blas_threading");
+the pip torch here uses MKL, which follows torch.set_num_threads. So run headprune with
+--threads N and this script with --threads N.
 
 Options: --dense DIR, --pruned DIR (HF folders; the pruned one carries `pruned_heads` in
 config.json, which transformers 4.x honours), --batch-size 1,8,32, --seq-len 32,128,512, --threads N
 (default: torch's default), --warmup 2, --min-reps 5, --max-reps 30, --max-seconds 60 (per
-shape), --attn sdpa|eager (default sdpa, transformers' default for BERT), --seed 1234,
+shape), --attn sdpa|eager (default sdpa, transformers' default for BERT), --dtype
+float32|bfloat16 (default float32), --train-step (time forward + backward to every weight
+instead of a forward pass: the dense row of `headprune bench-training`), --seed 1234,
 --headprune-json FILE (the output of `headprune bench --json` for the same models and shapes),
 --out FILE.json.
 

@@ -45,7 +45,6 @@ using nlohmann::json;
 
 /// Largest header accepted, as in the reference implementation.
 constexpr std::uint64_t kMaxHeaderBytes = 100ull * 1000 * 1000;
-constexpr const char* kMetadataKey = kSafetensorsMetadataKey;
 constexpr const char* kSupportedDtypes = kSafetensorsDtypes;
 
 /// The torch type of each format dtype name (sizes: models/formats/safetensors_header.cpp).
@@ -75,55 +74,49 @@ const DtypeInfo* dtype_by_type(torch::ScalarType type) {
 
 std::string quoted(const fs::path& p) { return fmt::format("'{}'", p.string()); }
 
-[[noreturn]] void fail(const fs::path& file, const std::string& msg) { safetensors_error(file, msg); }
-[[noreturn]] void fail(const fs::path& file, const std::string& tensor, const std::string& msg) {
-  safetensors_error(file, tensor, msg);
-}
 
 std::string io_reason() {
   return errno != 0 ? std::string(" (") + std::strerror(errno) + ")" : std::string();
 }
 
-constexpr const char* kTruncatedHint = kSafetensorsTruncatedHint;
-constexpr const char* kCorruptHint = kSafetensorsCorruptHint;
 
 }  // namespace
 
 TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::string>* metadata) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
-    if (!fs::exists(file, ec)) fail(file, "no such file");
-    fail(file, "not a regular file");
+    if (!fs::exists(file, ec)) safetensors_error(file, "no such file");
+    safetensors_error(file, "not a regular file");
   }
   const std::uint64_t file_size = fs::file_size(file, ec);
-  if (ec) fail(file, "cannot get its size: " + ec.message());
+  if (ec) safetensors_error(file, "cannot get its size: " + ec.message());
 
   errno = 0;
   std::ifstream in(file, std::ios::binary);
-  if (!in) fail(file, "cannot open it for reading" + io_reason());
+  if (!in) safetensors_error(file, "cannot open it for reading" + io_reason());
 
   if (file_size < 8)
-    fail(file, "it is " + std::to_string(file_size) +
+    safetensors_error(file, "it is " + std::to_string(file_size) +
                    " bytes long, shorter than the 8-byte header length: it is not a "
-                   "safetensors file, or " + kTruncatedHint);
+                   "safetensors file, or " + kSafetensorsTruncatedHint);
   unsigned char len_bytes[8];
   if (!in.read(reinterpret_cast<char*>(len_bytes), 8))
-    fail(file, "cannot read the header length" + io_reason());
+    safetensors_error(file, "cannot read the header length" + io_reason());
   std::uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
 
   if (header_len > kMaxHeaderBytes)
-    fail(file, "the header length " + std::to_string(header_len) +
+    safetensors_error(file, "the header length " + std::to_string(header_len) +
                    " is absurd (more than 100 MB): it is not a safetensors file, or " +
-                   kCorruptHint);
+                   kSafetensorsCorruptHint);
   if (header_len > file_size - 8)
-    fail(file, "the header length " + std::to_string(header_len) + " exceeds the " +
-                   std::to_string(file_size - 8) + " bytes after it: " + kTruncatedHint +
+    safetensors_error(file, "the header length " + std::to_string(header_len) + " exceeds the " +
+                   std::to_string(file_size - 8) + " bytes after it: " + kSafetensorsTruncatedHint +
                    " (or it is not a safetensors file)");
 
   std::string header_text(static_cast<std::size_t>(header_len), '\0');
   if (header_len > 0 && !in.read(header_text.data(), static_cast<std::streamsize>(header_len)))
-    fail(file, "cannot read the " + std::to_string(header_len) + "-byte header" + io_reason());
+    safetensors_error(file, "cannot read the " + std::to_string(header_len) + "-byte header" + io_reason());
 
   const auto header = parse_safetensors_header(file, header_text, file_size - 8 - header_len);
   const auto& entries = header.entries;
@@ -142,7 +135,7 @@ TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::stri
       in.seekg(static_cast<std::streamoff>(data_start + e.begin));
       char* dst = static_cast<char*>(t.data_ptr());
       if (!in || !in.read(dst, static_cast<std::streamsize>(nbytes)))
-        fail(file, e.name,
+        safetensors_error(file, e.name,
              "cannot read its " + std::to_string(nbytes) + " bytes" + io_reason() +
                  ": the file may have been truncated while being read; re-download or "
                  "re-export it");
@@ -151,9 +144,9 @@ TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::stri
         const auto* b = reinterpret_cast<const unsigned char*>(dst);
         for (std::uint64_t i = 0; i < nbytes; ++i)
           if (b[i] > 1)
-            fail(file, e.name,
+            safetensors_error(file, e.name,
                  "BOOL element " + std::to_string(i) + " has byte value " +
-                     std::to_string(int(b[i])) + ", not 0 or 1: " + kCorruptHint);
+                     std::to_string(int(b[i])) + ", not 0 or 1: " + kSafetensorsCorruptHint);
       }
     }
     out.emplace(e.name, std::move(t));
@@ -275,13 +268,13 @@ void save_safetensors(const fs::path& file, const TensorMap& tensors,
   prepared.reserve(tensors.size());
   std::string header = "{";
   try {
-    if (!metadata.empty()) header += std::string("\"") + kMetadataKey + "\":" + json(metadata).dump();
+    if (!metadata.empty()) header += std::string("\"") + kSafetensorsMetadataKey + "\":" + json(metadata).dump();
   } catch (const json::exception& e) {
     throw err(std::string("the metadata is not valid UTF-8 (") + e.what() + ")");
   }
   std::uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
-    if (name == kMetadataKey)
+    if (name == kSafetensorsMetadataKey)
       throw err("a tensor cannot be named \"__metadata__\" (the key is reserved for metadata)");
     if (!tensor.defined()) throw err("tensor '" + name + "' is undefined");
     if (tensor.layout() != torch::kStrided)

@@ -12,6 +12,7 @@
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/option_table.h"
+#include "pruner/blas_kernels.h"
 #include "pruner/log.h"
 #include "pruner/thread_pools.h"
 #include "pruner/training/interruption.h"
@@ -212,7 +213,9 @@ int run(int argc, const char* const* argv) {
       throw UsageError(e.what());
     }
     if (vm.count("version")) {
-      fmt::print("headprune {} (LibTorch {})\n", HEADPRUNE_VERSION, TORCH_VERSION);
+      const auto kernels = pruner::openblas_kernels();
+      fmt::print("headprune {} (LibTorch {}{})\n", HEADPRUNE_VERSION, TORCH_VERSION,
+                 kernels.empty() ? "" : fmt::format(", OpenBLAS {} kernels", kernels));
       return 0;
     }
     if (rest.empty()) {
