@@ -11,7 +11,8 @@ namespace headprune::models {
 torch::Tensor attention_context_explicit(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                          const torch::Tensor& mask_bias, torch::Tensor* probs) {
   auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(q.size(-1)));
-  auto p = torch::softmax((scores + mask_bias).to(torch::kFloat), -1).to(q.scalar_type());
+  if (mask_bias.defined()) scores = scores + mask_bias;
+  auto p = torch::softmax(scores.to(torch::kFloat), -1).to(q.scalar_type());
   if (probs) *probs = p.detach();
   return torch::matmul(p, v);
 }
@@ -30,7 +31,9 @@ bool fused_attention_available() { return TORCH_VERSION_MAJOR >= 2; }
 torch::Tensor attention_context(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                 const torch::Tensor& mask_bias, torch::Tensor* probs) {
 #if TORCH_VERSION_MAJOR >= 2
-  if (!probs) return at::scaled_dot_product_attention(q, k, v, mask_bias.to(q.scalar_type()));
+  if (!probs)
+    return mask_bias.defined() ? at::scaled_dot_product_attention(q, k, v, mask_bias.to(q.scalar_type()))
+                               : at::scaled_dot_product_attention(q, k, v);
 #endif
   return attention_context_explicit(q, k, v, mask_bias, probs);
 }

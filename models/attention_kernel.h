@@ -11,7 +11,8 @@ namespace headprune::models {
 ///   q, k, v:   [B, h, T, d], one key/value head per query head (GQA groups already expanded);
 ///   mask_bias: additive, broadcastable to [B, h, T, T]: 0 where a key is visible, the lowest
 ///              float where it is not (HF's extended mask; a row with nothing visible stays
-///              finite and attends uniformly).
+///              finite and attends uniformly); undefined when every key is visible (an
+///              unpadded BERT batch), so the fused kernel runs without a mask, as HF's does.
 /// @returns the context [B, h, T, d], in q's dtype; the softmax runs in float32.
 /// With `probs` non-null the explicit path runs and *probs receives the probabilities
 /// [B, h, T, T] (detached); otherwise LibTorch >= 2.0 runs at::scaled_dot_product_attention

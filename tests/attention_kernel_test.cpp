@@ -74,3 +74,16 @@ CATCH_TEST_CASE("fused attention agrees with the explicit path under LLaMA's cau
 CATCH_TEST_CASE("the fused path is claimed exactly when the LibTorch has one", "[attention]") {
   CATCH_CHECK(models::fused_attention_available() == (TORCH_VERSION_MAJOR >= 2));
 }
+
+CATCH_TEST_CASE("no mask (an unpadded batch) equals an all-visible mask on both paths", "[attention]") {
+  torch::manual_seed(11);
+  auto q = torch::randn({kBatch, kHeads, kTokens, kHeadWidth}) * 2;
+  auto k = torch::randn({kBatch, kHeads, kTokens, kHeadWidth});
+  auto v = torch::randn({kBatch, kHeads, kTokens, kHeadWidth});
+  const auto zeros = torch::zeros({kBatch, 1, 1, kTokens});
+  const auto reference = models::attention_context_explicit(q, k, v, zeros);
+  const double tol = testing::float32_tolerance(reference, 2, std::max(kHeadWidth, kTokens));
+  CATCH_CHECK((models::attention_context_explicit(q, k, v, torch::Tensor()) - reference).abs().max().item<double>() <=
+              tol);
+  CATCH_CHECK((models::attention_context(q, k, v, torch::Tensor()) - reference).abs().max().item<double>() <= tol);
+}

@@ -146,7 +146,7 @@ CATCH_TEST_CASE("SIGTERM to the launcher: every rank stops at the same step, 1 p
   check_same_gates(w.dir / "full", out);
 }
 
-CATCH_TEST_CASE("a rank that dies ends every rank with an error and no output; --resume completes",
+CATCH_TEST_CASE("a rank that dies ends every rank with an error and no output, and --resume completes",
                 "[distributed]") {
   testing::Workspace w("dist-kill");
   const auto out = w.dir / "pruned";

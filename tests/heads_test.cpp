@@ -296,7 +296,7 @@ CATCH_TEST_CASE("heads on the command line: roles as JSON, usage errors exit 2",
                                 "--gates", out.parent_path().string()}) == 1);  // no gates there
 }
 
-CATCH_TEST_CASE("prune --analyze-conllu stores the roles; report shows them for kept and removed heads",
+CATCH_TEST_CASE("prune --analyze-conllu stores the roles, and report shows them for kept and removed heads",
                 "[heads][cli]") {
   const auto dir = testing::temp_dir("prune-analyze");
   const auto text = dir / "planted.txt";
@@ -356,7 +356,7 @@ CATCH_TEST_CASE("prune --analyze-conllu stores the roles; report shows them for 
   CATCH_CHECK(picture.find("removed earlier") != std::string::npos);
 }
 
-CATCH_TEST_CASE("heads on a LLaMA (stories260K): a causal head never attends ahead; importance and rank per query head",
+CATCH_TEST_CASE("heads on a LLaMA (stories260K): a causal head never attends ahead, and importance and rank per query head",
                 "[heads][llama][data]") {
   auto ckpt = models::load_checkpoint(testing::converted_stories(), torch::kCPU);
   const std::vector<std::string> lines = {

@@ -140,7 +140,7 @@ CATCH_TEST_CASE("ONNX external data: the same tensors, byte for byte, beside the
   CATCH_CHECK(moved == 5 * 7 + 1);  // per layer q/k/v/o and the three MLP matrices, and the embedding
 }
 
-CATCH_TEST_CASE("export-onnx --external-data writes FILE_data; --force without it removes the stale one",
+CATCH_TEST_CASE("export-onnx --external-data writes FILE_data, and --force without it removes the stale one",
                 "[onnx][cli]") {
   const auto dir = testing::temp_dir("onnx-external");
   const auto model = testing::converted_stories().string();

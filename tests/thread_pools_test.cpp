@@ -46,7 +46,7 @@ CATCH_TEST_CASE("set_thread_pools sets LibTorch's pool and OpenBLAS's, and repor
   CATCH_CHECK(pruner::usable_cpus() >= 1);
 }
 
-CATCH_TEST_CASE("OMP_NUM_THREADS sets the default; a bad value is a usage error", "[threads][cli]") {
+CATCH_TEST_CASE("OMP_NUM_THREADS sets the default and a bad value is a usage error", "[threads][cli]") {
   testing::Workspace w("threads");
   ::setenv("OMP_NUM_THREADS", "1", 1);
   CATCH_CHECK(testing::run_cli({"inspect", w.model.string()}) == 0);

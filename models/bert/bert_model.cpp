@@ -145,9 +145,11 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
                             multipliers->size(), config_.num_hidden_layers));
   auto x = embeddings->forward(ids, inputs.token_type_ids);
   auto mask = inputs.attention_mask.defined() ? inputs.attention_mask : torch::ones_like(ids);
-  // HF's extended attention mask: (1 - mask) * finfo(dtype).min, broadcast over heads and queries.
-  auto mask_bias = (1.0 - mask.to(x.dtype())).view({ids.size(0), 1, 1, ids.size(1)}) *
-                   mask_min(x.scalar_type());
+  // HF's extended attention mask: (1 - mask) * finfo(dtype).min, broadcast over heads and
+  // queries; none for an unpadded batch (every key visible), so SDPA runs without a mask.
+  torch::Tensor mask_bias;
+  if (!mask.all().item<bool>())
+    mask_bias = (1.0 - mask.to(x.dtype())).view({ids.size(0), 1, 1, ids.size(1)}) * mask_min(x.scalar_type());
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     torch::Tensor m;
     if (multipliers) {

@@ -26,7 +26,8 @@ namespace headprune::models {
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:
   BertSelfAttentionImpl(int64_t hidden_size, int64_t num_heads, int64_t head_dim);
-  /// x: [B, T, H]; mask_bias: [B, 1, 1, T] additive (0 or a large negative number);
+  /// x: [B, T, H]; mask_bias: [B, 1, 1, T] additive (0 or a large negative number), or
+  /// undefined when no key is padding;
   /// multiplier: undefined or [num_heads]. @returns the per-head context, concatenated:
   /// [B, T, num_heads*head_dim], each head scaled by its multiplier.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
