@@ -1,6 +1,5 @@
 #include "pruner/blas_kernels.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +10,7 @@
 namespace headprune::pruner {
 
 std::string openblas_kernels() {
-  using Corename = const char* (*)();
-  auto corename = reinterpret_cast<Corename>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  auto corename = blas_function<const char* (*)()>("openblas_get_corename");
   const char* name = corename ? corename() : nullptr;
   return name ? name : "";
 }

@@ -6,9 +6,18 @@
 // again with it set.
 #pragma once
 
+#include <dlfcn.h>
+
 #include <string>
 
 namespace headprune::pruner {
+
+/// A function of the BLAS library mapped into the process, looked up by name at run time so that
+/// headprune links no BLAS itself (nullptr when no loaded library has it).
+template <typename Fn>
+Fn blas_function(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
 
 /// The kernel set the loaded OpenBLAS runs (openblas_get_corename, e.g. "SkylakeX", "Haswell",
 /// "Prescott"); "" when no OpenBLAS is loaded (MKL inside a PyPI LibTorch).

@@ -1,6 +1,5 @@
 #include "pruner/thread_pools.h"
 
-#include <dlfcn.h>
 #include <sched.h>
 
 #include <fstream>
@@ -15,12 +14,6 @@
 
 namespace headprune::pruner {
 namespace {
-
-/// A function of the BLAS library, looked up at run time (nullptr if it is not loaded).
-template <typename Fn>
-Fn blas_function(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
-}
 
 int blas_pool_size() {
   using Getter = int (*)();
@@ -85,10 +78,9 @@ ThreadPools current_thread_pools() {
   return {torch::get_num_threads(), blas_pool_size(), blas_threading(), loaded_blas(), openblas_kernels()};
 }
 
-ThreadPools set_thread_pools(int n) {
+void set_thread_pools(int n) {
   if (n < 1) throw Error(fmt::format("thread count {} must be at least 1", n));
-  auto pools = current_thread_pools();
-  const bool own_threads = pools.blas_threading == "pthreads";
+  const bool own_threads = blas_threading() == "pthreads";
   torch::set_num_threads(own_threads ? 1 : n);
   if (auto set = blas_function<void (*)(int)>("openblas_set_num_threads")) set(n);
   if (own_threads && n > 1)
@@ -97,7 +89,6 @@ ThreadPools set_thread_pools(int n) {
               "install libopenblas0-openmp and select it (update-alternatives --config "
               "libopenblas.so.0-x86_64-linux-gnu) so both share one pool",
               n, n);
-  return current_thread_pools();
 }
 
 int usable_cpus() {

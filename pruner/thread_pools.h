@@ -40,8 +40,9 @@ ThreadPools current_thread_pools();
 /// When OpenBLAS runs its own pthreads (Debian's libopenblas0-pthread), two busy pools would
 /// oversubscribe the cores: LibTorch then keeps 1 intra-op thread, BLAS gets `n`, and a warning
 /// names the package that shares one pool (libopenblas0-openmp).
-/// @returns the pools as set. @throws headprune::Error if n < 1.
-ThreadPools set_thread_pools(int n);
+/// Runs at every start of the program, so it asks only what it needs (current_thread_pools()
+/// reports the result). @throws headprune::Error if n < 1.
+void set_thread_pools(int n);
 
 /// CPUs this process may run on (sched_getaffinity; std::thread::hardware_concurrency if that
 /// fails), at least 1: the default for `--threads`.

@@ -31,8 +31,8 @@ std::string output_of(const std::string& command) {
 }  // namespace
 
 CATCH_TEST_CASE("set_thread_pools sets LibTorch's pool and OpenBLAS's, and reports them", "[threads]") {
-  const auto pools = pruner::set_thread_pools(3);
-  CATCH_CHECK(pools.blas_threading == pruner::current_thread_pools().blas_threading);
+  pruner::set_thread_pools(3);
+  const auto pools = pruner::current_thread_pools();
   if (pools.blas_threading == "pthreads") {
     // Two busy pools would oversubscribe the cores: LibTorch keeps 1.
     CATCH_CHECK(pools.intra_op == 1);
