@@ -15,6 +15,7 @@
 #include <torch/types.h>
 
 #include "models/config.h"
+#include "models/kv_cache.h"
 #include "models/linear.h"
 
 namespace headprune::models {
@@ -79,6 +80,14 @@ class AttentionModel : public torch::nn::Module {
   /// Runs the model. `multipliers` (optional) has one entry per layer.
   /// @throws headprune::Error if a multiplier's shape does not match its layer's heads.
   virtual ModelOutput forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) = 0;
+
+  /// Runs `input_ids` [batch, t] as the t positions after the `cache.length` ones `cache` holds
+  /// (an empty cache: from position 0), appends their keys and values to `cache`, and returns
+  /// the logits [batch, t, vocab]: what forward() gives for those positions of the whole
+  /// sequence, without recomputing the earlier ones. No padding, no multipliers.
+  /// @throws headprune::Error for a family without a cached decoder (BERT) or a sequence past
+  ///         max_position_embeddings.
+  virtual torch::Tensor forward_cached(const torch::Tensor& input_ids, KvCache& cache);
 
   /// Physically removes heads (indices local to the layer's *current* heads, 0-based) of one
   /// layer: slices Q/K/V rows and the output projection's columns, keeps the output bias, and

@@ -8,8 +8,12 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/input_file.h"
 #include "models/formats/llama2c.h"
+#include "models/llama/llama_gguf.h"
 #include "models/registry.h"
+#include "models/tokenizer/byte_level_bpe.h"
+#include "models/tokenizer/gguf_tokenizer.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "models/tokenizer/wordpiece.h"
 
@@ -74,19 +78,51 @@ std::shared_ptr<AttentionModel> make_model(const ModelConfig& config, const Tens
   return models::make_model(config, names);
 }
 
-/// A llama2.c `.bin` checkpoint, converted in memory (see models/formats/llama2c.h).
-Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torch::Device& device) {
-  auto converted = read_llama2c(file);
+/// A checkpoint converted in memory from a single file (llama2.c .bin, GGUF): HF config and
+/// HF-named weights.
+Checkpoint converted_checkpoint(const std::filesystem::path& file, const ModelConfig& config,
+                                const TensorMap& weights, const torch::Device& device) {
   Checkpoint ckpt;
   ckpt.dir = file;
-  auto model = make_model(converted.config, converted.weights);
-  ckpt.unused_keys = load_weights(*model, converted.weights, file.string());
-  ckpt.source_dtypes = source_dtypes(*model, converted.weights);
+  auto model = make_model(config, weights);
+  ckpt.unused_keys = load_weights(*model, weights, file.string());
+  ckpt.source_dtypes = source_dtypes(*model, weights);
   model->to(device);
   model->eval();
   ckpt.model = model;
-  ckpt.max_seq_length = converted.config.max_position_embeddings;
+  ckpt.max_seq_length = config.max_position_embeddings;
   return ckpt;
+}
+
+/// A llama2.c `.bin` checkpoint, converted in memory (see models/formats/llama2c.h).
+Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torch::Device& device) {
+  const auto converted = read_llama2c(file);
+  return converted_checkpoint(file, converted.config, converted.weights, device);
+}
+
+/// A llama.cpp GGUF file of a LLaMA model, converted in memory (models/llama/llama_gguf.h).
+Checkpoint load_gguf_checkpoint(const std::filesystem::path& file, const torch::Device& device) {
+  const auto converted = llama::read_llama_gguf(file);
+  auto ckpt = converted_checkpoint(file, converted.config, converted.weights, device);
+  if (has_gguf_tokenizer(converted.gguf)) ckpt.tokenizer = gguf_tokenizer(converted.gguf);
+  ckpt.chat_template = gguf_chat_template(converted.gguf);
+  return ckpt;
+}
+
+/// The chat template of a checkpoint folder: chat_template.jinja (transformers 5's file), else
+/// tokenizer_config.json's `chat_template` string; "" when neither is there.
+/// @throws headprune::Error for a chat_template that is not one string (named templates).
+std::string folder_chat_template(const std::filesystem::path& dir) {
+  if (std::filesystem::is_regular_file(dir / "chat_template.jinja"))
+    return read_input_file(dir / "chat_template.jinja", "chat template");
+  const auto config_file = dir / "tokenizer_config.json";
+  if (!std::filesystem::is_regular_file(config_file)) return "";
+  const auto config = read_json_file(config_file);
+  if (!config.contains("chat_template") || config["chat_template"].is_null()) return "";
+  if (!config["chat_template"].is_string())
+    throw Error(fmt::format("{}: chat_template is not one template string (named templates are not "
+                            "supported)", config_file.string()));
+  return config["chat_template"].get<std::string>();
 }
 
 }  // namespace
@@ -187,9 +223,11 @@ void round_to_source_dtypes(Checkpoint& checkpoint) {
 Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device) {
   if (std::filesystem::is_regular_file(dir) && dir.extension() == ".bin")
     return load_llama2c_checkpoint(dir, device);
+  if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf")
+    return load_gguf_checkpoint(dir, device);
   if (!std::filesystem::is_directory(dir))
     throw Error(fmt::format("{} is not a folder: give a checkpoint folder holding config.json "
-                            "and model.safetensors (or a llama2.c .bin file)",
+                            "and model.safetensors (or a llama2.c .bin or llama.cpp .gguf file)",
                             dir.string()));
   Checkpoint ckpt;
   ckpt.dir = dir;
@@ -231,13 +269,17 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   model->eval();
   ckpt.model = model;
   std::shared_ptr<WordPieceTokenizer> wordpiece;
-  if (WordPieceTokenizer::present_in(dir)) {
+  if (ByteLevelBpeTokenizer::present_in(dir)) {  // tokenizer.json with a BPE model
+    ckpt.tokenizer = std::make_shared<ByteLevelBpeTokenizer>(
+        ByteLevelBpeTokenizer::from_tokenizer_json(dir / kTokenizerJsonFile));
+  } else if (WordPieceTokenizer::present_in(dir)) {
     wordpiece = std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir));
     ckpt.tokenizer = wordpiece;
   } else if (std::filesystem::exists(dir / kLlama2cTokenizerFile)) {
     ckpt.tokenizer = std::make_shared<Llama2cTokenizer>(
         Llama2cTokenizer::from_file(dir / kLlama2cTokenizerFile, config.vocab_size));
   }
+  ckpt.chat_template = folder_chat_template(dir);
   ckpt.pooling = SentencePooling::from_directory(dir, config.hidden_size);
   // Longest input: sentence-transformers' max_seq_length; else, in a sentence-transformers
   // folder, the tokenizer's model_max_length (as sentence-transformers 3 and 6 both do); both
@@ -254,7 +296,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
 void require_tokenizer_files(const std::filesystem::path& dir, const std::string& command) {
   if (WordPieceTokenizer::present_in(dir) || std::filesystem::is_regular_file(dir / kLlama2cTokenizerFile))
     return;
-  throw Error(fmt::format("{} has no tokenizer (vocab.txt, tokenizer.json or llama2.c tokenizer.bin; "
+  throw Error(fmt::format("{} has no tokenizer (vocab.txt, tokenizer.json with a WordPiece or byte-level "
+                          "BPE model, or llama2.c tokenizer.bin; "
                           "convert a llama2.c .bin with convert-llama2c --tokenizer): {} needs the "
                           "model's tokenizer",
                           dir.string(), command));

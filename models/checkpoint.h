@@ -22,8 +22,12 @@ struct Checkpoint {
   std::filesystem::path dir;
   std::shared_ptr<AttentionModel> model;
   /// The folder's tokenizer: WordPiece (vocab.txt) for BERT, llama2.c (tokenizer.bin) for
-  /// LLaMA; null when the folder has none.
+  /// LLaMA, byte-level BPE (tokenizer.json with a BPE model) for GPT-2-style vocabularies;
+  /// null when the folder has none.
   std::shared_ptr<Tokenizer> tokenizer;
+  /// The chat template (Jinja text): tokenizer_config.json's `chat_template` or
+  /// chat_template.jinja in a folder, `tokenizer.chat_template` in a GGUF file; "" if none.
+  std::string chat_template;
   SentencePooling pooling;
   /// Longest input the folder is meant for: sentence-transformers' max_seq_length if set;
   /// else, in a sentence-transformers folder, min(max_position_embeddings, the tokenizer's
@@ -56,13 +60,14 @@ void cast_checkpoint(Checkpoint& checkpoint, torch::ScalarType dtype);
 /// Loads a checkpoint folder onto `device`. The architecture comes from config.json's
 /// `model_type` (bert: BertModel, llama: LlamaModel); head counts per layer from `pruned_heads`
 /// (or, for llama, `headprune.kept_heads`). A llama2.c `.bin` file is accepted too and converted
-/// in memory (models/formats/llama2c.h; `dir` is then that file, and no tokenizer is loaded).
+/// in memory (models/formats/llama2c.h; `dir` is then that file, and no tokenizer is loaded), and so
+/// is a llama.cpp `.gguf` file of a LLaMA model (models/llama/llama_gguf.h; with its tokenizer).
 /// @throws headprune::Error naming the folder, file, or tensor: missing config/weights, a weight
 ///         the model needs that the file lacks, or a shape that differs from the config's.
 Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device);
 
 /// Checks, before anything loads, that `dir` holds a tokenizer load_checkpoint reads
-/// (vocab.txt, tokenizer.json with a WordPiece model, or llama2.c tokenizer.bin).
+/// (vocab.txt, tokenizer.json with a WordPiece or byte-level BPE model, or llama2.c tokenizer.bin).
 /// @throws headprune::Error "DIR has no tokenizer ... COMMAND needs the model's tokenizer".
 void require_tokenizer_files(const std::filesystem::path& dir, const std::string& command);
 

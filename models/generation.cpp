@@ -21,10 +21,13 @@ std::vector<int64_t> generate_tokens(AttentionModel& model, const std::vector<in
     throw Error(fmt::format("temperature must be >= 0, got {}", options.temperature));
   torch::NoGradGuard no_grad;
   const auto device = model.parameters().front().device();
+  auto as_input = [&](const std::vector<int64_t>& t) { return torch::tensor(t, torch::kLong).unsqueeze(0).to(device); };
   std::vector<int64_t> ids = prompt;
+  KvCache cache;
+  auto pending = as_input(prompt);  // with the cache: the tokens not yet run
   for (int64_t step = 0; step < options.steps && static_cast<int64_t>(ids.size()) < max_len; ++step) {
-    auto input = torch::tensor(ids, torch::kLong).unsqueeze(0).to(device);
-    auto logits = model.forward({input, {}, {}}, nullptr).logits;
+    auto logits = options.use_cache ? model.forward_cached(pending, cache)
+                                    : model.forward({as_input(ids), {}, {}}, nullptr).logits;
     if (!logits.defined())
       throw Error(fmt::format("a '{}' model has no language-model head to generate with",
                               model.config().model_type));
@@ -40,6 +43,7 @@ std::vector<int64_t> generate_tokens(AttentionModel& model, const std::vector<in
         options.stop_tokens.end())
       break;
     ids.push_back(next);
+    pending = as_input({next});
   }
   return ids;
 }

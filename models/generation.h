@@ -14,6 +14,9 @@ struct GenerationOptions {
   int64_t steps = 256;        ///< new tokens to generate at most
   double temperature = 1.0;   ///< 0 = greedy (argmax); else sample softmax(logits / T)
   std::vector<int64_t> stop_tokens;  ///< generation ends when one of these is produced (not kept)
+  /// Run each new token alone against a KV cache (AttentionModel::forward_cached) instead of
+  /// the whole sequence again; the same tokens either way (tests/llama_test.cpp).
+  bool use_cache = true;
 };
 
 /// Extends `prompt` (ids, [BOS, ...]) by up to options.steps tokens, stopping early at a stop

@@ -184,6 +184,30 @@ CATCH_TEST_CASE("greedy decoding from BOS reproduces the documented text", "[lla
   CATCH_CHECK(text.substr(0, kGreedyText.size()) == kGreedyText);
 }
 
+CATCH_TEST_CASE("the KV cache gives the uncached path's logits and tokens, pruned groups too", "[llama]") {
+  auto ckpt = load_stories();
+  ckpt.model->prune_heads(1, {0, 3, 4}, {});  // uneven GQA groups: the cache holds KV heads, not query heads
+  models::GenerationOptions options;
+  options.steps = 120;
+  options.temperature = 0;
+  const std::vector<int64_t> prompt{models::Llama2cTokenizer::kBos, 403, 261, 378};
+  const auto cached = models::generate_tokens(*ckpt.model, prompt, options);
+  options.use_cache = false;
+  CATCH_CHECK(models::generate_tokens(*ckpt.model, prompt, options) == cached);
+  // Two chunks (the second several tokens long, so it is causal among itself and sees the
+  // first) against one uncached pass over the whole sequence.
+  torch::NoGradGuard no_grad;
+  const auto ids = torch::tensor(std::vector<int64_t>(cached.begin(), cached.begin() + 40)).unsqueeze(0);
+  models::KvCache cache;
+  const auto first = ckpt.model->forward_cached(ids.slice(1, 0, 25), cache);
+  const auto second = ckpt.model->forward_cached(ids.slice(1, 25, 40), cache);
+  CATCH_CHECK(cache.length == 40);
+  const auto full = ckpt.model->forward({ids, {}, {}}, nullptr).logits;
+  const auto diff = (torch::cat({first, second}, 1) - full).abs().max().item<double>();
+  CATCH_INFO("max |cached - uncached| = " << diff);
+  CATCH_CHECK(diff <= testing::float32_tolerance(ckpt.model->config(), full));
+}
+
 CATCH_TEST_CASE("logits match HF transformers LlamaForCausalLM", "[llama]") {
   const auto device = testing::test_device();  // scripts/gpu-check runs this on cuda
   auto ckpt = models::load_checkpoint(stories_bin(), device);

@@ -77,7 +77,8 @@ LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, std::vector<int64_t
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
                                           const torch::Tensor& cos, const torch::Tensor& sin,
-                                          const torch::Tensor& multiplier) {
+                                          const torch::Tensor& multiplier, torch::Tensor* past_keys,
+                                          torch::Tensor* past_values) {
   const int64_t B = x.size(0), T = x.size(1);
   if (record_probs) probs = torch::zeros({B, 0, T, T}, x.options());
   if (num_heads == 0) {
@@ -94,6 +95,14 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
   auto v = split(v_proj->forward(x), num_kv_heads);
   q = q * cos + rotate_half(q) * sin;
   k = k * cos + rotate_half(k) * sin;
+  if (past_keys) {
+    if (past_keys->defined()) {
+      k = torch::cat({*past_keys, k}, 2);
+      v = torch::cat({*past_values, v}, 2);
+    }
+    *past_keys = k;
+    *past_values = v;
+  }
   // Each query head reads its own KV head (groups may be uneven after pruning).
   auto index = torch::tensor(kv_of_query, torch::kLong).to(x.device());
   k = k.index_select(1, index);
@@ -130,8 +139,10 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const ModelConfig& c,
 torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x,
                                              const torch::Tensor& mask_bias,
                                              const torch::Tensor& cos, const torch::Tensor& sin,
-                                             const torch::Tensor& multiplier) {
-  auto h = x + self_attn->forward(input_layernorm->forward(x), mask_bias, cos, sin, multiplier);
+                                             const torch::Tensor& multiplier, torch::Tensor* past_keys,
+                                             torch::Tensor* past_values) {
+  auto h = x + self_attn->forward(input_layernorm->forward(x), mask_bias, cos, sin, multiplier,
+                                  past_keys, past_values);
   if (self_attn->record_context) io = {x.detach(), self_attn->context};
   return h + mlp->forward(post_attention_layernorm->forward(h));
 }
@@ -202,13 +213,41 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
     x = layers[l]->forward(x, mask_bias, cos, sin, m);
   }
   x = norm->forward(x);
-  auto logits = lm_head ? lm_head->forward(x) : torch::linear(x, embed_tokens->weight);
-  ModelOutput out{x, logits, {}, {}};
+  ModelOutput out{x, lm_logits(x), {}, {}};
   for (auto& layer : layers)
     if (layer->self_attn->record_probs) out.attentions.push_back(layer->self_attn->probs);
   for (auto& layer : layers)
     if (layer->self_attn->record_context) out.attention_io.push_back(layer->io);
   return out;
+}
+
+torch::Tensor LlamaModel::forward_cached(const torch::Tensor& ids, KvCache& cache) {
+  if (ids.dim() != 2 || ids.size(1) == 0) throw Error("input_ids must have shape [batch, seq] with seq >= 1");
+  const int64_t L = config_.num_hidden_layers, past = cache.length, T = ids.size(1);
+  if (past + T > config_.max_position_embeddings)
+    throw Error(fmt::format("{} cached and {} new tokens are more than max_position_embeddings {}", past, T,
+                            config_.max_position_embeddings));
+  cache.keys.resize(static_cast<std::size_t>(L));
+  cache.values.resize(static_cast<std::size_t>(L));
+  auto x = embed_tokens->forward(ids);
+  // New token i (position past + i) sees every cached key and the new keys up to itself.
+  torch::Tensor mask_bias;
+  if (T > 1) {
+    auto allowed = torch::ones({T, past + T}, ids.options().dtype(torch::kBool)).tril(past);
+    mask_bias = torch::zeros({1, 1, T, past + T}, x.options())
+                    .masked_fill(allowed.logical_not().view({1, 1, T, past + T}), mask_min(x.scalar_type()));
+  }
+  auto [cos, sin] = rotary_tables(past + T, config_.head_dim, config_.rope_theta, x.device());
+  cos = cos.narrow(0, past, T).to(x.scalar_type());
+  sin = sin.narrow(0, past, T).to(x.scalar_type());
+  for (int64_t l = 0; l < L; ++l)
+    x = layers[l]->forward(x, mask_bias, cos, sin, {}, &cache.keys[l], &cache.values[l]);
+  cache.length = past + T;
+  return lm_logits(norm->forward(x));
+}
+
+torch::Tensor LlamaModel::lm_logits(const torch::Tensor& normed) {
+  return lm_head ? lm_head->forward(normed) : torch::linear(normed, embed_tokens->weight);
 }
 
 void LlamaModel::set_output_attentions(bool on) {

@@ -54,11 +54,15 @@ class LlamaAttentionImpl : public torch::nn::Module {
   /// KV head used at least once).
   LlamaAttentionImpl(const ModelConfig& config, std::vector<int64_t> kv_of_query,
                      int64_t num_kv_heads);
-  /// x: [B, T, H]; mask_bias: [B, 1, T, T] additive; cos/sin: [T, head_dim]; multiplier:
-  /// undefined or [num_heads]. @returns o_proj(concatenated per-head context × multiplier): [B, T, H].
+  /// x: [B, T, H]; mask_bias: [B, 1, T, past + T] additive (undefined: every key visible);
+  /// cos/sin: [T, head_dim] for the positions of x; multiplier: undefined or [num_heads].
+  /// With `past_keys`/`past_values` (a KV cache layer, [B, num_kv_heads, past, head_dim] or
+  /// undefined) x's keys and values are appended to them first.
+  /// @returns o_proj(concatenated per-head context × multiplier): [B, T, H].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
                         const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& multiplier);
+                        const torch::Tensor& multiplier, torch::Tensor* past_keys = nullptr,
+                        torch::Tensor* past_values = nullptr);
   int64_t num_heads;     ///< query heads present
   int64_t num_kv_heads;  ///< KV heads present
   int64_t head_dim;
@@ -85,9 +89,11 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
  public:
   LlamaDecoderLayerImpl(const ModelConfig& config, std::vector<int64_t> kv_of_query,
                         int64_t num_kv_heads);
+  /// As LlamaAttentionImpl::forward (the KV cache layer passed through).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
                         const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& multiplier);
+                        const torch::Tensor& multiplier, torch::Tensor* past_keys = nullptr,
+                        torch::Tensor* past_values = nullptr);
   /// Keeps the last forward's block input and context in `io` (sets self_attn's record_context).
   void set_record_io(bool on);
   AttentionBlockIO io;  ///< detached, when recording
@@ -121,6 +127,9 @@ class LlamaModel : public AttentionModel {
   /// @throws headprune::Error on an out-of-range or duplicate index or a bad scale shape.
   void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
                    const torch::Tensor& scale) override;
+  /// The decoder with a KV cache (AttentionModel::forward_cached): positions cache.length.. of
+  /// the rotary tables, causal among the new tokens, every cached key visible.
+  torch::Tensor forward_cached(const torch::Tensor& input_ids, KvCache& cache) override;
   void drop_layers(const std::vector<int64_t>& layers) override;
   int64_t attention_parameter_count() const override;
   /// HF LlamaForCausalLM as ONNX without a KV cache (models/llama/llama_onnx.cpp): inputs
@@ -137,6 +146,9 @@ class LlamaModel : public AttentionModel {
   Linear lm_head{nullptr};                      ///< "lm_head", null when tied
 
  private:
+  /// The LM head (tied or not) on the final norm's output: [B, T, H] -> logits [B, T, vocab].
+  torch::Tensor lm_logits(const torch::Tensor& normed);
+
   ModelConfig config_;
 };
 

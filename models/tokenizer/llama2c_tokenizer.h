@@ -56,6 +56,10 @@ class Llama2cTokenizer : public Tokenizer {
   /// space; <0xXX> pieces become the raw byte; BOS/EOS produce nothing.
   /// @throws headprune::Error for an id outside the vocabulary.
   std::string decode(const std::vector<int64_t>& ids) const;
+  /// Generation: BOS + encode(text), decode(ids), and BOS / EOS end a text (run.c's loop).
+  std::vector<int64_t> prompt_ids(const std::string& text) const override { return encode(text, true, false); }
+  std::string generated_text(const std::vector<int64_t>& ids) const override { return decode(ids); }
+  std::vector<int64_t> end_of_text_ids() const override { return {kBos, kEos}; }
 
   /// One token's text as run.c's decode(prev, token) prints it.
   std::string decode_token(int64_t prev, int64_t token) const;

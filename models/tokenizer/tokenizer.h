@@ -9,7 +9,7 @@
 namespace headprune::models {
 
 /// A checkpoint's tokenizer as training and evaluation use it (WordPieceTokenizer for BERT,
-/// Llama2cTokenizer for LLaMA).
+/// Llama2cTokenizer for llama2.c LLaMA, ByteLevelBpeTokenizer for GPT-2-style BPE vocabularies).
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -24,6 +24,17 @@ class Tokenizer {
   /// Whether `id` is a special token the tokenizer adds or reserves ([CLS], [SEP], [PAD],
   /// [UNK], [MASK]; <s>, </s>, <unk>), not text.
   virtual bool is_special(int64_t id) const = 0;
+
+  // What generation needs (causal language models; WordPiece has none of it).
+  /// Ids of a prompt to continue: `text` with the special tokens the model expects before it
+  /// (BOS where the tokenizer adds one) and none after; special-token strings written in the
+  /// text (ChatML's <|im_start|>) are read as those tokens where the tokenizer knows them.
+  /// @throws headprune::Error for a tokenizer without generation support, or invalid input.
+  virtual std::vector<int64_t> prompt_ids(const std::string& text) const;
+  /// The text of `ids` with special tokens left out. @throws headprune::Error as prompt_ids.
+  virtual std::string generated_text(const std::vector<int64_t>& ids) const;
+  /// Ids that end a generated text (EOS; llama2.c also BOS). Empty without generation support.
+  virtual std::vector<int64_t> end_of_text_ids() const { return {}; }
 };
 
 }  // namespace headprune::models

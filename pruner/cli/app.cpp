@@ -174,6 +174,7 @@ const std::vector<Command>& commands() {
       {"launch", "start the ranks of a data-parallel train-gates or prune on this machine", run_launch},
       {"apply", "remove heads (from gates or a list) and write a smaller checkpoint", run_apply},
       {"export-onnx", "write a checkpoint as one ONNX model for ONNX Runtime", run_export_onnx},
+      {"export-gguf", "write a LLaMA checkpoint as one GGUF file for llama.cpp", run_export_gguf},
       {"bench", "time a dense and a pruned checkpoint side by side", run_bench},
       {"bench-training", "time a gate-training step against a plain dense forward+backward",
        run_bench_training},
@@ -187,6 +188,8 @@ const std::vector<Command>& commands() {
        run_generate},
       {"convert-llama2c", "turn a llama2.c .bin (+ tokenizer) into an HF LLaMA folder",
        run_convert_llama2c},
+      {"convert-gguf", "turn a llama.cpp GGUF LLaMA (+ its tokenizer) into an HF LLaMA folder",
+       run_convert_gguf},
   };
   return table;
 }

@@ -71,6 +71,8 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
 int run_report(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_generate(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_convert_gguf(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_export_onnx(const std::vector<std::string>& args, const GlobalOptions& globals);
+int run_export_gguf(const std::vector<std::string>& args, const GlobalOptions& globals);
 
 }  // namespace headprune::cli

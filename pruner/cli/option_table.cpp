@@ -25,7 +25,7 @@ std::string code(const std::string& text) { return text.empty() ? "–" : "`" + 
 const std::vector<VocabularyEntry>& vocabulary() {
   static const std::vector<VocabularyEntry> entries = {
       {"checkpoint folder (input)", "MODEL (first argument)", "model", "every command"},
-      {"folder the command writes", "-o, --out DIR", "out", "prune, sweep, apply, train-gates, convert-llama2c"},
+      {"folder the command writes", "-o, --out DIR", "out", "prune, sweep, apply, train-gates, convert-llama2c, convert-gguf"},
       {"file a command writes (not a folder)", "--json-file FILE, --embeddings FILE, --svg FILE", "",
        "bench, bench-training; embed; report"},
       {"replace an earlier result", "--force", "", "every command with --out"},

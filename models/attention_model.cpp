@@ -1,0 +1,14 @@
+#include "models/attention_model.h"
+
+#include <fmt/format.h>
+
+#include "models/errors.h"
+
+namespace headprune::models {
+
+torch::Tensor AttentionModel::forward_cached(const torch::Tensor&, KvCache&) {
+  throw Error(fmt::format("a '{}' model has no cached decoder (generation needs a LLaMA-family model)",
+                          config().model_type));
+}
+
+}  // namespace headprune::models

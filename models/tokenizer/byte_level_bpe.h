@@ -1,0 +1,134 @@
+// GPT-2-style byte-level BPE tokenizer (GPT-2, Llama 3, Qwen2, SmolLM), identical in ids to HF
+// `tokenizers` (checked against tokenizers 0.23.3 on SmolLM2-135M-Instruct: tests/
+// bpe_tokenizer_test.cpp, fixtures by tools/make_bpe_fixtures.py).
+//
+// Pipeline (HF tokenizers `TokenizerImpl::encode`):
+//   1. added tokens with normalized false are found verbatim in the raw text (added_vocabulary.h);
+//   2. each stretch between them is normalized (null or NFC), then searched for the added
+//      tokens with normalized true;
+//   3. each plain stretch is pre-tokenized (bpe_pre_tokenizer.h: Split / Digits / ByteLevel,
+//      regexes run by PCRE2) into byte-level mapped words;
+//   4. each word is BPE-merged by rank (bpe_model.h);
+//   5. the post-processor adds its special tokens (TemplateProcessing, e.g. Llama 3's BOS).
+// decode() is HF's ByteLevel decoder. Input must be UTF-8: invalid bytes throw
+// headprune::Error naming their byte offset.
+// Refused by name (headprune::Error): models other than BPE, BPE dropout / unk_token /
+// byte_fallback / continuing_subword_prefix / end_of_word_suffix, normalizers other than null
+// and NFC, pre-tokenizers other than ByteLevel / Split(Isolated) / Digits / Sequence, decoders
+// other than ByteLevel, post-processors other than ByteLevel / TemplateProcessing / Sequence of
+// them, added tokens with single_word true.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "models/tokenizer/added_vocabulary.h"
+#include "models/tokenizer/bpe_model.h"
+#include "models/tokenizer/bpe_pre_tokenizer.h"
+#include "models/tokenizer/tokenizer.h"
+
+namespace headprune::models {
+
+/// The tokenizer part of a GGUF file's metadata (llama.cpp `tokenizer.ggml.*`), as a GGUF reader
+/// fills it.
+struct GgufVocabulary {
+  std::string model;  ///< tokenizer.ggml.model: "gpt2" for byte-level BPE
+  std::string pre;    ///< tokenizer.ggml.pre ("smollm", "llama-bpe", "qwen2", "gpt-2"), may be empty
+  std::vector<std::string> tokens;   ///< tokenizer.ggml.tokens, index = id
+  std::vector<int32_t> token_types;  ///< tokenizer.ggml.token_type: 1 normal, 3 control, 4 user-defined
+  std::vector<std::string> merges;   ///< tokenizer.ggml.merges, "a b", rank order
+  int64_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
+  bool add_bos = false, add_eos = false;  ///< tokenizer.ggml.add_bos_token / add_eos_token
+};
+
+class ByteLevelBpeTokenizer : public Tokenizer {
+ public:
+  /// Reads HF `tokenizer.json` and, if present beside it, `tokenizer_config.json` for the
+  /// names of bos_token / eos_token / pad_token (only to know pad_id(); which special tokens
+  /// encode() adds is the tokenizer.json post-processor's business, as in HF's fast tokenizers).
+  /// @throws headprune::Error naming the file and what is missing, malformed or unsupported.
+  static ByteLevelBpeTokenizer from_tokenizer_json(const std::filesystem::path& file);
+  /// The same from parsed JSON; `source` names it in messages; `config` is tokenizer_config.json
+  /// (or null).
+  static ByteLevelBpeTokenizer from_json(const nlohmann::json& tokenizer, const std::string& source,
+                                         const nlohmann::json& config = nullptr);
+  /// From a GGUF vocabulary: llama.cpp's `pre` name chooses the pre-tokenizer as in upstream HF
+  /// tokenizer.json (llama-vocab.cpp): "gpt-2"/"gpt2" -> ByteLevel(use_regex); "llama-bpe"/
+  /// "llama3"/"llama-v3" -> Split(Llama 3 regex) + ByteLevel, ignore_merges; "qwen2" -> NFC,
+  /// Split(Qwen2 regex) + ByteLevel; "smollm" -> Digits(individual) + ByteLevel(use_regex).
+  /// Control tokens (type 3) become special added tokens, user-defined ones (4) plain added
+  /// tokens; add_bos / add_eos become a TemplateProcessing post-processor.
+  /// @throws headprune::Error naming the model, pre name or id that is not supported / invalid.
+  static ByteLevelBpeTokenizer from_gguf(const GgufVocabulary& vocabulary);
+  /// Whether `dir` holds a tokenizer.json whose model.type is "BPE".
+  static bool present_in(const std::filesystem::path& dir);
+
+  /// HF tokenizer.json of this tokenizer (loads in HF tokenizers and from_json with the same ids).
+  nlohmann::json to_tokenizer_json() const;
+  /// A minimal tokenizer_config.json (tokenizer_class PreTrainedTokenizerFast and the
+  /// bos / eos / unk / pad token names known) to write beside it.
+  nlohmann::json to_tokenizer_config_json() const;
+
+  /// Ids of `text` as HF `Tokenizer.encode(text, add_special_tokens)` (no truncation).
+  /// @throws headprune::Error on invalid UTF-8 (naming the byte offset).
+  std::vector<int64_t> encode_text(const std::string& text, bool add_special_tokens) const;
+  /// Tokenizer interface: HF `tokenizer(text, truncation=True, max_length=max_length)`: the text's
+  /// ids cut to max_length minus the post-processor's tokens, then those added.
+  /// @throws headprune::Error on invalid UTF-8 or a max_length below the added tokens' count.
+  std::vector<int64_t> encode(const std::string& text, std::size_t max_length) const override;
+  /// HF `decode(ids, skip_special_tokens)` with the ByteLevel decoder: token texts joined, each
+  /// mapped back to bytes, invalid UTF-8 replaced by U+FFFD. Ids with no token are skipped, as HF
+  /// does (model embeddings are often padded beyond the vocabulary).
+  std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = false) const;
+
+  /// Generation: the post-processor's tokens before the text (BOS where it adds one), none after.
+  std::vector<int64_t> prompt_ids(const std::string& text) const override;
+  /// Generation: decode(ids, skip_special_tokens = true).
+  std::string generated_text(const std::vector<int64_t>& ids) const override { return decode(ids, true); }
+  /// Generation: the EOS token, when the tokenizer names one.
+  std::vector<int64_t> end_of_text_ids() const override;
+
+  /// The pre-tokenizer's pieces of `text` (HF `pre_tokenizer.pre_tokenize_str` after the
+  /// normalizer), for tests and debugging. @throws headprune::Error on invalid UTF-8.
+  std::vector<std::string> pre_tokenize(const std::string& text) const;
+
+  /// Padding id: pad token, else eos token, else 0.
+  int64_t pad_id() const override;
+  /// The vocabulary entry ("Ġthe") or added token content of `id`. @throws Error on an unknown id.
+  std::string token_text(int64_t id) const override;
+  bool is_special(int64_t id) const override;
+  std::optional<int64_t> token_to_id(const std::string& token) const;
+  /// One more than the largest id of the vocabulary and the added tokens.
+  int64_t vocab_size() const;
+  std::optional<int64_t> bos_id() const { return bos_id_; }
+  std::optional<int64_t> eos_id() const { return eos_id_; }
+
+ private:
+  ByteLevelBpeTokenizer(BpeModel model, BytePreTokenizer pre_tokenizer, bool nfc,
+                        std::vector<AddedToken> added);
+  void append_plain_ids(const std::string& text, std::vector<int64_t>& out) const;
+  const AddedToken* added_token(int64_t id) const;
+  nlohmann::json post_processor_json() const;
+
+  BpeModel model_;
+  BytePreTokenizer pre_tokenizer_;
+  bool nfc_ = false;  ///< normalizer NFC (else none)
+  std::vector<AddedToken> added_;
+  std::unordered_map<int64_t, std::size_t> added_index_;  ///< id -> index in added_ (first one)
+  std::unordered_set<std::string> special_contents_;      ///< contents of special added tokens
+  AddedTokenMatcher raw_matcher_, normalized_matcher_;
+  std::vector<int64_t> prefix_ids_, suffix_ids_;  ///< TemplateProcessing around the text
+  std::optional<int64_t> bos_id_, eos_id_, unk_id_, pad_id_;
+};
+
+/// The tokenizer file in a checkpoint folder.
+inline constexpr const char* kTokenizerJsonFile = "tokenizer.json";
+
+}  // namespace headprune::models

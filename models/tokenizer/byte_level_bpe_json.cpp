@@ -1,0 +1,259 @@
+// ByteLevelBpeTokenizer <-> HF tokenizer.json (huggingface/tokenizers `Tokenizer` serialisation).
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "models/errors.h"
+#include "models/tokenizer/byte_level_bpe.h"
+
+namespace headprune::models {
+namespace byte_level_bpe_json_impl {
+
+/// `section`'s "type", or "" when absent / null.
+std::string section_type(const nlohmann::json& tokenizer, const char* section) {
+  const auto it = tokenizer.find(section);
+  if (it == tokenizer.end() || it->is_null()) return "";
+  return it->is_object() ? it->value("type", std::string("?")) : std::string("?");
+}
+
+/// Refuses a BPE model option that is set to anything but its neutral value.
+void refuse_option(const nlohmann::json& model, const char* key, const std::string& source) {
+  const auto it = model.find(key);
+  if (it == model.end() || it->is_null() || (it->is_boolean() && !it->get<bool>()) ||
+      (it->is_string() && it->get<std::string>().empty()))
+    return;
+  throw Error(fmt::format("{}: BPE {} {} is not supported (byte-level BPE without it only)", source, key, it->dump()));
+}
+
+std::vector<std::pair<std::string, std::string>> read_merges(const nlohmann::json& merges, const std::string& source) {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(merges.size());
+  for (const auto& merge : merges) {
+    if (merge.is_string()) {  // "a b" (tokenizers < 0.20)
+      const auto text = merge.get<std::string>();
+      const auto space = text.find(' ');
+      if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
+        throw Error(fmt::format("{}: merge {} is not two tokens separated by one space", source, merge.dump()));
+      out.emplace_back(text.substr(0, space), text.substr(space + 1));
+    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+      out.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
+    } else {
+      throw Error(fmt::format("{}: merge {} is neither \"a b\" nor [\"a\", \"b\"]", source, merge.dump()));
+    }
+  }
+  return out;
+}
+
+BpeModel read_model(const nlohmann::json& tokenizer, const std::string& source) {
+  const auto type = section_type(tokenizer, "model");
+  if (type != "BPE")
+    throw Error(fmt::format("{}: model type '{}' is not supported by the byte-level BPE tokenizer (BPE only)",
+                            source, type.empty() ? "none" : type));
+  const auto& model = tokenizer.at("model");
+  for (const char* key : {"dropout", "unk_token", "byte_fallback", "continuing_subword_prefix",
+                          "end_of_word_suffix", "fuse_unk"})
+    refuse_option(model, key, source);
+  std::unordered_map<std::string, int64_t> vocab;
+  const auto& map = model.at("vocab");
+  if (!map.is_object()) throw Error(fmt::format("{}: model.vocab is not an object", source));
+  vocab.reserve(map.size());
+  for (const auto& [token, id] : map.items()) {
+    if (!id.is_number_integer())
+      throw Error(fmt::format("{}: vocab id of '{}' is not an integer: {}", source, token, id.dump()));
+    vocab.emplace(token, id.get<int64_t>());
+  }
+  const auto& merges = model.at("merges");
+  if (!merges.is_array()) throw Error(fmt::format("{}: model.merges is not a list", source));
+  const auto ignore = model.find("ignore_merges");
+  return BpeModel(std::move(vocab), read_merges(merges, source),
+                  ignore != model.end() && ignore->is_boolean() && ignore->get<bool>(), source);
+}
+
+/// Whether the normalizer is NFC (true) or none (false). @throws Error on any other.
+bool read_normalizer(const nlohmann::json& tokenizer, const std::string& source) {
+  const auto type = section_type(tokenizer, "normalizer");
+  if (type.empty()) return false;
+  if (type == "NFC") return true;
+  if (type == "Sequence") {
+    const auto& list = tokenizer.at("normalizer").at("normalizers");
+    if (list.is_array() && list.empty()) return false;
+    if (list.is_array() && list.size() == 1 && list[0].value("type", std::string()) == "NFC") return true;
+  }
+  throw Error(fmt::format("{}: normalizer '{}' is not supported (byte-level BPE reads none or NFC)", source, type));
+}
+
+/// Prefix / suffix ids of a TemplateProcessing "single" template: SpecialTokens around $A.
+void read_template(const nlohmann::json& post, const std::string& source, std::vector<int64_t>& prefix,
+                   std::vector<int64_t>& suffix) {
+  bool seen_a = false;
+  for (const auto& item : post.at("single")) {
+    if (item.contains("Sequence")) {
+      if (seen_a || item.at("Sequence").at("id").get<std::string>() != "A")
+        throw Error(fmt::format("{}: post_processor TemplateProcessing single {} is not supported "
+                                "(special tokens around one $A)",
+                                source, post.at("single").dump()));
+      seen_a = true;
+      continue;
+    }
+    const auto name = item.at("SpecialToken").at("id").get<std::string>();
+    const auto& special = post.at("special_tokens").at(name);
+    for (const auto& id : special.at("ids")) (seen_a ? suffix : prefix).push_back(id.get<int64_t>());
+  }
+  if (!seen_a)
+    throw Error(fmt::format("{}: post_processor TemplateProcessing single has no $A", source));
+}
+
+void read_post_processor(const nlohmann::json& post, const std::string& source, std::vector<int64_t>& prefix,
+                         std::vector<int64_t>& suffix) {
+  if (post.is_null()) return;
+  const auto type = post.is_object() ? post.value("type", std::string("?")) : std::string("?");
+  if (type == "ByteLevel") return;  // offsets only
+  if (type == "TemplateProcessing") return read_template(post, source, prefix, suffix);
+  if (type == "Sequence") {
+    for (const auto& step : post.at("processors")) read_post_processor(step, source, prefix, suffix);
+    return;
+  }
+  throw Error(fmt::format("{}: post_processor '{}' is not supported (ByteLevel, TemplateProcessing or none)",
+                          source, type));
+}
+
+nlohmann::json read_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open", file.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  if (j.is_discarded()) throw Error(fmt::format("{}: not valid JSON", file.string()));
+  return j;
+}
+
+/// A token name of tokenizer_config.json: a string, or {"content": ...} (AddedToken), or nothing.
+std::optional<std::string> config_token(const nlohmann::json& config, const char* key) {
+  if (!config.is_object() || !config.contains(key)) return std::nullopt;
+  const auto& value = config.at(key);
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.contains("content") && value.at("content").is_string())
+    return value.at("content").get<std::string>();
+  return std::nullopt;
+}
+
+}  // namespace byte_level_bpe_json_impl
+
+ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_json(const nlohmann::json& tokenizer, const std::string& source,
+                                                       const nlohmann::json& config) {
+  namespace impl = byte_level_bpe_json_impl;
+  try {
+    if (!tokenizer.is_object()) throw Error(fmt::format("{}: not a tokenizer.json object", source));
+    auto model = impl::read_model(tokenizer, source);
+    const bool nfc = impl::read_normalizer(tokenizer, source);
+    const auto decoder = impl::section_type(tokenizer, "decoder");
+    if (decoder != "ByteLevel")
+      throw Error(fmt::format("{}: decoder '{}' is not supported (ByteLevel only)", source,
+                              decoder.empty() ? "none" : decoder));
+    auto pre = BytePreTokenizer::from_json(tokenizer.value("pre_tokenizer", nlohmann::json()), source);
+    std::vector<AddedToken> added;
+    if (const auto it = tokenizer.find("added_tokens"); it != tokenizer.end() && !it->is_null())
+      for (const auto& token : *it) {
+        added.push_back(AddedToken::from_json(token, source));
+        // HF AddedVocabulary: a content already in the model's vocabulary keeps the model's id.
+        if (const auto id = model.token_to_id(added.back().content)) added.back().id = *id;
+      }
+    ByteLevelBpeTokenizer out(std::move(model), std::move(pre), nfc, std::move(added));
+    impl::read_post_processor(tokenizer.value("post_processor", nlohmann::json()), source, out.prefix_ids_,
+                              out.suffix_ids_);
+    const auto id_of = [&](const char* key) -> std::optional<int64_t> {
+      const auto name = impl::config_token(config, key);
+      return name ? out.token_to_id(*name) : std::nullopt;
+    };
+    out.bos_id_ = id_of("bos_token");
+    out.eos_id_ = id_of("eos_token");
+    out.unk_id_ = id_of("unk_token");
+    out.pad_id_ = id_of("pad_token");
+    return out;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("{}: not a byte-level BPE tokenizer.json ({})", source, e.what()));
+  }
+}
+
+ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_tokenizer_json(const std::filesystem::path& file) {
+  const auto tokenizer = byte_level_bpe_json_impl::read_file(file);
+  const auto config_file = file.parent_path() / "tokenizer_config.json";
+  const auto config = std::filesystem::is_regular_file(config_file) ? byte_level_bpe_json_impl::read_file(config_file)
+                                                                    : nlohmann::json();
+  return from_json(tokenizer, file.string(), config);
+}
+
+bool ByteLevelBpeTokenizer::present_in(const std::filesystem::path& dir) {
+  const auto file = dir / kTokenizerJsonFile;
+  if (!std::filesystem::is_regular_file(file)) return false;
+  std::ifstream in(file, std::ios::binary);
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  return !j.is_discarded() && byte_level_bpe_json_impl::section_type(j, "model") == "BPE";
+}
+
+nlohmann::json ByteLevelBpeTokenizer::post_processor_json() const {
+  auto single = nlohmann::json::array(), pair = nlohmann::json::array();
+  nlohmann::json specials = nlohmann::json::object();
+  const auto special = [&](int64_t id, nlohmann::json& list, int type_id) {
+    const auto name = token_text(id);
+    list.push_back({{"SpecialToken", {{"id", name}, {"type_id", type_id}}}});
+    specials[name] = {{"id", name}, {"ids", {id}}, {"tokens", {name}}};
+  };
+  for (const auto id : prefix_ids_) {
+    special(id, single, 0);
+    special(id, pair, 0);
+  }
+  single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
+  pair.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
+  for (const auto id : suffix_ids_) {
+    special(id, single, 0);
+    special(id, pair, 0);
+  }
+  for (const auto id : prefix_ids_) special(id, pair, 1);
+  pair.push_back({{"Sequence", {{"id", "B"}, {"type_id", 1}}}});
+  for (const auto id : suffix_ids_) special(id, pair, 1);
+  return {{"type", "TemplateProcessing"}, {"single", single}, {"pair", pair}, {"special_tokens", specials}};
+}
+
+nlohmann::json ByteLevelBpeTokenizer::to_tokenizer_json() const {
+  auto added = nlohmann::json::array();
+  for (const auto& token : added_) added.push_back(token.to_json());
+  nlohmann::json vocab = nlohmann::json::object();
+  for (const auto& [token, id] : model_.vocab()) vocab[token] = id;
+  auto merges = nlohmann::json::array();
+  for (const auto& [a, b] : model_.merges()) merges.push_back({a, b});
+  const nlohmann::json model = {{"type", "BPE"},
+                                {"dropout", nullptr},
+                                {"unk_token", nullptr},
+                                {"continuing_subword_prefix", nullptr},
+                                {"end_of_word_suffix", nullptr},
+                                {"fuse_unk", false},
+                                {"byte_fallback", false},
+                                {"ignore_merges", model_.ignore_merges()},
+                                {"vocab", vocab},
+                                {"merges", merges}};
+  return {{"version", "1.0"},
+          {"truncation", nullptr},
+          {"padding", nullptr},
+          {"added_tokens", added},
+          {"normalizer", nfc_ ? nlohmann::json{{"type", "NFC"}} : nlohmann::json()},
+          {"pre_tokenizer", pre_tokenizer_.to_json()},
+          {"post_processor", post_processor_json()},
+          {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+          {"model", model}};
+}
+
+nlohmann::json ByteLevelBpeTokenizer::to_tokenizer_config_json() const {
+  nlohmann::json config = {{"tokenizer_class", "PreTrainedTokenizerFast"}};
+  const auto put = [&](const char* key, const std::optional<int64_t>& id) {
+    if (id) config[key] = token_text(*id);
+  };
+  put("bos_token", bos_id_);
+  put("eos_token", eos_id_);
+  put("unk_token", unk_id_);
+  put("pad_token", pad_id_);
+  return config;
+}
+
+}  // namespace headprune::models

@@ -1,0 +1,106 @@
+#include "models/tokenizer/gguf_tokenizer.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "models/errors.h"
+
+namespace headprune::models {
+namespace {
+
+const GgufValue* find_typed(const GgufFile& f, const std::string& key, GgufValueType type,
+                            GgufValueType array_type = GgufValueType::UINT32) {
+  const auto* v = f.header.find(key);
+  if (!v) return nullptr;
+  if (v->type != type || (type == GgufValueType::ARRAY && v->array_type != array_type))
+    gguf_error(f.path, fmt::format("metadata '{}' has an unexpected type (type {})", key,
+                                   static_cast<uint32_t>(v->type)));
+  return v;
+}
+
+template <typename T>
+std::vector<T> array_or_empty(const GgufFile& f, const std::string& key, GgufValueType element) {
+  const auto* v = find_typed(f, key, GgufValueType::ARRAY, element);
+  return v ? v->value.get<std::vector<T>>() : std::vector<T>{};
+}
+
+int64_t id_or(const GgufFile& f, const std::string& key) {
+  const auto* v = f.header.find(key);
+  if (!v) return -1;
+  if (!v->value.is_number_integer()) gguf_error(f.path, fmt::format("metadata '{}' must be an integer id", key));
+  return v->value.get<int64_t>();
+}
+
+bool flag_or(const GgufFile& f, const std::string& key, bool fallback) {
+  const auto* v = find_typed(f, key, GgufValueType::BOOL);
+  return v ? v->value.get<bool>() : fallback;
+}
+
+/// The tokenizer keys read here; any other `tokenizer.*` key is refused.
+const std::set<std::string>& known_keys() {
+  static const std::set<std::string> keys{
+      "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+      "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+      "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token",
+      "tokenizer.ggml.add_eos_token", "tokenizer.ggml.add_space_prefix", "tokenizer.chat_template"};
+  return keys;
+}
+
+}  // namespace
+
+bool has_gguf_tokenizer(const GgufFile& gguf) { return gguf.header.find("tokenizer.ggml.model") != nullptr; }
+
+GgufVocabulary read_gguf_vocabulary(const GgufFile& gguf) {
+  for (const auto& entry : gguf.header.metadata)
+    if (entry.first.rfind("tokenizer.", 0) == 0 && !known_keys().count(entry.first))
+      gguf_error(gguf.path, fmt::format("tokenizer metadata '{}' is not modelled here", entry.first));
+  GgufVocabulary v;
+  const auto* model = find_typed(gguf, "tokenizer.ggml.model", GgufValueType::STRING);
+  if (!model) gguf_error(gguf.path, "has no tokenizer (tokenizer.ggml.model is missing)");
+  v.model = model->value.get<std::string>();
+  if (const auto* pre = find_typed(gguf, "tokenizer.ggml.pre", GgufValueType::STRING))
+    v.pre = pre->value.get<std::string>();
+  v.tokens = array_or_empty<std::string>(gguf, "tokenizer.ggml.tokens", GgufValueType::STRING);
+  v.token_types = array_or_empty<int32_t>(gguf, "tokenizer.ggml.token_type", GgufValueType::INT32);
+  v.merges = array_or_empty<std::string>(gguf, "tokenizer.ggml.merges", GgufValueType::STRING);
+  if (v.tokens.empty()) gguf_error(gguf.path, "tokenizer.ggml.tokens is missing or empty");
+  if (!v.token_types.empty() && v.token_types.size() != v.tokens.size())
+    gguf_error(gguf.path, fmt::format("tokenizer.ggml.token_type has {} entries for {} tokens",
+                                      v.token_types.size(), v.tokens.size()));
+  v.bos_id = id_or(gguf, "tokenizer.ggml.bos_token_id");
+  v.eos_id = id_or(gguf, "tokenizer.ggml.eos_token_id");
+  v.unk_id = id_or(gguf, "tokenizer.ggml.unknown_token_id");
+  v.pad_id = id_or(gguf, "tokenizer.ggml.padding_token_id");
+  v.add_bos = flag_or(gguf, "tokenizer.ggml.add_bos_token", false);
+  v.add_eos = flag_or(gguf, "tokenizer.ggml.add_eos_token", false);
+  if (flag_or(gguf, "tokenizer.ggml.add_space_prefix", false))
+    gguf_error(gguf.path, "tokenizer.ggml.add_space_prefix is true: a prefix space is not modelled for "
+                          "byte-level BPE here");
+  return v;
+}
+
+std::shared_ptr<ByteLevelBpeTokenizer> gguf_tokenizer(const GgufFile& gguf) {
+  try {
+    return std::make_shared<ByteLevelBpeTokenizer>(ByteLevelBpeTokenizer::from_gguf(read_gguf_vocabulary(gguf)));
+  } catch (const Error& e) {
+    if (std::string(e.what()).rfind("GGUF file", 0) == 0) throw;
+    gguf_error(gguf.path, e.what());
+  }
+}
+
+std::string gguf_chat_template(const GgufFile& gguf) {
+  const auto* t = find_typed(gguf, "tokenizer.chat_template", GgufValueType::STRING);
+  return t ? t->value.get<std::string>() : std::string();
+}
+
+std::map<std::string, std::string> gguf_tokenizer_files(const GgufFile& gguf) {
+  if (!has_gguf_tokenizer(gguf)) return {};
+  const auto tokenizer = gguf_tokenizer(gguf);
+  auto config = tokenizer->to_tokenizer_config_json();
+  if (const auto chat = gguf_chat_template(gguf); !chat.empty()) config["chat_template"] = chat;
+  return {{kTokenizerJsonFile, tokenizer->to_tokenizer_json().dump(2) + "\n"},
+          {"tokenizer_config.json", config.dump(2) + "\n"}};
+}
+
+}  // namespace headprune::models

@@ -1,0 +1,48 @@
+// `headprune convert-gguf FILE.gguf -o DIR`: a llama.cpp GGUF LLaMA as an HF folder.
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+#include "models/formats/safetensors.h"
+#include "models/llama/llama_gguf.h"
+#include "models/tokenizer/gguf_tokenizer.h"
+#include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
+#include "pruner/log.h"
+#include "pruner/surgery/atomic_write.h"
+
+namespace headprune::cli {
+
+int run_convert_gguf(const std::vector<std::string>& args, const GlobalOptions&) {
+  namespace fs = std::filesystem;
+  CommandLine line("convert-gguf", "convert-gguf MODEL.gguf -o DIR [--force]");
+  std::string model, out;
+  line.positional("model", "MODEL.gguf", &model, "llama.cpp GGUF file of a LLaMA model (F32, F16, BF16, "
+                  "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K tensors)");
+  line.group(group::kRequired).add_options()
+      ("out,o", arg(&out, "DIR")->required(), "folder to write (HF LLaMA layout, float32 weights)");
+  line.group(group::kOptions).add_options()
+      ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)");
+  line.example("convert-gguf SmolLM2-135M-Instruct.Q4_1.gguf -o out/smollm2",
+               "config.json, model.safetensors (dequantised), tokenizer.json and tokenizer_config.json "
+               "(with the chat template) that transformers and headprune load");
+  po::variables_map vm;
+  if (!line.parse(args, vm)) return 0;
+  const auto converted = models::llama::read_llama_gguf(model);
+  const auto tokenizer_files = models::gguf_tokenizer_files(converted.gguf);  // validated before writing
+  const auto replaced = pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {
+    models::save_safetensors(tmp / "model.safetensors", converted.weights, {{"format", "pt"}});
+    pruner::write_file_atomic(tmp / "config.json", converted.config_json.dump(2) + "\n");
+    for (const auto& [name, content] : tokenizer_files) pruner::write_file_atomic(tmp / name, content);
+  });
+  for (const auto& message : replaced.messages()) log::warn("{}", message);
+  const auto& c = converted.config;
+  log::info("{} -> {}: {} layers, hidden {}, {} query heads sharing {} KV heads, vocab {}{}", model, out,
+            c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.vocab_size,
+            tokenizer_files.empty() ? " (the file has no tokenizer)" : "");
+  return 0;
+}
+
+}  // namespace headprune::cli

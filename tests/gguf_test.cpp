@@ -1,0 +1,136 @@
+// The GGUF reader (models/formats/gguf*.h, models/llama/llama_gguf.h) against llama.cpp's own
+// `gguf` Python package and transformers' GGUF loading: fixtures from tools/make_gguf_fixtures.py.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "models/checkpoint.h"
+#include "models/errors.h"
+#include "models/formats/gguf.h"
+#include "models/formats/safetensors.h"
+#include "models/llama/llama_gguf.h"
+#include "tests/test_support.h"
+#include "tests/tolerance.h"
+
+namespace fs = std::filesystem;
+using namespace headprune;
+
+namespace {
+
+fs::path gguf_fixture(const std::string& name) { return testing::fixture_path("gguf/" + name); }
+
+std::string file_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+fs::path write_bytes(const fs::path& file, const std::string& bytes) {
+  std::ofstream(file, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return file;
+}
+
+/// Byte position, in the fixture, of the tensor info of `name` (just after its name).
+std::size_t tensor_info_end_of_name(const std::string& bytes, const std::string& name) {
+  const auto at = bytes.find(name + std::string("\x02\0\0\0", 4));  // name, then n_dims = 2
+  CATCH_REQUIRE(at != std::string::npos);
+  return at + name.size();
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("every supported ggml type dequantises as llama.cpp's gguf package does", "[gguf]") {
+  const auto gguf = models::read_gguf(gguf_fixture("quants.gguf"));
+  const auto reference = models::load_safetensors(gguf_fixture("quants_reference.safetensors"));
+  CATCH_REQUIRE(gguf.header.tensors.size() == 11);
+  for (const auto& info : gguf.header.tensors) {
+    CATCH_INFO("type " << info.name);
+    CATCH_CHECK(std::string(models::ggml_type_traits(info.type).name) == info.name);
+    const auto ours = models::read_gguf_tensor(gguf, info).to(torch::kFloat);
+    const auto& ref = reference.at(info.name);
+    CATCH_REQUIRE(ours.sizes() == ref.sizes());
+    // Each value is a product of at most three float32 roundings (d·sc, ·q, − dmin·m) in an
+    // order that may differ from numpy's: a few units of float32 roundoff of the largest value.
+    const double tol = 8 * testing::kFloat32UnitRoundoff * ref.abs().max().item<double>();
+    CATCH_CHECK((ours - ref).abs().max().item<double>() <= tol);
+    CATCH_CHECK(ref.abs().max().item<double>() > 0);
+  }
+}
+
+CATCH_TEST_CASE("a GGUF LLaMA gives the logits transformers computes from the same file", "[gguf]") {
+  const auto file = gguf_fixture("tiny-llama.gguf");
+  const auto converted = models::llama::read_llama_gguf(file);
+  CATCH_CHECK(converted.config.num_attention_heads == 4);
+  CATCH_CHECK(converted.config.num_key_value_heads == 2);
+  CATCH_CHECK(converted.config.tie_word_embeddings);
+  CATCH_CHECK(converted.config.rms_norm_eps == 1e-5);  // float32 9.99999975e-06 read as written
+  CATCH_CHECK(converted.source_types.at("model.layers.0.mlp.up_proj.weight") == "Q8_0");
+  CATCH_CHECK(converted.source_types.at("model.layers.0.self_attn.q_proj.weight") == "F16");
+  auto ckpt = models::load_checkpoint(file, testing::test_device());
+  const auto ref = models::load_safetensors(gguf_fixture("tiny-llama_reference.safetensors"));
+  torch::NoGradGuard no_grad;
+  const auto out = ckpt.model->forward({ref.at("input_ids").unsqueeze(0).to(testing::test_device()), {}, {}}, nullptr);
+  const double diff = (out.logits[0].cpu() - ref.at("logits")).abs().max().item<double>();
+  CATCH_INFO("max |logit diff| = " << diff);
+  CATCH_CHECK(diff <= testing::float32_tolerance(ckpt.model->config(), ref.at("logits")));
+}
+
+CATCH_TEST_CASE("bad GGUF files are refused with one line naming the problem", "[gguf]") {
+  const auto dir = testing::temp_dir("gguf-bad");
+  const auto good = file_bytes(gguf_fixture("tiny-llama.gguf"));
+  CATCH_SECTION("truncated") {
+    const auto cut = write_bytes(dir / "cut.gguf", good.substr(0, good.size() - 100));
+    CATCH_CHECK_THROWS_WITH(models::load_checkpoint(cut, torch::kCPU),
+                            Catch::Contains(cut.string()) && Catch::Contains("past its end") &&
+                                Catch::Contains("truncated"));
+    const auto header_only = write_bytes(dir / "header.gguf", good.substr(0, 200));
+    CATCH_CHECK_THROWS_WITH(models::read_gguf(header_only), Catch::Contains("runs past the end of the file"));
+  }
+  CATCH_SECTION("a tensor offset past the end") {
+    auto bytes = good;
+    const auto at = tensor_info_end_of_name(bytes, "output_norm.weight") + 4 + 8 + 4;  // n_dims, dim, type
+    const uint64_t offset = uint64_t{1} << 40;
+    std::memcpy(bytes.data() + at, &offset, 8);
+    CATCH_CHECK_THROWS_WITH(models::read_gguf(write_bytes(dir / "offset.gguf", bytes)),
+                            Catch::Contains("tensor 'output_norm.weight'") && Catch::Contains("past its end"));
+  }
+  CATCH_SECTION("an unknown quantisation type") {
+    auto bytes = good;
+    const auto at = tensor_info_end_of_name(bytes, "output_norm.weight") + 4 + 8;
+    const uint32_t type = 99;
+    std::memcpy(bytes.data() + at, &type, 4);
+    CATCH_CHECK_THROWS_WITH(models::read_gguf(write_bytes(dir / "type.gguf", bytes)),
+                            Catch::Contains("unknown ggml type 99"));
+  }
+  CATCH_SECTION("a known type that cannot be dequantised") {
+    auto bytes = file_bytes(gguf_fixture("quants.gguf"));
+    const auto at = tensor_info_end_of_name(bytes, "Q4_K") + 4 + 8 + 8;
+    const uint32_t q2_k = 10;  // 4 blocks of Q2_K (84 bytes) fit where 4 of Q4_K (144) were
+    std::memcpy(bytes.data() + at, &q2_k, 4);
+    const auto gguf = models::read_gguf(write_bytes(dir / "q2k.gguf", bytes));
+    const auto info = std::find_if(gguf.header.tensors.begin(), gguf.header.tensors.end(),
+                                   [](const auto& t) { return t.name == "Q4_K"; });
+    CATCH_REQUIRE(info != gguf.header.tensors.end());
+    CATCH_CHECK_THROWS_WITH(models::read_gguf_tensor(gguf, *info),
+                            Catch::Contains("tensor 'Q4_K' has type Q2_K") && Catch::Contains("cannot dequantise"));
+  }
+  CATCH_SECTION("an architecture that is not LLaMA") {
+    auto bytes = good;
+    const auto at = bytes.find("llama");
+    CATCH_REQUIRE(at != std::string::npos);
+    bytes.replace(at, 5, "qwen2");
+    CATCH_CHECK_THROWS_WITH(models::load_checkpoint(write_bytes(dir / "arch.gguf", bytes), torch::kCPU),
+                            Catch::Contains("architecture 'qwen2' is not supported") &&
+                                Catch::Contains("supported: llama"));
+  }
+  CATCH_SECTION("not GGUF at all") {
+    CATCH_CHECK_THROWS_WITH(models::read_gguf(write_bytes(dir / "text.gguf", "hello world, not a model")),
+                            Catch::Contains("magic 'GGUF'"));
+  }
+  fs::remove_all(dir);
+}
