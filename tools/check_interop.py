@@ -368,6 +368,42 @@ def case_llama(case, exe, stories, work):
     case.notes.append(f"{count} greedy tokens identical; text: {text.strip()[:60]!r}")
 
 
+def case_smollm2(case, exe, gguf, work):
+    """convert-gguf's folder of SmolLM2-135M-Instruct: transformers loads it with no extra file
+    (LlamaForCausalLM, AutoTokenizer with the chat template), its chat-prompt ids equal
+    headprune's, and greedy decoding gives headprune's tokens."""
+    if not gguf.is_file():
+        raise CheckFailed(f"{gguf} not found: run scripts/fetch-model SmolLM2-135M-Instruct")
+    folder = work / "smollm2"
+    run_headprune(["convert-gguf", gguf, "--out", folder], exe, "headprune convert-gguf")
+    with captured_transformers_log() as (stream, _):
+        model, info = transformers.LlamaForCausalLM.from_pretrained(str(folder), output_loading_info=True)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
+    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys",
+                                         "error_msgs") if info.get(k)}
+    if problems:
+        raise CheckFailed(f"LlamaForCausalLM loading info not clean: {problems}\n{stream.getvalue()}")
+    question = "What is the capital of France?"
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
+                                           tokenize=True)
+    prompt = list(prompt["input_ids"] if hasattr(prompt, "keys") else prompt)
+    with torch.no_grad():
+        ref = model.eval().generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False)[0].tolist()
+    proc = run_headprune(["--log-level", "debug", "generate", folder, "--chat", "--prompt", question,
+                          "--temperature", "0", "--max-new-tokens", "24"], exe, "headprune generate --chat")
+    ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
+    if not ours:
+        raise CheckFailed(f"headprune generate printed no token ids:\n{proc.stderr}")
+    our_ids = [int(t) for t in ours[-1].split("token ids:")[1].split()]
+    if our_ids[:len(prompt)] != prompt:
+        raise CheckFailed(f"chat prompt ids differ:\n  transformers {prompt}\n  headprune    {our_ids[:len(prompt)]}")
+    eos = tokenizer.eos_token_id
+    ref_answer = [t for t in ref[len(prompt):] if t != eos]
+    if our_ids[len(prompt):] != ref_answer:
+        raise CheckFailed(f"greedy answers differ:\n  transformers {ref_answer}\n  headprune    {our_ids[len(prompt):]}")
+    case.notes.append(f"{len(ref_answer)} greedy tokens identical; answer {proc.stdout.strip()!r}")
+
+
 def greedy_ids(model, steps):
     """transformers' greedy decoding of `steps` tokens from BOS (id 1)."""
     with torch.no_grad():
@@ -749,6 +785,8 @@ def main():
     shared = os.environ.get("HEADPRUNE_SHARED_DATA") or str(REPO.parent / "shared" / "data")
     ap.add_argument("--stories", default=str(Path(shared) / "stories260K"),
                     help="folder with stories260K.bin and tok512.bin")
+    ap.add_argument("--smollm2", default=str(REPO / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"),
+                    help="SmolLM2-135M-Instruct GGUF file (scripts/fetch-model SmolLM2-135M-Instruct)")
     args = ap.parse_args()
 
     exe = Path(args.headprune).resolve()
@@ -758,7 +796,7 @@ def main():
     if not (model_dir / "config.json").is_file():
         ap.error(f"--model {model_dir} has no config.json (run scripts/fetch-model)")
     help_text = subprocess.run([str(exe), "--help"], capture_output=True, text=True).stdout
-    for cmd in ("apply", "embed", "inspect", "eval", "generate", "convert-llama2c", "export-onnx"):
+    for cmd in ("apply", "embed", "inspect", "eval", "generate", "convert-llama2c", "convert-gguf", "export-onnx"):
         if f"  {cmd} " not in help_text:
             print(f"check_interop: {exe} has no '{cmd}' command (stale build?)", file=sys.stderr)
             return 1
@@ -770,7 +808,7 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
-                "onnx-uneven", "layers-sweep"):  # apply and sweep refuse a non-empty --out
+                "onnx-uneven", "layers-sweep", "smollm2"):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
     with open(text_file, "w", encoding="utf-8", newline="\n") as f:
@@ -797,6 +835,7 @@ def main():
         (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama 6 of 8 heads"), lambda c: case_llama_indivisible(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama uneven, empty layer"), lambda c: case_llama_uneven(c, exe, work)),
+        (Case("smollm2 gguf -> HF folder"), lambda c: case_smollm2(c, exe, Path(args.smollm2).resolve(), work)),
         (Case("torchrun, 2 ranks = 1 process"), lambda c: case_torchrun(c, exe, model_dir, text_file, work)),
     ]
     if HAVE_ORT:

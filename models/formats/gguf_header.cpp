@@ -49,7 +49,7 @@ class Cursor {
   void check_count(uint64_t count, uint64_t min_size, const std::string& what) {
     if (min_size > 0 && count > (file_size_ - std::min<uint64_t>(pos_, file_size_)) / min_size)
       gguf_error(file_, fmt::format("{} claims {} elements, more than the file's {} bytes can hold: the "
-                                    "file is corrupt",
+                                    "file is truncated or corrupt",
                                     what, count, file_size_));
   }
 

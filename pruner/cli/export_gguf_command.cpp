@@ -48,11 +48,12 @@ int run_export_gguf(const std::vector<std::string>& args, const GlobalOptions& g
                                {"head_count", heads},
                                {"head_count_kv", kv},
                                {"warnings", written.warnings}};
+  const auto layout = written.architecture == "llama"
+                           ? fmt::format("{} query / {} KV heads in every layer", heads.at(0), kv.at(0))
+                           : fmt::format("query heads per layer {}; KV heads {}", fmt::join(heads, ","), fmt::join(kv, ","));
   emit_result(json,
-              fmt::format("GGUF file written to {} ({:.1f} MiB, architecture {}, {}; query heads per layer {}; KV "
-                          "heads {})\n",
-                          out, static_cast<double>(bytes) / (1 << 20), written.architecture, type,
-                          fmt::join(heads, ","), fmt::join(kv, ",")),
+              fmt::format("GGUF file written to {} ({:.1f} MiB, architecture {}, {}; {})\n", out,
+                          static_cast<double>(bytes) / (1 << 20), written.architecture, type, layout),
               "", vm.count("json") > 0);
   return 0;
 }
