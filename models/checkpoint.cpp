@@ -105,6 +105,7 @@ Checkpoint load_gguf_checkpoint(const std::filesystem::path& file, const torch::
   const auto converted = llama::read_llama_gguf(file);
   auto ckpt = converted_checkpoint(file, converted.config, converted.weights, device);
   if (has_gguf_tokenizer(converted.gguf)) ckpt.tokenizer = gguf_tokenizer(converted.gguf);
+  ckpt.implied_files = gguf_tokenizer_files(converted.gguf);
   ckpt.chat_template = gguf_chat_template(converted.gguf);
   return ckpt;
 }
@@ -296,8 +297,10 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
 void require_tokenizer_files(const std::filesystem::path& dir, const std::string& command) {
   if (WordPieceTokenizer::present_in(dir) || std::filesystem::is_regular_file(dir / kLlama2cTokenizerFile))
     return;
+  if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf" && has_gguf_tokenizer(read_gguf(dir)))
+    return;
   throw Error(fmt::format("{} has no tokenizer (vocab.txt, tokenizer.json with a WordPiece or byte-level "
-                          "BPE model, or llama2.c tokenizer.bin; "
+                          "BPE model, llama2.c tokenizer.bin, or tokenizer.ggml.* in a GGUF file; "
                           "convert a llama2.c .bin with convert-llama2c --tokenizer): {} needs the "
                           "model's tokenizer",
                           dir.string(), command));

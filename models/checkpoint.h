@@ -28,6 +28,10 @@ struct Checkpoint {
   /// The chat template (Jinja text): tokenizer_config.json's `chat_template` or
   /// chat_template.jinja in a folder, `tokenizer.chat_template` in a GGUF file; "" if none.
   std::string chat_template;
+  /// Files a single-file source implies for an HF folder, by name: a GGUF file's tokenizer as
+  /// tokenizer.json and tokenizer_config.json (models/tokenizer/gguf_tokenizer.h). Export writes
+  /// them beside the weights, as it copies a source folder's files.
+  std::map<std::string, std::string> implied_files;
   SentencePooling pooling;
   /// Longest input the folder is meant for: sentence-transformers' max_seq_length if set;
   /// else, in a sentence-transformers folder, min(max_position_embeddings, the tokenizer's
@@ -67,7 +71,8 @@ void cast_checkpoint(Checkpoint& checkpoint, torch::ScalarType dtype);
 Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device);
 
 /// Checks, before anything loads, that `dir` holds a tokenizer load_checkpoint reads
-/// (vocab.txt, tokenizer.json with a WordPiece or byte-level BPE model, or llama2.c tokenizer.bin).
+/// (vocab.txt, tokenizer.json with a WordPiece or byte-level BPE model, or llama2.c tokenizer.bin),
+/// or that a .gguf file carries one.
 /// @throws headprune::Error "DIR has no tokenizer ... COMMAND needs the model's tokenizer".
 void require_tokenizer_files(const std::filesystem::path& dir, const std::string& command);
 

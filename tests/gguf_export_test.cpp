@@ -18,6 +18,7 @@
 #include "models/llama/llama_gguf.h"
 #include "models/llama/llama_gguf_export.h"
 #include "models/llama/llama_model.h"
+#include "models/tokenizer/byte_level_bpe.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 
@@ -216,4 +217,16 @@ CATCH_TEST_CASE("uneven heads per layer export as deci, and a headless layer 0 i
   headless.model->prune_heads(0, {0, 1, 2, 3}, {});
   CATCH_CHECK_THROWS_WITH(models::llama::build_llama_gguf(headless, GgufExportType::kF32),
                           Catch::Contains("layer 0 has no attention heads left"));
+}
+
+CATCH_TEST_CASE("export-gguf refuses what llama.cpp cannot hold, naming the reason", "[gguf-export]") {
+  auto bert = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  CATCH_CHECK_THROWS_WITH(models::llama::check_llama_gguf_exportable(bert),
+                          Catch::Contains("'bert' model; GGUF export writes LLaMA checkpoints only"));
+  auto tiny = tiny_llama();  // 256 embedding rows, SmolLM2's 49152 tokens
+  tiny.tokenizer = std::make_shared<models::ByteLevelBpeTokenizer>(
+      models::ByteLevelBpeTokenizer::from_tokenizer_json(testing::fixture_path("smollm2/tokenizer.json")));
+  CATCH_CHECK_THROWS_WITH(models::llama::build_llama_gguf(tiny, GgufExportType::kF32),
+                          Catch::Contains("has 49152 tokens but the embedding only 256 rows"));
+  CATCH_CHECK_THROWS_WITH(models::llama::parse_gguf_export_type("q4_k"), Catch::Contains("use f32, f16 or q8_0"));
 }

@@ -6,6 +6,8 @@
 #include "models/errors.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/onnx_export.h"
+#include "models/llama/llama_gguf_export.h"
+#include "pruner/surgery/gguf_folder.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/training_flags.h"
@@ -45,6 +47,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
       ("no-fold", "keep kept heads at gate 1 instead of folding their gate values into the "
                   "output projection")
       ("onnx", "also write onnx/model.onnx (the pruned model for ONNX Runtime, as export-onnx)")
+      ("gguf", "also write model.gguf (the pruned LLaMA model for llama.cpp, F32, as export-gguf)")
       ("json", "print the result as JSON on stdout");
   RefitFlags refit_flags;
   add_refit_flags(line, refit_flags, "the training share of the text the gates were trained on (needs --gates)");
@@ -81,6 +84,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   }
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, device);
+  if (vm.count("gguf")) models::llama::check_llama_gguf_exportable(ckpt);  // before the surgery
   if (gates) pruner::load_trained_weights(*gates, gates_dir, ckpt);
   const bool fold = !vm.count("no-fold");
   auto plan = gates ? pruner::plan_from_gates(*gates, *ckpt.model, fold)
@@ -90,12 +94,15 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   else record["remove_heads"] = spec;
   auto result = pruner::apply_in_memory(ckpt, plan);
   if (refit.method != pruner::RefitMethod::kNone) record["refit"] = refit_from_gates(ckpt, *gates, model, refit);
-  pruner::LateFiles onnx;
-  if (vm.count("onnx"))
-    onnx = [&](const pruner::ApplyResult&) -> std::map<std::string, std::string> {
-      return pruner::onnx_folder_files(ckpt);
+  pruner::LateFiles late;
+  if (vm.count("onnx") || vm.count("gguf"))
+    late = [&](const pruner::ApplyResult&) -> std::map<std::string, std::string> {
+      std::map<std::string, std::string> files;
+      if (vm.count("onnx")) files.merge(pruner::onnx_folder_files(ckpt));
+      if (vm.count("gguf")) files.merge(pruner::gguf_folder_files(ckpt, out));
+      return files;
     };
-  pruner::export_and_verify(result, ckpt, out, vm.count("force") > 0, record, device, {}, onnx);
+  pruner::export_and_verify(result, ckpt, out, vm.count("force") > 0, record, device, {}, late);
   if (vm.count("json"))
     std::cout << result.to_json().dump(2) << "\n";
   else

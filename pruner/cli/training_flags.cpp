@@ -88,6 +88,7 @@ void add_prune_flags(CommandLine& line, PruneFlags& f, std::string& out, const c
       ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)")
       ("no-fold", "keep kept heads at gate 1 instead of folding their gate values")
       ("onnx", "also write onnx/model.onnx (the pruned model for ONNX Runtime, as export-onnx)")
+      ("gguf", "also write model.gguf (the pruned LLaMA model for llama.cpp, F32, as export-gguf)")
       ("json", "print the result as JSON on stdout")
       ("analyze", "name each head's role on the held-out text (as `headprune heads`) and store it "
                   "in headprune/head_roles.*; `report` then shows the roles of kept and removed heads")
@@ -126,6 +127,7 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   job.training = settings.training;
   job.training.resume = vm.count("resume") > 0;
   job.onnx = vm.count("onnx") > 0;
+  job.gguf = vm.count("gguf") > 0;
   job.analyze = vm.count("analyze") > 0 || !prune.analyze_conllu.empty();
   job.analyze_conllu = prune.analyze_conllu;
   job.corpus = settings.corpus;

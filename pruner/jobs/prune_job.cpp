@@ -14,6 +14,8 @@
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/surgery/export.h"
+#include "models/llama/llama_gguf_export.h"
+#include "pruner/surgery/gguf_folder.h"
 #include "pruner/surgery/onnx_export.h"
 #include "pruner/measure/classification.h"
 #include "pruner/measure/fidelity.h"
@@ -180,6 +182,7 @@ struct JobInputs {
 
 JobInputs load_job_inputs(const PruneJobOptions& o) {
   auto student = models::load_checkpoint(o.model, o.training.device);
+  if (o.gguf) models::llama::check_llama_gguf_exportable(student);  // before hours of training
   auto corpus = load_training_text(o.text, student, o.corpus);
   auto treebank = read_treebank(o, student);
   log::info("corpus {}: {} documents, {} for training, {} held out", o.text.describe(), corpus.lines_read,
@@ -222,6 +225,7 @@ nlohmann::json measure_and_export(const PruneJobOptions& o, const RemovedModel& 
                       summary["apply"] = done.to_json();
                       std::map<std::string, std::string> late;
                       if (o.onnx) late.merge(onnx_folder_files(pruned));
+                      if (o.gguf) late.merge(gguf_folder_files(pruned, o.out));
                       summary["seconds"] = std::chrono::duration<double>(
                           std::chrono::steady_clock::now() - t0).count();
                       late["headprune/summary.json"] = summary.dump(2) + "\n";

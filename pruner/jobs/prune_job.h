@@ -28,6 +28,7 @@ struct PruneJobOptions {
   bool fold_gates = true;
   bool bench = true;
   bool onnx = false;  ///< also write onnx/model.onnx (pruner/surgery/onnx_export.h)
+  bool gguf = false;  ///< also write model.gguf (pruner/surgery/gguf_folder.h)
   /// Name each head's role on the held-out text (pruner/analysis/head_analysis.h) with the
   /// trained gates, stored as headprune/head_roles.{json,txt,svg}.
   bool analyze = false;
@@ -44,6 +45,7 @@ struct PruneJobOptions {
 ///   <out>/headprune/        gates.json, train_log.jsonl, report.txt, report.json, heads.svg,
 ///                           bench.json, summary.json; head_roles.{json,txt,svg} with `analyze`
 ///   <out>/onnx/model.onnx   with `onnx`
+///   <out>/model.gguf        with `gguf`
 /// Gate training works in `<out-parent>/.<out-name>.gates/` (kept on failure, so `--resume`
 /// can continue; removed on success). In a data-parallel `group` every rank trains its share;
 /// rank 0 alone then removes heads, measures and exports (the others return {"rank": r}).

@@ -78,7 +78,7 @@ std::vector<std::string> export_warnings(const models::Checkpoint& checkpoint) {
   std::vector<std::string> warnings;
   for (int64_t l = 0; l < config.num_hidden_layers; ++l)
     if (config.kept_heads[l].empty()) warnings.push_back(family.empty_layer_warning(l));
-  if (!fs::is_directory(checkpoint.dir))
+  if (!fs::is_directory(checkpoint.dir) && !checkpoint.implied_files.count("tokenizer.json"))
     warnings.push_back(fmt::format(
         "{} is a single llama2.c file: the export has no tokenizer (run convert-llama2c with "
         "--tokenizer first to keep one)",
@@ -173,6 +173,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
                                          {"note", config.family().export_note(config)}});
 
   auto files = extra_files;
+  files.insert(checkpoint.implied_files.begin(), checkpoint.implied_files.end());
   if (const auto* remote = config.family().remote_code(); remote && config.family().needs_remote_code(config)) {
     cfg["auto_map"] = remote->auto_map;
     files[remote->file_name] = remote->source;

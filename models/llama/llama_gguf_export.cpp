@@ -1,0 +1,290 @@
+#include "models/llama/llama_gguf_export.h"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+#include "models/llama/llama_gguf_names.h"
+#include "models/llama/llama_model.h"
+#include "models/tokenizer/byte_level_bpe.h"
+
+namespace headprune::models::llama {
+namespace {
+
+/// llama.cpp `enum llama_ftype` (llama.h): what general.file_type says about the matrices.
+uint32_t file_type(GgufExportType type) {
+  switch (type) {
+    case GgufExportType::kF32: return 0;   // LLAMA_FTYPE_ALL_F32
+    case GgufExportType::kF16: return 1;   // LLAMA_FTYPE_MOSTLY_F16
+    case GgufExportType::kQ8_0: return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
+  }
+  return 0;
+}
+
+GgmlType matrix_type(GgufExportType type, const torch::Tensor& t) {
+  if (t.dim() < 2) return GgmlType::F32;
+  switch (type) {
+    case GgufExportType::kF32: return GgmlType::F32;
+    case GgufExportType::kF16: return GgmlType::F16;
+    case GgufExportType::kQ8_0: return t.size(-1) % 32 == 0 ? GgmlType::Q8_0 : GgmlType::F16;
+  }
+  return GgmlType::F32;
+}
+
+/// llama.cpp's pre-tokenizer name of `tok`: the known name whose HF pipeline (as
+/// ByteLevelBpeTokenizer::from_gguf builds it) serialises to the same pre_tokenizer,
+/// normalizer and ignore_merges as `tok`.
+std::string pre_name(const nlohmann::json& tokenizer_json) {
+  for (const char* name : {"smollm", "llama-bpe", "qwen2", "gpt-2"}) {
+    GgufVocabulary probe;
+    probe.model = "gpt2";
+    probe.pre = name;
+    probe.tokens = {"a"};
+    const auto j = ByteLevelBpeTokenizer::from_gguf(probe).to_tokenizer_json();
+    if (j["pre_tokenizer"] == tokenizer_json["pre_tokenizer"] && j["normalizer"] == tokenizer_json["normalizer"] &&
+        j["model"].value("ignore_merges", false) == tokenizer_json["model"].value("ignore_merges", false))
+      return name;
+  }
+  throw Error(fmt::format("export-gguf: the tokenizer's pre-tokenizer {} is none of those llama.cpp names that "
+                          "headprune knows (smollm, llama-bpe, qwen2, gpt-2); llama.cpp would split text "
+                          "differently, so no GGUF is written",
+                          tokenizer_json["pre_tokenizer"].dump()));
+}
+
+/// llama.cpp's tokenizer.ggml.* keys (llama-vocab.cpp, LLAMA_VOCAB_TYPE_BPE) for `tok`, with the
+/// token list padded to the model's `n_vocab` embedding rows by "[PADi]" tokens of type 5
+/// (unused), as convert_hf_to_gguf.py pads.
+void add_tokenizer(GgufWriter& w, const ByteLevelBpeTokenizer& tok, const std::string& chat_template,
+                   int64_t n_vocab) {
+  const auto j = tok.to_tokenizer_json();
+  if (tok.vocab_size() > n_vocab)
+    throw Error(fmt::format("export-gguf: the tokenizer has {} tokens but the embedding only {} rows; llama.cpp "
+                            "needs one row per token", tok.vocab_size(), n_vocab));
+  std::vector<std::string> tokens(static_cast<std::size_t>(n_vocab));
+  std::vector<int64_t> types(static_cast<std::size_t>(n_vocab), 0);
+  for (const auto& [text, id] : j["model"]["vocab"].items()) {
+    tokens.at(id.get<std::size_t>()) = text;
+    types.at(id.get<std::size_t>()) = 1;  // normal
+  }
+  for (const auto& added : j["added_tokens"]) {
+    const auto id = added["id"].get<std::size_t>();
+    tokens.at(id) = added["content"].get<std::string>();
+    types.at(id) = added.value("special", false) ? 3 : 4;  // control : user-defined
+  }
+  for (std::size_t id = 0; id < tokens.size(); ++id)
+    if (types[id] == 0) {
+      tokens[id] = fmt::format("[PAD{}]", id);
+      types[id] = 5;  // unused
+    }
+  std::vector<std::string> merges;
+  for (const auto& m : j["model"]["merges"])
+    merges.push_back(m.is_string() ? m.get<std::string>()
+                                   : m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
+  // What encode(add_special_tokens) puts around the text must be one BOS before / one EOS after.
+  const auto plain = tok.encode_text("a", false);
+  const auto full = tok.encode_text("a", true);
+  const auto at = std::search(full.begin(), full.end(), plain.begin(), plain.end());
+  const std::vector<int64_t> prefix(full.begin(), at), suffix(at + static_cast<std::ptrdiff_t>(plain.size()), full.end());
+  const bool add_bos = !prefix.empty(), add_eos = !suffix.empty();
+  if (prefix.size() > 1 || suffix.size() > 1 || (add_bos && prefix[0] != tok.bos_id()) ||
+      (add_eos && suffix[0] != tok.eos_id()))
+    throw Error(fmt::format("export-gguf: the tokenizer adds [{}] before and [{}] after the text; llama.cpp can only "
+                            "add its BOS before and its EOS after", fmt::join(prefix, ", "), fmt::join(suffix, ", ")));
+  w.add("tokenizer.ggml.model", gguf_string("gpt2"));
+  w.add("tokenizer.ggml.pre", gguf_string(pre_name(j)));
+  w.add("tokenizer.ggml.tokens", gguf_string_array(tokens));
+  w.add("tokenizer.ggml.token_type", gguf_i32_array(types));
+  w.add("tokenizer.ggml.merges", gguf_string_array(merges));
+  const auto config = tok.to_tokenizer_config_json();
+  const auto id_of = [&](const char* key) -> std::optional<int64_t> {
+    if (!config.contains(key) || !config[key].is_string()) return std::nullopt;
+    return tok.token_to_id(config[key].get<std::string>());
+  };
+  for (auto [key, id] : {std::pair{"bos_token_id", tok.bos_id()}, std::pair{"eos_token_id", tok.eos_id()},
+                         std::pair{"unknown_token_id", id_of("unk_token")},
+                         std::pair{"padding_token_id", id_of("pad_token")}})
+    if (id) w.add(fmt::format("tokenizer.ggml.{}", key), gguf_u32(static_cast<uint32_t>(*id)));
+  w.add("tokenizer.ggml.add_bos_token", gguf_bool(add_bos));
+  w.add("tokenizer.ggml.add_eos_token", gguf_bool(add_eos));
+  if (!chat_template.empty()) w.add("tokenizer.chat_template", gguf_string(chat_template));
+}
+
+}  // namespace
+
+GgufExportType parse_gguf_export_type(const std::string& name) {
+  if (name == "f32") return GgufExportType::kF32;
+  if (name == "f16") return GgufExportType::kF16;
+  if (name == "q8_0") return GgufExportType::kQ8_0;
+  throw UsageError(fmt::format("--type '{}' is not a GGUF type export-gguf writes: use f32, f16 or q8_0", name));
+}
+
+LlamaCppLayerHeads llama_cpp_layer_heads(const std::vector<int64_t>& kv_of_query) {
+  LlamaCppLayerHeads out;
+  out.n_head = static_cast<int64_t>(kv_of_query.size());
+  if (out.n_head == 0) return out;
+  for (int64_t g = out.n_head; g >= 1; --g) {
+    if (out.n_head % g != 0) continue;
+    bool blocks = true;
+    for (int64_t i = 0; i < out.n_head && blocks; ++i) blocks = kv_of_query[i] == kv_of_query[i / g * g];
+    if (!blocks) continue;
+    out.n_head_kv = out.n_head / g;
+    for (int64_t k = 0; k < out.n_head_kv; ++k) out.kv_source.push_back(kv_of_query[k * g]);
+    return out;
+  }
+  return out;  // unreachable: g = 1 always forms blocks
+}
+
+torch::Tensor interleave_rotary_rows(const torch::Tensor& w, int64_t n_heads, int64_t head_dim) {
+  return w.reshape({n_heads, 2, head_dim / 2, -1}).transpose(1, 2).reshape(w.sizes());
+}
+
+namespace {
+
+/// The layers' llama.cpp head layout, the architecture it needs and the warnings it brings.
+void plan_heads(const LlamaModel& model, LlamaGguf& out) {
+  for (const auto& layer : model.layers) out.layers.push_back(llama_cpp_layer_heads(layer->self_attn->kv_of_query));
+  if (out.layers.at(0).n_head == 0)
+    throw Error("export-gguf: layer 0 has no attention heads left; llama.cpp (deci) takes the head size from layer "
+                "0's head count and would build a broken model, so no GGUF is written (keep a head in layer 0)");
+  bool uniform = true;
+  for (std::size_t l = 0; l < out.layers.size(); ++l) {
+    const auto& h = out.layers[l];
+    uniform = uniform && h.n_head == out.layers[0].n_head && h.n_head_kv == out.layers[0].n_head_kv;
+    const auto kv_before = model.layers[l]->self_attn->num_kv_heads;
+    if (h.n_head_kv > kv_before)
+      out.warnings.push_back(fmt::format("layer {}: its query heads use their KV heads unevenly, so {} KV heads are "
+                                         "written as {} copies (exact; a larger KV cache in llama.cpp)",
+                                         l, kv_before, h.n_head_kv));
+  }
+  out.architecture = uniform ? "llama" : "deci";
+}
+
+/// general.* and the architecture's keys.
+void add_model_metadata(const ModelConfig& c, int64_t n_vocab, GgufExportType type, const std::string& name,
+                        LlamaGguf& out) {
+  const auto& arch = out.architecture;
+  const bool uniform = arch == "llama";
+  auto& w = out.writer;
+  const auto u32 = [](int64_t v) { return gguf_u32(static_cast<uint32_t>(v)); };
+  const auto key = [&](const char* k) { return fmt::format("{}.{}", arch, k); };
+  w.add("general.architecture", gguf_string(arch));
+  w.add("general.name", gguf_string(name));
+  w.add("general.file_type", gguf_u32(file_type(type)));
+  w.add(key("vocab_size"), u32(n_vocab));
+  w.add(key("context_length"), u32(c.max_position_embeddings));
+  w.add(key("embedding_length"), u32(c.hidden_size));
+  w.add(key("feed_forward_length"), u32(c.intermediate_size));
+  w.add(key("block_count"), u32(c.num_hidden_layers));
+  if (uniform) {
+    w.add(key("attention.head_count"), u32(out.layers[0].n_head));
+    w.add(key("attention.head_count_kv"), u32(out.layers[0].n_head_kv));
+  } else {
+    std::vector<int64_t> heads, kv;
+    for (const auto& h : out.layers) {
+      heads.push_back(h.n_head);
+      kv.push_back(h.n_head_kv);
+    }
+    w.add(key("attention.head_count"), gguf_i32_array(heads));
+    w.add(key("attention.head_count_kv"), gguf_i32_array(kv));
+  }
+  w.add(key("rope.freq_base"), gguf_f32(static_cast<float>(c.rope_theta)));
+  w.add(key("attention.layer_norm_rms_epsilon"), gguf_f32(static_cast<float>(c.rms_norm_eps)));
+  w.add(key("rope.dimension_count"), u32(c.head_dim));
+  // llama.cpp's default head size is embedding_length / head_count (of layer 0): say it whenever
+  // pruning (or the model) makes that wrong.
+  if (!uniform || out.layers[0].n_head * c.head_dim != c.hidden_size) {
+    w.add(key("attention.key_length"), u32(c.head_dim));
+    w.add(key("attention.value_length"), u32(c.head_dim));
+  }
+}
+
+/// The tensors, by the shared name table: K/V heads copied per the layout, q/k interleaved.
+void add_tensors(const LlamaModel& model, GgufExportType type, LlamaGguf& out) {
+  const auto& c = model.config();
+  const auto hd = c.head_dim;
+  const auto weights = state_dict(model);
+  const auto put = [&](const std::string& gguf_name, const torch::Tensor& t) {
+    out.writer.add_tensor(gguf_name, t, matrix_type(type, t));
+  };
+  put(kGgufGlobalNames[0].first, weights.at(kGgufGlobalNames[0].second));
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const auto& h = out.layers[static_cast<std::size_t>(l)];
+    for (const auto& [part, module] : kGgufLayerNames) {
+      const std::string p = part;
+      if (p.rfind("attn_", 0) == 0 && h.n_head == 0) continue;  // deci: an attention-free layer has none
+      auto t = weights.at(fmt::format("model.layers.{}.{}.weight", l, module));
+      if (p == "attn_k" || p == "attn_v") {
+        const auto src = torch::tensor(h.kv_source, torch::kLong);
+        t = t.reshape({-1, hd, t.size(1)}).index_select(0, src).reshape({h.n_head_kv * hd, t.size(-1)});
+      }
+      if (p == "attn_q") t = interleave_rotary_rows(t, h.n_head, hd);
+      if (p == "attn_k") t = interleave_rotary_rows(t, h.n_head_kv, hd);
+      put(fmt::format("blk.{}.{}.weight", l, p), t);
+    }
+  }
+  put(kGgufGlobalNames[1].first, weights.at(kGgufGlobalNames[1].second));
+  if (!c.tie_word_embeddings) put(kGgufGlobalNames[2].first, weights.at(kGgufGlobalNames[2].second));
+}
+
+}  // namespace
+
+void check_llama_gguf_exportable(const Checkpoint& checkpoint) {
+  if (!dynamic_cast<const LlamaModel*>(checkpoint.model.get()))
+    throw Error(fmt::format("export-gguf: {} is a '{}' model; GGUF export writes LLaMA checkpoints only",
+                            checkpoint.dir.string(), checkpoint.model->config().model_type));
+  const auto& c = checkpoint.model->config();
+  if (c.attention_bias || c.mlp_bias)
+    throw Error(fmt::format("export-gguf: {} has attention or MLP biases, which headprune's GGUF export does not "
+                            "write (llama.cpp's optional bias tensors are not mapped)", checkpoint.dir.string()));
+  if (c.hidden_act != "silu")
+    throw Error(fmt::format("export-gguf: {} uses hidden_act '{}'; llama.cpp's llama runs silu only",
+                            checkpoint.dir.string(), c.hidden_act));
+}
+
+LlamaGguf build_llama_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) {
+  check_llama_gguf_exportable(checkpoint);
+  const auto* model = dynamic_cast<const LlamaModel*>(checkpoint.model.get());
+  const auto& c = model->config();
+  LlamaGguf out;
+  plan_heads(*model, out);
+  const auto n_vocab = model->embed_tokens->weight.size(0);
+  add_model_metadata(c, n_vocab, type, name.empty() ? checkpoint.dir.filename().string() : name, out);
+  const auto tok = std::dynamic_pointer_cast<ByteLevelBpeTokenizer>(checkpoint.tokenizer);
+  if (tok) {
+    add_tokenizer(out.writer, *tok, checkpoint.chat_template, n_vocab);
+    out.has_tokenizer = true;
+  } else {
+    out.warnings.push_back(checkpoint.tokenizer
+                               ? "the checkpoint's tokenizer is not byte-level BPE: no tokenizer is written, and "
+                                 "llama.cpp cannot run a GGUF file without one"
+                               : "the checkpoint has no tokenizer: none is written, and llama.cpp cannot run a GGUF "
+                                 "file without one");
+  }
+  add_tensors(*model, type, out);
+  return out;
+}
+
+void check_gguf_target(const std::filesystem::path& file, bool force) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(file))
+    throw Error(fmt::format("export-gguf: '{}' is a folder; give the .gguf file to write", file.string()));
+  const auto parent = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  if (!fs::is_directory(parent))
+    throw Error(fmt::format("export-gguf: the folder '{}' does not exist; create it first", parent.string()));
+  if (fs::exists(file) && !force)
+    throw Error(fmt::format("export-gguf: '{}' exists; add --force to replace it", file.string()));
+}
+
+LlamaGguf export_llama_gguf(const Checkpoint& checkpoint, const std::filesystem::path& file, bool force,
+                            GgufExportType type) {
+  check_gguf_target(file, force);
+  auto out = build_llama_gguf(checkpoint, type);
+  out.writer.write_file(file);
+  return out;
+}
+
+}  // namespace headprune::models::llama
