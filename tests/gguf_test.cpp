@@ -13,8 +13,10 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/formats/gguf.h"
+#include "models/formats/gguf_writer.h"
 #include "models/formats/safetensors.h"
 #include "models/llama/llama_gguf.h"
+#include "tests/cli_support.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 
@@ -133,5 +135,31 @@ CATCH_TEST_CASE("bad GGUF files are refused with one line naming the problem", "
     CATCH_CHECK_THROWS_WITH(models::read_gguf(write_bytes(dir / "text.gguf", "hello world, not a model")),
                             Catch::Contains("magic 'GGUF'"));
   }
+  fs::remove_all(dir);
+}
+
+CATCH_TEST_CASE("the command line refuses a bad GGUF with exit 1", "[gguf]") {
+  const auto dir = testing::temp_dir("gguf-cli");
+  const auto good = file_bytes(gguf_fixture("tiny-llama.gguf"));
+  const auto cut = write_bytes(dir / "cut.gguf", good.substr(0, good.size() / 2));
+  CATCH_CHECK(testing::run_cli({"inspect", cut.string()}) == 1);
+  CATCH_CHECK(testing::run_cli({"convert-gguf", cut.string(), "--out", (dir / "out").string()}) == 1);
+  CATCH_CHECK_FALSE(fs::exists(dir / "out"));  // nothing half-written
+  // A SentencePiece vocabulary (tokenizer.ggml.model "llama") is not implemented: refused by name.
+  const auto gguf = models::read_gguf(gguf_fixture("tiny-llama.gguf"));
+  models::GgufWriter writer;
+  for (const auto& [key, value] : gguf.header.metadata)
+    if (key != "general.alignment") writer.add(key, value);
+  writer.add("tokenizer.ggml.model", models::gguf_string("llama"));
+  writer.add("tokenizer.ggml.tokens", models::gguf_string_array({"<unk>", "<s>", "</s>"}));
+  for (const auto& info : gguf.header.tensors) {
+    auto t = models::read_gguf_tensor(gguf, info);
+    writer.add_tensor(info.name, t.to(torch::kFloat), models::GgmlType::F32);
+  }
+  const auto spm = dir / "spm.gguf";
+  writer.write_file(spm);
+  CATCH_CHECK_THROWS_WITH(models::load_checkpoint(spm, torch::kCPU),
+                          Catch::Contains("'llama'") && Catch::Contains(spm.string()));
+  CATCH_CHECK(testing::run_cli({"inspect", spm.string()}) == 1);
   fs::remove_all(dir);
 }
