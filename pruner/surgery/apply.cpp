@@ -1,5 +1,6 @@
 #include "pruner/surgery/apply.h"
 
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -80,7 +81,14 @@ ApplyResult before_surgery(const models::Checkpoint& ckpt) {
   ApplyResult r;
   r.heads_before = model.config().total_heads();
   r.params_before = parameter_count(model);
-  r.bytes_before = weights_file_bytes(ckpt.dir);
+  // A single-file source (llama2.c, a quantised GGUF) is compared as the dense model would be
+  // written: the same safetensors dtypes as the export, not the source file's own encoding.
+  r.bytes_before = 0;
+  if (std::filesystem::is_directory(ckpt.dir)) {
+    r.bytes_before = weights_file_bytes(ckpt.dir);
+  } else {
+    for (const auto& entry : models::checkpoint_state_dict(ckpt)) r.bytes_before += entry.second.nbytes();
+  }
   std::set<std::string> dtypes;
   for (const auto& [name, type] : ckpt.source_dtypes) dtypes.insert(c10::toString(type));
   r.weights_dtypes = fmt::format("{}", fmt::join(dtypes, "+"));

@@ -24,7 +24,8 @@ struct ApplyResult {
   int64_t params_per_head = 0;
   int64_t kv_heads_removed = 0;        ///< KV heads that lost their last query head (BERT: = heads removed)
   int64_t params_per_kv_head = 0;      ///< K and V rows (+ biases) of one KV head (models/head_costs.h)
-  std::uintmax_t bytes_before = 0, bytes_after = 0;  ///< the folders' .safetensors files
+  /// The folders' .safetensors files (a single-file source: its tensors as the export writes them).
+  std::uintmax_t bytes_before = 0, bytes_after = 0;
   std::string weights_dtypes;           ///< the weights' dtypes, the same before and after ("Float")
   double reload_max_abs_diff = 0;       ///< exported folder vs in-memory pruned model
   std::vector<std::vector<int64_t>> heads_present_before;  ///< original indices per layer
