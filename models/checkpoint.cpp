@@ -104,8 +104,10 @@ Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torc
 Checkpoint load_gguf_checkpoint(const std::filesystem::path& file, const torch::Device& device) {
   const auto converted = llama::read_llama_gguf(file);
   auto ckpt = converted_checkpoint(file, converted.config, converted.weights, device);
-  if (has_gguf_tokenizer(converted.gguf)) ckpt.tokenizer = gguf_tokenizer(converted.gguf);
-  ckpt.implied_files = gguf_tokenizer_files(converted.gguf);
+  std::shared_ptr<ByteLevelBpeTokenizer> tokenizer;
+  if (has_gguf_tokenizer(converted.gguf)) tokenizer = gguf_tokenizer(converted.gguf);
+  ckpt.tokenizer = tokenizer;
+  ckpt.implied_files = gguf_tokenizer_files(converted.gguf, tokenizer);
   ckpt.chat_template = gguf_chat_template(converted.gguf);
   return ckpt;
 }

@@ -94,9 +94,9 @@ std::string gguf_chat_template(const GgufFile& gguf) {
   return t ? t->value.get<std::string>() : std::string();
 }
 
-std::map<std::string, std::string> gguf_tokenizer_files(const GgufFile& gguf) {
-  if (!has_gguf_tokenizer(gguf)) return {};
-  const auto tokenizer = gguf_tokenizer(gguf);
+std::map<std::string, std::string> gguf_tokenizer_files(const GgufFile& gguf,
+                                                        const std::shared_ptr<ByteLevelBpeTokenizer>& tokenizer) {
+  if (!tokenizer) return {};
   auto config = tokenizer->to_tokenizer_config_json();
   if (const auto chat = gguf_chat_template(gguf); !chat.empty()) config["chat_template"] = chat;
   return {{kTokenizerJsonFile, tokenizer->to_tokenizer_json().dump(2) + "\n"},

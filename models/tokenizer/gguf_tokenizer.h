@@ -33,6 +33,8 @@ std::string gguf_chat_template(const GgufFile& gguf);
 /// File name -> content of the HF tokenizer files equivalent to the file's tokenizer:
 /// tokenizer.json and tokenizer_config.json (ByteLevelBpeTokenizer::to_tokenizer_config_json
 /// plus the chat_template). Empty when the file has no tokenizer.
-std::map<std::string, std::string> gguf_tokenizer_files(const GgufFile& gguf);
+/// `tokenizer` is gguf_tokenizer(gguf), built once by the caller (null when there is none).
+std::map<std::string, std::string> gguf_tokenizer_files(const GgufFile& gguf,
+                                                        const std::shared_ptr<ByteLevelBpeTokenizer>& tokenizer);
 
 }  // namespace headprune::models

@@ -31,7 +31,8 @@ int run_convert_gguf(const std::vector<std::string>& args, const GlobalOptions&)
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   const auto converted = models::llama::read_llama_gguf(model);
-  const auto tokenizer_files = models::gguf_tokenizer_files(converted.gguf);  // validated before writing
+  const auto tokenizer = models::has_gguf_tokenizer(converted.gguf) ? models::gguf_tokenizer(converted.gguf) : nullptr;
+  const auto tokenizer_files = models::gguf_tokenizer_files(converted.gguf, tokenizer);  // validated before writing
   const auto replaced = pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {
     models::save_safetensors(tmp / "model.safetensors", converted.weights, {{"format", "pt"}});
     pruner::write_file_atomic(tmp / "config.json", converted.config_json.dump(2) + "\n");
