@@ -11,7 +11,9 @@ namespace headprune::pruner {
 torch::Tensor run_texts(models::Checkpoint& ckpt, const std::vector<std::string>& texts,
                         std::size_t batch_size, const torch::Device& device, int64_t width,
                         const BatchHead& head) {
-  if (!ckpt.tokenizer) throw Error(fmt::format("{} has no tokenizer (vocab.txt or tokenizer.bin)", ckpt.dir.string()));
+  if (!ckpt.tokenizer)
+    throw Error(fmt::format("{} has no tokenizer: running text through the model needs the model's tokenizer",
+                            ckpt.dir.string()));
   std::vector<std::vector<int64_t>> ids;
   for (const auto& t : texts) ids.push_back(ckpt.tokenizer->encode(t, static_cast<std::size_t>(ckpt.max_seq_length)));
   auto out = torch::zeros({static_cast<int64_t>(texts.size()), width});
