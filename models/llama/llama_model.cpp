@@ -47,6 +47,18 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
+/// Which keys each of T new queries reads: [T, past + T] (bool, on `ids`' device), true where
+/// key j <= past + i, query i being position past + i after `past` cached positions.
+torch::Tensor causal_allowed(int64_t T, int64_t past, const torch::Tensor& ids) {
+  return torch::ones({T, past + T}, ids.options().dtype(torch::kBool)).tril(past);
+}
+
+/// The additive bias of a visibility mask, in x's dtype: 0 where allowed, the lowest float
+/// elsewhere (as HF's causal mask, so a row with nothing visible stays finite).
+torch::Tensor mask_bias_of(const torch::Tensor& allowed, const torch::Tensor& x) {
+  return torch::zeros(allowed.sizes(), x.options()).masked_fill(allowed.logical_not(), mask_min(x.scalar_type()));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- attention
@@ -185,10 +197,8 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
                             "lower --max-length",
                             T, config_.max_position_embeddings));
   auto x = embed_tokens->forward(ids);
-  // Key j is visible to query i when j <= i and j is not padding; masked scores get the
-  // lowest float (as HF's causal mask), so a row with nothing visible stays finite.
-  auto causal = torch::ones({T, T}, ids.options().dtype(torch::kBool)).tril();
-  auto allowed = causal.view({1, 1, T, T});
+  // Key j is visible to query i when j <= i and j is not padding.
+  auto allowed = causal_allowed(T, 0, ids).view({1, 1, T, T});
   if (inputs.attention_mask.defined()) {
     if (inputs.attention_mask.sizes() != ids.sizes())
       throw Error(fmt::format("attention_mask has shape [{}], input_ids [{}]",
@@ -196,8 +206,7 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
                               fmt::join(ids.sizes(), ",")));
     allowed = allowed.logical_and(inputs.attention_mask.to(torch::kBool).view({B, 1, 1, T}));
   }
-  auto mask_bias = torch::zeros(allowed.sizes(), x.options())
-                       .masked_fill(allowed.logical_not(), mask_min(x.scalar_type()));
+  const auto mask_bias = mask_bias_of(allowed, x);
   auto [cos, sin] = rotary_tables(T, config_.head_dim, config_.rope_theta, x.device());
   cos = cos.to(x.scalar_type());
   sin = sin.to(x.scalar_type());
@@ -232,11 +241,7 @@ torch::Tensor LlamaModel::forward_cached(const torch::Tensor& ids, KvCache& cach
   auto x = embed_tokens->forward(ids);
   // New token i (position past + i) sees every cached key and the new keys up to itself.
   torch::Tensor mask_bias;
-  if (T > 1) {
-    auto allowed = torch::ones({T, past + T}, ids.options().dtype(torch::kBool)).tril(past);
-    mask_bias = torch::zeros({1, 1, T, past + T}, x.options())
-                    .masked_fill(allowed.logical_not().view({1, 1, T, past + T}), mask_min(x.scalar_type()));
-  }
+  if (T > 1) mask_bias = mask_bias_of(causal_allowed(T, past, ids).view({1, 1, T, past + T}), x);
   auto [cos, sin] = rotary_tables(past + T, config_.head_dim, config_.rope_theta, x.device());
   cos = cos.narrow(0, past, T).to(x.scalar_type());
   sin = sin.narrow(0, past, T).to(x.scalar_type());
