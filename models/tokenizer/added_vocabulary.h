@@ -43,7 +43,6 @@ class AddedTokenMatcher {
   /// Splits text[begin, end) (valid UTF-8) into token and plain-text segments, in order;
   /// plain segments are never empty.
   std::vector<TextSegment> split(const std::string& text, std::size_t begin, std::size_t end) const;
-  bool empty() const { return tokens_.empty(); }
 
  private:
   std::vector<AddedToken> tokens_;  ///< longest content first

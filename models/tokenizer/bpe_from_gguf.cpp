@@ -62,10 +62,10 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_gguf(const GgufVocabulary& v) 
   std::vector<std::pair<std::string, std::string>> merges;
   merges.reserve(v.merges.size());
   for (const auto& merge : v.merges) {
-    const auto space = merge.find(' ');
-    if (space == std::string::npos || merge.find(' ', space + 1) != std::string::npos)
+    auto pair = split_merge(merge);
+    if (!pair)
       throw Error(fmt::format("GGUF tokenizer.ggml.merges entry '{}' is not two tokens separated by one space", merge));
-    merges.emplace_back(merge.substr(0, space), merge.substr(space + 1));
+    merges.push_back(std::move(*pair));
   }
   BpeModel model(std::move(vocab), std::move(merges), pipeline.ignore_merges, source);
   ByteLevelBpeTokenizer out(std::move(model), BytePreTokenizer(std::move(pipeline.steps), source), pipeline.nfc,

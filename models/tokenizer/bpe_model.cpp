@@ -120,4 +120,10 @@ const std::string* BpeModel::id_to_token(int64_t id) const {
   return it == tokens_.end() ? nullptr : &it->second;
 }
 
+std::optional<std::pair<std::string, std::string>> split_merge(const std::string& text) {
+  const auto space = text.find(' ');
+  if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos) return std::nullopt;
+  return std::make_pair(text.substr(0, space), text.substr(space + 1));
+}
+
 }  // namespace headprune::models

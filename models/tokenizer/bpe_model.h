@@ -54,4 +54,8 @@ class BpeModel {
   bool ignore_merges_ = false;
 };
 
+/// A merge written as text, "a b" (tokenizer.json before tokenizers 0.20, GGUF
+/// tokenizer.ggml.merges), as (a, b); nullopt unless exactly one space is in it.
+std::optional<std::pair<std::string, std::string>> split_merge(const std::string& text);
+
 }  // namespace headprune::models

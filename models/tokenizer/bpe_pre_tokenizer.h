@@ -65,8 +65,6 @@ class BytePreTokenizer {
   /// ("Ġworld"), as HF `pre_tokenizer.pre_tokenize_str(text)` lists them. Empty pieces dropped.
   std::vector<std::string> pre_tokenize(const std::string& text) const;
 
-  const std::vector<PreTokenizerStep>& steps() const { return steps_; }
-
  private:
   std::vector<PreTokenizerStep> steps_;
   std::vector<Pcre2Regex> regexes_;  ///< one per step (ByteLevel without regex: unused)

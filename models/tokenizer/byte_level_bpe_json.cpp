@@ -31,11 +31,10 @@ std::vector<std::pair<std::string, std::string>> read_merges(const nlohmann::jso
   out.reserve(merges.size());
   for (const auto& merge : merges) {
     if (merge.is_string()) {  // "a b" (tokenizers < 0.20)
-      const auto text = merge.get<std::string>();
-      const auto space = text.find(' ');
-      if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos)
+      auto pair = split_merge(merge.get<std::string>());
+      if (!pair)
         throw Error(fmt::format("{}: merge {} is not two tokens separated by one space", source, merge.dump()));
-      out.emplace_back(text.substr(0, space), text.substr(space + 1));
+      out.push_back(std::move(*pair));
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
       out.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
     } else {

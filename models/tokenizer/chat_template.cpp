@@ -15,8 +15,8 @@ constexpr const char* kDefaultSystemStart =
     "{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n";
 constexpr const char* kDefaultSystemEnd = "<|im_end|>\n' }}{% endif %}";
 
-bool starts_with(const std::string& s, const std::string& prefix, std::size_t at = 0) {
-  return s.compare(at, prefix.size(), prefix) == 0;
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
 }
 
 }  // namespace

@@ -33,9 +33,6 @@ class ChatTemplate {
   /// add_generation_prompt=...)`).
   std::string apply(const std::vector<ChatMessage>& messages, bool add_generation_prompt) const;
 
-  /// The default system message, or "" when the template inserts none.
-  const std::string& default_system() const { return default_system_; }
-
  private:
   std::string default_system_;
 };

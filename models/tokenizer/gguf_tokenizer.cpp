@@ -81,10 +81,10 @@ GgufVocabulary read_gguf_vocabulary(const GgufFile& gguf) {
 }
 
 std::shared_ptr<ByteLevelBpeTokenizer> gguf_tokenizer(const GgufFile& gguf) {
+  const auto vocabulary = read_gguf_vocabulary(gguf);  // its errors name the file already
   try {
-    return std::make_shared<ByteLevelBpeTokenizer>(ByteLevelBpeTokenizer::from_gguf(read_gguf_vocabulary(gguf)));
+    return std::make_shared<ByteLevelBpeTokenizer>(ByteLevelBpeTokenizer::from_gguf(vocabulary));
   } catch (const Error& e) {
-    if (std::string(e.what()).rfind("GGUF file", 0) == 0) throw;
     gguf_error(gguf.path, e.what());
   }
 }

@@ -77,10 +77,4 @@ std::vector<std::pair<std::size_t, std::size_t>> Pcre2Regex::find_all(const std:
   return found;
 }
 
-bool Pcre2Regex::matches_at(const std::string& text, std::size_t at) const {
-  pcre2_regex_impl::MatchData match(code_->code);
-  return pcre2_match(code_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), at,
-                     PCRE2_NO_UTF_CHECK | PCRE2_ANCHORED, match.data, nullptr) > 0;
-}
-
 }  // namespace headprune::models

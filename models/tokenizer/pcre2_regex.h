@@ -24,11 +24,6 @@ class Pcre2Regex {
   /// @throws headprune::Error if matching fails (e.g. PCRE2's match limit).
   std::vector<std::pair<std::size_t, std::size_t>> find_all(const std::string& text) const;
 
-  /// Whether the pattern matches `text` at byte offset `at` (anchored there).
-  bool matches_at(const std::string& text, std::size_t at) const;
-
-  const std::string& pattern() const { return pattern_; }
-
  private:
   struct Code;
   std::string pattern_;
