@@ -101,15 +101,18 @@ std::string quantize_q8_0(const float* values, int64_t count) {
 void GgufWriter::add(const std::string& key, GgufValue value) {
   for (const auto& [k, v] : metadata_)
     if (k == key) throw Error(fmt::format("GGUF writer: metadata key '{}' added twice", key));
-  std::string probe;  // checks the value now rather than when writing
+  std::string encoded;  // encoded now, so a value that does not fit its type fails here
+  put<uint32_t>(encoded, static_cast<uint32_t>(value.type));
   if (value.type == GgufValueType::ARRAY) {
     if (!value.value.is_array() || value.array_type == GgufValueType::ARRAY)
       throw Error(fmt::format("GGUF writer: metadata '{}' must be an array of scalars or strings", key));
-    for (const auto& e : value.value) put_scalar(probe, value.array_type, e, key);
+    put<uint32_t>(encoded, static_cast<uint32_t>(value.array_type));
+    put<uint64_t>(encoded, value.value.size());
+    for (const auto& e : value.value) put_scalar(encoded, value.array_type, e, key);
   } else {
-    put_scalar(probe, value.type, value.value, key);
+    put_scalar(encoded, value.type, value.value, key);
   }
-  metadata_.emplace_back(key, std::move(value));
+  metadata_.emplace_back(key, std::move(encoded));
 }
 
 void GgufWriter::add_tensor(const std::string& name, const torch::Tensor& data, GgmlType type) {
@@ -135,16 +138,9 @@ void GgufWriter::write(std::ostream& out) const {
   put<uint32_t>(head, 3);
   put<uint64_t>(head, tensors_.size());
   put<uint64_t>(head, metadata_.size());
-  for (const auto& [key, v] : metadata_) {
+  for (const auto& [key, encoded] : metadata_) {
     put_string(head, key);
-    put<uint32_t>(head, static_cast<uint32_t>(v.type));
-    if (v.type == GgufValueType::ARRAY) {
-      put<uint32_t>(head, static_cast<uint32_t>(v.array_type));
-      put<uint64_t>(head, v.value.size());
-      for (const auto& e : v.value) put_scalar(head, v.array_type, e, key);
-    } else {
-      put_scalar(head, v.type, v.value, key);
-    }
+    head += encoded;
   }
   uint64_t offset = 0;
   for (const auto& t : tensors_) {

@@ -57,8 +57,6 @@ class GgufWriter {
   /// @throws headprune::Error naming the file on an I/O failure (the target untouched then).
   void write_file(const std::filesystem::path& file) const;
 
-  const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
-
  private:
   struct Tensor {
     std::string name;
@@ -66,7 +64,9 @@ class GgufWriter {
     GgmlType type;
     uint64_t n_bytes;
   };
-  std::vector<std::pair<std::string, GgufValue>> metadata_;
+  /// key -> its value as the file holds it (value type, then the value; arrays: element type,
+  /// count, elements)
+  std::vector<std::pair<std::string, std::string>> metadata_;
   std::vector<Tensor> tensors_;
 };
 
