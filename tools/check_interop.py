@@ -376,6 +376,13 @@ def case_smollm2(case, exe, gguf, work):
         raise CheckFailed(f"{gguf} not found: run scripts/fetch-model SmolLM2-135M-Instruct")
     folder = work / "smollm2"
     run_headprune(["convert-gguf", gguf, "--out", folder], exe, "headprune convert-gguf")
+    check_chat_folder(case, exe, folder)
+
+
+def check_chat_folder(case, exe, folder):
+    """An HF LLaMA chat folder headprune wrote (convert-gguf, or a uniform prune of one):
+    LlamaForCausalLM loads it with no extra file and clean loading info, AutoTokenizer gives
+    headprune's ChatML prompt ids, and greedy decoding gives `generate --chat`'s tokens."""
     with captured_transformers_log() as (stream, _):
         model, info = transformers.LlamaForCausalLM.from_pretrained(str(folder), output_loading_info=True)
         tokenizer = transformers.AutoTokenizer.from_pretrained(str(folder))
