@@ -142,6 +142,7 @@ class Case:
         self.max_diff = None
         self.result = "PASS"
         self.notes = []
+        self.seconds = 0.0
 
     def fail(self, reason):
         self.result = "FAIL"
@@ -767,14 +768,14 @@ def print_table(cases):
     name_w = max(len("case"), *(len(c.name) for c in cases))
     res_w = max(len("result"), *(len(c.result) for c in cases))
     print()
-    print(f"{'case':<{name_w}}  {'min cosine':>11}  {'max |diff|':>10}  {'result':<{res_w}}  notes")
-    print(f"{'-' * name_w}  {'-' * 11}  {'-' * 10}  {'-' * res_w}  {'-' * 5}")
+    print(f"{'case':<{name_w}}  {'min cosine':>11}  {'max |diff|':>10}  {'seconds':>7}  {'result':<{res_w}}  notes")
+    print(f"{'-' * name_w}  {'-' * 11}  {'-' * 10}  {'-' * 7}  {'-' * res_w}  {'-' * 5}")
     for c in cases:
         mc = "-" if c.min_cos is None else f"{c.min_cos:.8f}"
         md = "-" if c.max_diff is None else f"{c.max_diff:.2e}"
         lines = [line for n in (c.notes or [""]) for line in n.splitlines()] or [""]
-        print(f"{c.name:<{name_w}}  {mc:>11}  {md:>10}  {c.result:<{res_w}}  {lines[0]}")
-        pad = f"{'':<{name_w}}  {'':>11}  {'':>10}  {'':<{res_w}}  "
+        print(f"{c.name:<{name_w}}  {mc:>11}  {md:>10}  {c.seconds:>7.1f}  {c.result:<{res_w}}  {lines[0]}")
+        pad = f"{'':<{name_w}}  {'':>11}  {'':>10}  {'':>7}  {'':<{res_w}}  "
         for line in lines[1:]:
             print(pad + line)
 
@@ -855,6 +856,7 @@ def main():
     try:
         for case, step in steps:
             print(f"\n[{case.name}]", flush=True)
+            case_start = time.monotonic()
             try:
                 step(case)
             except CheckFailed as e:
@@ -862,8 +864,9 @@ def main():
             except Exception as e:  # noqa: BLE001 - report, then go on with the next case
                 case.fail(f"{type(e).__name__}: {e}")
                 traceback.print_exc()
+            case.seconds = time.monotonic() - case_start
             results.append(case)
-            print(f"  -> {case.result}" + (f" (min cosine {case.min_cos:.8f})" if case.min_cos is not None else ""),
+            print(f"  -> {case.result} ({case.seconds:.1f} s)" + (f" (min cosine {case.min_cos:.8f})" if case.min_cos is not None else ""),
                   flush=True)
     finally:
         if own_work and not args.keep:
