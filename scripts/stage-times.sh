@@ -46,7 +46,10 @@ stage_wait() {
   echo "== $name (background) output: =="
   cat "${STAGE_LOG[$name]}"
   if [ -f "${STAGE_LOG[$name]}.end" ]; then
-    read -r STAGE_END[$name] status <"${STAGE_LOG[$name]}.end"
+    # (read cannot assign to an array element whose key holds spaces: through a local)
+    local end_seconds
+    read -r end_seconds status <"${STAGE_LOG[$name]}.end"
+    STAGE_END[$name]=$end_seconds
   else
     STAGE_END[$name]=$(stage_now)
   fi
@@ -89,6 +92,7 @@ stage_report() {
       'BEGIN { l = 1.5 * r; if (l < r + s) l = r + s; printf "%.0f", l }')
     if [ -n "$limit" ] && awk -v a="$secs" -v l="$limit" 'BEGIN { exit !(a > l) }'; then
       over+=("$name: $secs s against a limit of $limit s (recorded $rec s)")
+      status="$status, OVER BUDGET"
     fi
     printf '%-44s %7s %8s %9s %7s  %s\n' "$name" "$(stage_clock "${STAGE_START[$name]}")" "$secs" \
       "${rec:--}" "${limit:--}" "$status"
