@@ -10,7 +10,7 @@
 #include "models/errors.h"
 #include "models/input_file.h"
 #include "models/formats/llama2c.h"
-#include "models/llama/llama_gguf.h"
+#include "models/gguf_model.h"
 #include "models/registry.h"
 #include "models/tokenizer/byte_level_bpe.h"
 #include "models/tokenizer/gguf_tokenizer.h"
@@ -100,9 +100,9 @@ Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torc
   return converted_checkpoint(file, converted.config, converted.weights, device);
 }
 
-/// A llama.cpp GGUF file of a LLaMA model, converted in memory (models/llama/llama_gguf.h).
+/// A llama.cpp GGUF file, converted in memory by its architecture's mapping (models/gguf_model.h).
 Checkpoint load_gguf_checkpoint(const std::filesystem::path& file, const torch::Device& device) {
-  const auto converted = llama::read_llama_gguf(file);
+  const auto converted = read_gguf_model(file);
   auto ckpt = converted_checkpoint(file, converted.config, converted.weights, device);
   std::shared_ptr<ByteLevelBpeTokenizer> tokenizer;
   if (has_gguf_tokenizer(converted.gguf)) tokenizer = gguf_tokenizer(converted.gguf);

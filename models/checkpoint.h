@@ -65,7 +65,7 @@ void cast_checkpoint(Checkpoint& checkpoint, torch::ScalarType dtype);
 /// `model_type` (bert: BertModel, llama: LlamaModel); head counts per layer from `pruned_heads`
 /// (or, for llama, `headprune.kept_heads`). A llama2.c `.bin` file is accepted too and converted
 /// in memory (models/formats/llama2c.h; `dir` is then that file, and no tokenizer is loaded), and so
-/// is a llama.cpp `.gguf` file of a LLaMA model (models/llama/llama_gguf.h; with its tokenizer).
+/// is a llama.cpp `.gguf` file of an architecture a family maps (models/gguf_model.h; with its tokenizer).
 /// @throws headprune::Error naming the folder, file, or tensor: missing config/weights, a weight
 ///         the model needs that the file lacks, or a shape that differs from the config's.
 Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device);

@@ -46,6 +46,7 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   bool tie_word_embeddings = false;   ///< lm_head shares model.embed_tokens.weight
   bool attention_bias = false;        ///< q/k/v/o_proj have biases
+  bool qkv_bias = false;              ///< q/k/v_proj have biases, o_proj not (Qwen2)
   bool mlp_bias = false;              ///< gate/up/down_proj have biases
   int64_t bos_token_id = 1;
   int64_t eos_token_id = 2;

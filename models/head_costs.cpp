@@ -14,7 +14,7 @@ double HeadCosts::flops_per_head(const ModelConfig& config) const {
 
 HeadCosts head_costs(const ModelConfig& c, int64_t seq_len) {
   if (seq_len < 1) throw Error("sequence length for FLOPs must be >= 1");
-  const bool bias = c.family().has_attention_bias(c);
+  const bool bias = c.family().has_qkv_bias(c);
   const int64_t hd = c.hidden_size * c.head_dim;
   HeadCosts costs;
   costs.params_per_query_head = 2 * hd + (bias ? c.head_dim : 0);
@@ -32,7 +32,7 @@ int64_t attention_parameters(const ModelConfig& c) {
   for (size_t l = 0; l < kv.size(); ++l)
     total += costs.params_per_query_head * static_cast<int64_t>(c.kept_heads[l].size()) +
              costs.params_per_kv_head * static_cast<int64_t>(kv[l].size()) +
-             (c.family().has_attention_bias(c) ? c.hidden_size : 0);
+             (c.family().has_output_bias(c) ? c.hidden_size : 0);
   return total;
 }
 

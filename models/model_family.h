@@ -16,6 +16,7 @@ namespace headprune::models {
 struct ModelConfig;
 struct RemoteCode;
 class AttentionModel;
+class GgufCodec;
 
 /// What the rest of headprune asks about an architecture instead of branching on `model_type`.
 /// Implementations: models/bert/bert_family.cpp, models/llama/llama_family.cpp; the registry
@@ -50,8 +51,10 @@ class ModelFamily {
 
   // --- per-head costs (models/head_costs.h, models/flops.h) ---
 
-  /// Whether Q/K/V/O carry biases.
-  virtual bool has_attention_bias(const ModelConfig& config) const = 0;
+  /// Whether the query/key/value projections carry biases (sliced with their heads).
+  virtual bool has_qkv_bias(const ModelConfig& config) const = 0;
+  /// Whether the attention output projection carries a bias (kept whatever heads remain).
+  virtual bool has_output_bias(const ModelConfig& config) const = 0;
   /// Weight matrices of H×I in one feed-forward block (2: up/down; 3: SwiGLU gate/up/down).
   virtual int64_t ffn_matrices() const = 0;
   /// Whether the model ends in a language-model head over the vocabulary (can generate).

@@ -1,5 +1,6 @@
 #include "models/registry.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -9,6 +10,10 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/llama/llama_family.h"
+#include "models/qwen2/qwen2_family.h"
+#ifndef HEADPRUNE_NO_TORCH
+#include "models/gguf_model.h"
+#endif
 
 // The parser-only build (fuzz harnesses) has no LibTorch, hence no model classes.
 #ifdef HEADPRUNE_NO_TORCH
@@ -20,16 +25,21 @@
 namespace headprune::models {
 namespace {
 
+/// A family's GGUF mapping (models/gguf_model.h), for families that have one.
+using GgufCodecGetter = const GgufCodec& (*)();
+
 struct Entry {
   const ModelFamily& family;
   ModelFactory make_model;
+  GgufCodecGetter gguf_codec;  ///< nullptr: no GGUF mapping
 };
 
 /// One line per family.
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
-      {bert::family(), HEADPRUNE_FACTORY(bert::make_model)},
-      {llama::family(), HEADPRUNE_FACTORY(llama::make_model)},
+      {bert::family(), HEADPRUNE_FACTORY(bert::make_model), nullptr},
+      {llama::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
+      {qwen2::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
   };
   return entries;
 }
@@ -55,6 +65,33 @@ std::vector<std::string> supported_model_types() {
   for (const auto& entry : registry()) out.push_back(entry.family.model_type());
   return out;
 }
+
+const GgufCodec* gguf_codec_of(const std::string& model_type) {
+  const auto getter = entry_of(model_type).gguf_codec;
+  return getter ? &getter() : nullptr;
+}
+
+#ifdef HEADPRUNE_NO_TORCH
+const GgufCodec* gguf_codec_for_architecture(const std::string&) { return nullptr; }
+std::vector<std::string> supported_gguf_architectures() { return {}; }
+#else
+const GgufCodec* gguf_codec_for_architecture(const std::string& architecture) {
+  for (const auto& entry : registry()) {
+    if (!entry.gguf_codec) continue;
+    const auto names = entry.gguf_codec().architectures();
+    if (std::find(names.begin(), names.end(), architecture) != names.end()) return &entry.gguf_codec();
+  }
+  return nullptr;
+}
+
+std::vector<std::string> supported_gguf_architectures() {
+  std::vector<std::string> out;
+  for (const auto& entry : registry())
+    if (entry.gguf_codec)
+      for (const auto& name : entry.gguf_codec().architectures()) out.push_back(name);
+  return out;
+}
+#endif
 
 std::shared_ptr<AttentionModel> make_model(const ModelConfig& config,
                                            const std::set<std::string>& weight_names) {

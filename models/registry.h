@@ -15,6 +15,19 @@ namespace headprune::models {
 /// @throws headprune::Error "model_type 'X' is not supported (supported: bert, llama)".
 const ModelFamily& family_of(const std::string& model_type);
 
+class GgufCodec;
+
+/// The llama.cpp GGUF mapping of `model_type`'s family (models/gguf_model.h), or nullptr when
+/// the family has none (or in a build without LibTorch).
+/// @throws headprune::Error for an unknown model_type.
+const GgufCodec* gguf_codec_of(const std::string& model_type);
+
+/// The GGUF mapping that reads files of `general.architecture` `architecture`, or nullptr.
+const GgufCodec* gguf_codec_for_architecture(const std::string& architecture);
+
+/// Every `general.architecture` some family reads, in registry order.
+std::vector<std::string> supported_gguf_architectures();
+
 /// Every supported `model_type`, in registry order.
 std::vector<std::string> supported_model_types();
 

@@ -24,7 +24,7 @@
 
 namespace fs = std::filesystem;
 using namespace headprune;
-using models::llama::GgufExportType;
+using models::GgufExportType;
 
 namespace {
 
@@ -137,10 +137,10 @@ CATCH_TEST_CASE("llama.cpp's head layout of a layer duplicates K/V heads only fo
 CATCH_TEST_CASE("an exported tiny LLaMA reads back with identical weights and logits", "[gguf-export]") {
   auto ckpt = tiny_llama();
   const auto file = testing::temp_dir("gguf-export") / "tiny.gguf";
-  const auto written = models::llama::export_llama_gguf(ckpt, file, false, GgufExportType::kF32);
+  const auto written = models::export_gguf(ckpt, file, false, GgufExportType::kF32);
   CATCH_CHECK(written.architecture == "llama");
   CATCH_CHECK_FALSE(written.has_tokenizer);
-  const auto back = models::llama::read_llama_gguf(file);
+  const auto back = models::read_gguf_model(file);
   CATCH_CHECK(back.config.num_attention_heads == 4);
   CATCH_CHECK(back.config.num_key_value_heads == 2);
   CATCH_CHECK(back.config.tie_word_embeddings);
@@ -154,13 +154,13 @@ CATCH_TEST_CASE("an exported tiny LLaMA reads back with identical weights and lo
   }
   auto reloaded = models::load_checkpoint(file, torch::kCPU);
   CATCH_CHECK(torch::equal(logits_of(reloaded), logits_of(ckpt)));
-  CATCH_CHECK_THROWS_WITH(models::llama::export_llama_gguf(ckpt, file, false, GgufExportType::kF32),
+  CATCH_CHECK_THROWS_WITH(models::export_gguf(ckpt, file, false, GgufExportType::kF32),
                           Catch::Contains("exists; add --force"));
   // F16 and Q8_0: every matrix is the original rounded as llama.cpp's converter rounds it (rows
   // are permuted whole, so Q8_0 blocks hold the same values); norms stay F32.
   for (auto type : {GgufExportType::kF16, GgufExportType::kQ8_0}) {
-    models::llama::export_llama_gguf(ckpt, file, true, type);
-    const auto lossy = models::llama::read_llama_gguf(file);
+    models::export_gguf(ckpt, file, true, type);
+    const auto lossy = models::read_gguf_model(file);
     for (const auto& [name, t] : lossy.weights) {
       CATCH_INFO(name);
       const auto& o = original.at(name);
@@ -175,7 +175,7 @@ CATCH_TEST_CASE("a uniformly pruned LLaMA exports as llama with fewer heads and 
   auto ckpt = tiny_llama();
   for (int64_t l = 0; l < 2; ++l) ckpt.model->prune_heads(l, {0, 1}, {});  // KV group 0 of each layer
   const auto file = testing::temp_dir("gguf-uniform") / "uniform.gguf";
-  const auto written = models::llama::export_llama_gguf(ckpt, file, false, GgufExportType::kF32);
+  const auto written = models::export_gguf(ckpt, file, false, GgufExportType::kF32);
   CATCH_CHECK(written.architecture == "llama");
   CATCH_CHECK(written.warnings.size() == 1);  // no tokenizer in the fixture: llama.cpp cannot run it
   const auto f = models::read_gguf(file);
@@ -192,8 +192,9 @@ CATCH_TEST_CASE("a uniformly pruned LLaMA exports as llama with fewer heads and 
 CATCH_TEST_CASE("uneven GQA groups are written with duplicated K/V heads", "[gguf-export]") {
   auto ckpt = tiny_llama();
   for (int64_t l = 0; l < 2; ++l) ckpt.model->prune_heads(l, {3}, {});  // heads 0,1 share KV 0; head 2 has KV 1
-  const auto written = models::llama::build_llama_gguf(ckpt, GgufExportType::kF32);
+  const auto written = models::build_gguf(ckpt, GgufExportType::kF32);
   CATCH_CHECK(written.architecture == "llama");
+  CATCH_CHECK_FALSE(written.per_layer_heads);
   CATCH_CHECK(written.layers[0].n_head_kv == 3);
   CATCH_CHECK(written.layers[0].kv_source == std::vector<int64_t>{0, 0, 1});
   CATCH_CHECK(written.warnings.size() == 3);  // both layers' copies, and no tokenizer
@@ -203,8 +204,9 @@ CATCH_TEST_CASE("uneven GQA groups are written with duplicated K/V heads", "[ggu
 CATCH_TEST_CASE("uneven heads per layer export as deci, and a headless layer 0 is refused", "[gguf-export]") {
   auto ckpt = tiny_llama();
   ckpt.model->prune_heads(1, {0, 1, 2, 3}, {});
-  const auto written = models::llama::build_llama_gguf(ckpt, GgufExportType::kF32);
+  const auto written = models::build_gguf(ckpt, GgufExportType::kF32);
   CATCH_CHECK(written.architecture == "deci");
+  CATCH_CHECK(written.per_layer_heads);
   const auto file = testing::temp_dir("gguf-deci") / "deci.gguf";
   written.writer.write_file(file);
   const auto f = models::read_gguf(file);
@@ -215,18 +217,19 @@ CATCH_TEST_CASE("uneven heads per layer export as deci, and a headless layer 0 i
 
   auto headless = tiny_llama();
   headless.model->prune_heads(0, {0, 1, 2, 3}, {});
-  CATCH_CHECK_THROWS_WITH(models::llama::build_llama_gguf(headless, GgufExportType::kF32),
+  CATCH_CHECK_THROWS_WITH(models::build_gguf(headless, GgufExportType::kF32),
                           Catch::Contains("layer 0 has no attention heads left"));
 }
 
 CATCH_TEST_CASE("export-gguf refuses what llama.cpp cannot hold, naming the reason", "[gguf-export]") {
   auto bert = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
-  CATCH_CHECK_THROWS_WITH(models::llama::check_llama_gguf_exportable(bert),
-                          Catch::Contains("'bert' model; GGUF export writes LLaMA checkpoints only"));
+  CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(bert),
+                          Catch::Contains("'bert' model, which has no llama.cpp GGUF mapping") &&
+                              Catch::Contains("GGUF export writes: llama"));
   auto tiny = tiny_llama();  // 256 embedding rows, SmolLM2's 49152 tokens
   tiny.tokenizer = std::make_shared<models::ByteLevelBpeTokenizer>(
       models::ByteLevelBpeTokenizer::from_tokenizer_json(testing::fixture_path("smollm2/tokenizer.json")));
-  CATCH_CHECK_THROWS_WITH(models::llama::build_llama_gguf(tiny, GgufExportType::kF32),
+  CATCH_CHECK_THROWS_WITH(models::build_gguf(tiny, GgufExportType::kF32),
                           Catch::Contains("has 49152 tokens but the embedding only 256 rows"));
-  CATCH_CHECK_THROWS_WITH(models::llama::parse_gguf_export_type("q4_k"), Catch::Contains("use f32, f16 or q8_0"));
+  CATCH_CHECK_THROWS_WITH(models::parse_gguf_export_type("q4_k"), Catch::Contains("use f32, f16 or q8_0"));
 }

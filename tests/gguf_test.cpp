@@ -67,7 +67,7 @@ CATCH_TEST_CASE("every supported ggml type dequantises as llama.cpp's gguf packa
 
 CATCH_TEST_CASE("a GGUF LLaMA gives the logits transformers computes from the same file", "[gguf]") {
   const auto file = gguf_fixture("tiny-llama.gguf");
-  const auto converted = models::llama::read_llama_gguf(file);
+  const auto converted = models::read_gguf_model(file);
   CATCH_CHECK(converted.config.num_attention_heads == 4);
   CATCH_CHECK(converted.config.num_key_value_heads == 2);
   CATCH_CHECK(converted.config.tie_word_embeddings);

@@ -25,19 +25,19 @@ nlohmann::json llama_json() {
 
 }  // namespace
 
-CATCH_TEST_CASE("the registry lists bert and llama and maps each to its own family", "[registry]") {
-  CATCH_CHECK(hp::models::supported_model_types() == std::vector<std::string>{"bert", "llama"});
+CATCH_TEST_CASE("the registry lists bert, llama and qwen2 and maps each to its own family", "[registry]") {
+  CATCH_CHECK(hp::models::supported_model_types() == std::vector<std::string>{"bert", "llama", "qwen2"});
   for (const auto& type : hp::models::supported_model_types())
     CATCH_CHECK(hp::models::family_of(type).model_type() == type);
 }
 
 CATCH_TEST_CASE("an unknown model_type is refused with the supported list", "[registry]") {
   CATCH_CHECK_THROWS_WITH(hp::models::family_of("gpt2"),
-                          "model_type 'gpt2' is not supported (supported: bert, llama)");
+                          "model_type 'gpt2' is not supported (supported: bert, llama, qwen2)");
   auto j = llama_json();
   j["model_type"] = "gpt2";
   CATCH_CHECK_THROWS_WITH(hp::models::ModelConfig::from_json(j, "cfg.json"),
-                          "cfg.json: model_type 'gpt2' is not supported (supported: bert, llama)");
+                          "cfg.json: model_type 'gpt2' is not supported (supported: bert, llama, qwen2)");
 }
 
 CATCH_TEST_CASE("a family's keys are refused in another family's config", "[registry]") {
@@ -76,4 +76,10 @@ CATCH_TEST_CASE("per-head costs follow each family's layout", "[registry]") {
                   hp::models::attention_flops_per_token(llama, 1) == 2 * 6.0 * 16 * 24 + 2.0 * 16 * 32);
   CATCH_CHECK_FALSE(bert.family().has_lm_head());
   CATCH_CHECK(llama.family().has_lm_head());
+  // Qwen2: LLaMA's layout plus q/k/v biases (d per query head, 2d per KV head), no o_proj bias.
+  auto qwen2_json = llama_json();
+  qwen2_json["model_type"] = "qwen2";
+  const auto qwen2 = hp::models::ModelConfig::from_json(qwen2_json, "q");
+  CATCH_CHECK(hp::models::attention_parameters(qwen2) ==
+              hp::models::attention_parameters(llama) + 2 * (4 * 4 + 2 * 2 * 4));
 }

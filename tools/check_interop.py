@@ -419,25 +419,25 @@ def greedy_ids(model, steps):
                                      pad_token_id=0)[0].tolist()
 
 
-def remote_llama(folder):
-    """AutoModelForCausalLM with trust_remote_code=True: must build headprune's class and load
-    every tensor (no missing / unexpected / mismatched keys)."""
+def remote_llama(folder, class_name="HeadpruneLlamaForCausalLM"):
+    """AutoModelForCausalLM with trust_remote_code=True: must build headprune's class
+    `class_name` and load every tensor (no missing / unexpected / mismatched keys)."""
     with captured_transformers_log() as (stream, _):
         model, info = transformers.AutoModelForCausalLM.from_pretrained(
             str(folder), trust_remote_code=True, output_loading_info=True)
     problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys",
                                          "error_msgs") if info.get(k)}
-    if type(model).__name__ != "HeadpruneLlamaForCausalLM" or problems:
+    if type(model).__name__ != class_name or problems:
         raise CheckFailed(f"remote code: {type(model).__name__}, loading info {problems}\n{stream.getvalue()}")
     return model
 
 
-def native_llama_refused(folder):
-    """transformers' own LlamaForCausalLM on a folder it cannot build: the first line of its
-    error, or None when it loaded."""
+def native_llama_refused(folder, model_class=None):
+    """transformers' own `model_class` (default LlamaForCausalLM) on a folder it cannot build:
+    the first line of its error, or None when it loaded."""
     try:
         with captured_transformers_log():
-            transformers.LlamaForCausalLM.from_pretrained(str(folder))
+            (model_class or transformers.LlamaForCausalLM).from_pretrained(str(folder))
     except Exception as e:  # noqa: BLE001 - the refusal the export announced
         return str(e).strip().splitlines()[0][:70]
     return None
@@ -484,6 +484,61 @@ def case_llama_uneven(case, exe, work):
     case.notes.append(f"native: refused (expected: {refusal})")
     count, text = check_greedy(exe, pruned, greedy_ids(remote_llama(pruned), 40), 40, "remote code")
     case.notes.append(f"remote code: {count} greedy tokens identical; text: {text.strip()[:40]!r}")
+
+
+QWEN2_PROMPT = "The king said"
+
+
+def qwen2_greedy(exe, folder, model, steps=16):
+    """transformers' greedy decoding (its KV cache) of `steps` tokens after QWEN2_PROMPT, tokenized
+    by the folder's tokenizer.json (the `tokenizers` library), against `headprune generate`;
+    returns the number of new tokens compared."""
+    from tokenizers import Tokenizer  # noqa: E402 - a dependency of transformers
+    prompt = Tokenizer.from_file(str(Path(folder) / "tokenizer.json")).encode(QWEN2_PROMPT).ids
+    with torch.no_grad():
+        ref = model.eval().generate(torch.tensor([prompt]), max_new_tokens=steps, do_sample=False,
+                                    eos_token_id=None, pad_token_id=0)[0].tolist()
+    proc = run_headprune(["--log-level", "debug", "generate", folder, "--prompt", QWEN2_PROMPT,
+                          "--temperature", "0", "--max-new-tokens", str(steps)], exe, "headprune generate")
+    ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
+    if not ours:
+        raise CheckFailed(f"headprune generate printed no token ids:\n{proc.stderr}")
+    our_ids = [int(t) for t in ours[-1].split("token ids:")[1].split()]
+    if our_ids != ref[:len(our_ids)] or len(our_ids) <= len(prompt):
+        raise CheckFailed(f"greedy ids differ:\n  transformers {ref}\n  headprune    {our_ids}")
+    return len(our_ids) - len(prompt)
+
+
+def case_qwen2(case, exe, work):
+    """The Qwen2 fixture transformers 5.24 made (tests/fixtures/qwen2): dense, uniformly pruned
+    (2 of 4 heads per layer, so 2 x 16 != hidden 64) and unevenly pruned. Dense: native in every
+    version. Uniform: transformers 5's Qwen2ForCausalLM natively (explicit head_dim), 4.x refuses
+    it natively; trust_remote_code=True everywhere. Uneven: remote code only. Every route
+    decodes as headprune does."""
+    fixture = REPO / "tests" / "fixtures" / "qwen2"
+    native = transformers.Qwen2ForCausalLM
+    with captured_transformers_log():
+        dense = native.from_pretrained(str(fixture))
+    case.notes.append(f"dense native: {qwen2_greedy(exe, fixture, dense)} greedy tokens identical")
+    uniform = work / "qwen2-uniform"
+    headprune_apply(exe, fixture, {"0": [0, 2], "1": [1, 3], "2": [0, 3]}, uniform)
+    if REMOTE:
+        with captured_transformers_log():
+            model = native.from_pretrained(str(uniform))
+        case.notes.append(f"uniform native: {qwen2_greedy(exe, uniform, model)} identical")
+    else:
+        refusal = native_llama_refused(uniform, native)
+        if refusal is None:
+            raise CheckFailed("transformers 4 loaded 2 heads of 16 with hidden 64 natively; update the export note")
+        case.notes.append(f"uniform native: refused ({refusal})")
+    remote = remote_llama(uniform, "HeadpruneQwen2ForCausalLM")
+    case.notes.append(f"uniform remote code: {qwen2_greedy(exe, uniform, remote)} identical")
+    uneven = work / "qwen2-uneven"
+    headprune_apply(exe, fixture, {"0": [1], "2": [0, 1]}, uneven)
+    if native_llama_refused(uneven, native) is None:
+        raise CheckFailed("transformers' Qwen2ForCausalLM loaded uneven layers; update the export note")
+    remote = remote_llama(uneven, "HeadpruneQwen2ForCausalLM")
+    case.notes.append(f"uneven remote code: {qwen2_greedy(exe, uneven, remote)} identical")
 
 
 def ort_session(path):
@@ -816,7 +871,7 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
-                "onnx-uneven", "layers-sweep", "smollm2"):  # apply and sweep refuse a non-empty --out
+                "onnx-uneven", "layers-sweep", "smollm2", "qwen2-uniform", "qwen2-uneven"):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
     with open(text_file, "w", encoding="utf-8", newline="\n") as f:
@@ -843,6 +898,7 @@ def main():
         (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama 6 of 8 heads"), lambda c: case_llama_indivisible(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama uneven, empty layer"), lambda c: case_llama_uneven(c, exe, work)),
+        (Case("qwen2 dense, uniform, uneven"), lambda c: case_qwen2(c, exe, work)),
         (Case("smollm2 gguf -> HF folder"), lambda c: case_smollm2(c, exe, Path(args.smollm2).resolve(), work)),
         (Case("torchrun, 2 ranks = 1 process"), lambda c: case_torchrun(c, exe, model_dir, text_file, work)),
     ]

@@ -54,7 +54,8 @@ class BertFamily final : public ModelFamily {
     return j;
   }
 
-  bool has_attention_bias(const ModelConfig&) const override { return true; }
+  bool has_qkv_bias(const ModelConfig&) const override { return true; }
+  bool has_output_bias(const ModelConfig&) const override { return true; }
   int64_t ffn_matrices() const override { return 2; }
   bool has_lm_head() const override { return false; }
 

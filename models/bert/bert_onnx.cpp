@@ -68,13 +68,11 @@ OnnxModelOutputs BertModel::add_to_onnx(OnnxGraph& g) const {
   return {x, ""};
 }
 
-std::string SequenceClassificationHeadImpl::add_to_onnx(OnnxGraph& g, const BertModel& encoder,
+std::string SequenceClassificationHeadImpl::add_to_onnx(OnnxGraph& g, const AttentionModel& encoder,
                                                         const std::string& last_hidden_state) const {
-  if (!encoder.pooler_dense)
-    throw Error("the checkpoint has a classifier but no pooler (pooler.dense): "
-                "BertForSequenceClassification needs both");
+  const auto pooler = classification_pooler(encoder);
   auto first = g.op("Gather", {last_hidden_state, g.int64_constant({0}, true)}, {{"axis", int64_t{1}}});
-  auto pooled = g.op("Tanh", {g.linear(first, "pooler.dense", encoder.pooler_dense->weight, encoder.pooler_dense->bias)});
+  auto pooled = g.op("Tanh", {g.linear(first, "pooler.dense", pooler->weight, pooler->bias)});
   return g.linear(pooled, "classifier", classifier->weight, classifier->bias);
 }
 

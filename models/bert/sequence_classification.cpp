@@ -14,12 +14,18 @@ SequenceClassificationHeadImpl::SequenceClassificationHeadImpl(int64_t hidden_si
   classifier = register_module("classifier", Linear(hidden_size, num_labels()));
 }
 
-torch::Tensor SequenceClassificationHeadImpl::forward(BertModel& encoder,
-                                                      const torch::Tensor& last_hidden_state) {
-  if (!encoder.pooler_dense)
+Linear classification_pooler(const AttentionModel& encoder) {
+  const auto* bert = dynamic_cast<const BertModel*>(&encoder);
+  if (!bert || !bert->pooler_dense)
     throw Error("the checkpoint has a classifier but no pooler (pooler.dense): "
                 "BertForSequenceClassification needs both");
-  auto pooled = torch::tanh(encoder.pooler_dense->forward(last_hidden_state.select(1, 0)));
+  return bert->pooler_dense;
+}
+
+torch::Tensor SequenceClassificationHeadImpl::forward(const AttentionModel& encoder,
+                                                      const torch::Tensor& last_hidden_state) {
+  auto pooler = classification_pooler(encoder);
+  auto pooled = torch::tanh(pooler->forward(last_hidden_state.select(1, 0)));
   return classifier->forward(pooled);
 }
 

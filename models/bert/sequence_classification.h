@@ -25,13 +25,14 @@ class SequenceClassificationHeadImpl : public torch::nn::Module {
   SequenceClassificationHeadImpl(int64_t hidden_size, std::vector<std::string> labels);
 
   /// encoder: a BertModel with a pooler; last_hidden_state: [batch, seq, hidden] ->
-  /// logits [batch, num_labels]. @throws headprune::Error if the encoder has no pooler.
-  torch::Tensor forward(BertModel& encoder, const torch::Tensor& last_hidden_state);
+  /// logits [batch, num_labels]. @throws headprune::Error if the encoder is not a BertModel with
+  /// a pooler.
+  torch::Tensor forward(const AttentionModel& encoder, const torch::Tensor& last_hidden_state);
 
   /// The same as ONNX (models/bert/bert_onnx.cpp): `last_hidden_state` names a [batch, seq,
   /// hidden] value of `graph`; returns the logits' value name [batch, num_labels].
-  /// @throws headprune::Error if the encoder has no pooler.
-  std::string add_to_onnx(OnnxGraph& graph, const BertModel& encoder,
+  /// @throws headprune::Error if the encoder is not a BertModel with a pooler.
+  std::string add_to_onnx(OnnxGraph& graph, const AttentionModel& encoder,
                           const std::string& last_hidden_state) const;
 
   int64_t num_labels() const { return static_cast<int64_t>(labels.size()); }
@@ -40,6 +41,11 @@ class SequenceClassificationHeadImpl : public torch::nn::Module {
   std::vector<std::string> labels;  ///< id -> name
 };
 TORCH_MODULE(SequenceClassificationHead);
+
+/// The pooler a BertForSequenceClassification head reads: `encoder`'s "pooler.dense"
+/// ([hidden, hidden]; the module itself, shared). @throws headprune::Error if `encoder` is not a
+/// BertModel with a pooler.
+Linear classification_pooler(const AttentionModel& encoder);
 
 /// Label names by id from config.json's `id2label` (keys are decimal strings, as HF writes
 /// them); ids missing there are named "LABEL_<id>" as HF does.

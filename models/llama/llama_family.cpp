@@ -15,13 +15,12 @@ extern const char* const kModelingHeadpruneLlamaPy;
 }  // namespace headprune::generated
 
 namespace headprune::models::llama {
-namespace {
 
-/// LLaMA-only keys (HF LlamaConfig names and defaults).
+/// The keys of HF LlamaConfig (names and defaults); other LLaMA-style families call it first.
 void parse_llama_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c) {
   if (c.hidden_act != "silu")
-    throw Error(fmt::format("{}: hidden_act '{}' is not supported for llama (silu)", source,
-                            c.hidden_act));
+    throw Error(fmt::format("{}: hidden_act '{}' is not supported for {} (silu)", source,
+                            c.hidden_act, c.model_type));
   if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0)
     throw Error(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}",
                             source, c.num_attention_heads, c.num_key_value_heads));
@@ -56,6 +55,8 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
     c.eos_token_id = json_optional<int64_t>(j, "eos_token_id", 2, source);
 }
 
+namespace {
+
 /// `headprune.kept_heads`: per layer, the original query heads present (LLaMA configs whose
 /// layers a standard HF config cannot describe).
 void parse_headprune_kept_heads(const nlohmann::json& j, const std::string& source,
@@ -85,9 +86,6 @@ void parse_headprune_kept_heads(const nlohmann::json& j, const std::string& sour
   }
 }
 
-/// HF LlamaConfig: `num_attention_heads` query heads share `num_key_value_heads` KV heads,
-/// SwiGLU feed-forward, an LM head; transformers cannot prune its heads, so per-layer head sets
-/// a plain config cannot express are kept in `headprune.kept_heads` (docs/formats.md).
 /// Whether a uniform export's query-head count divides hidden_size, which transformers 5's
 /// LlamaConfig requires even with an explicit head_dim (4.x does not). No heads: nothing to check.
 bool heads_divide_hidden(const ModelConfig& c) {
@@ -101,113 +99,107 @@ bool plain_llama(const ModelConfig& c) {
   return c.uniform_groups() && !c.kept_heads.front().empty() && heads_divide_hidden(c);
 }
 
-constexpr const char* kRemoteCodeRoute =
-    "AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) loads it in "
-    "transformers 4.x and 5.x (modeling_headprune_llama.py, registered in auto_map)";
+}  // namespace
 
-class LlamaFamily final : public ModelFamily {
- public:
-  std::string model_type() const override { return "llama"; }
+std::string LlamaFamily::model_type() const { return "llama"; }
 
-  std::string description(const ModelConfig& c) const override {
-    return fmt::format("LLaMA decoder (HF LlamaForCausalLM): {} query heads share {} KV heads "
-                       "({} per group) in each layer",
-                       c.num_attention_heads, c.num_key_value_heads, c.kv_group_size());
-  }
+std::string LlamaFamily::description(const ModelConfig& c) const {
+  return fmt::format("LLaMA decoder (HF LlamaForCausalLM): {} query heads share {} KV heads "
+                     "({} per group) in each layer",
+                     c.num_attention_heads, c.num_key_value_heads, c.kv_group_size());
+}
 
-  const std::set<std::string>& modelled_keys() const override {
-    static const std::set<std::string> keys = {
-        "num_key_value_heads", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters",
-        "tie_word_embeddings", "attention_bias", "mlp_bias", "bos_token_id", "eos_token_id"};
-    return keys;
-  }
-  std::string default_hidden_act() const override { return "silu"; }
-  int64_t default_max_position_embeddings() const override { return 2048; }
+const std::set<std::string>& LlamaFamily::modelled_keys() const {
+  static const std::set<std::string> keys = {
+      "num_key_value_heads", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters",
+      "tie_word_embeddings", "attention_bias", "mlp_bias", "bos_token_id", "eos_token_id"};
+  return keys;
+}
 
-  void parse_fields(const nlohmann::json& j, const std::string& source,
-                    ModelConfig& c) const override {
-    parse_llama_fields(j, source, c);
-  }
-  void parse_head_sets(const nlohmann::json& j, const std::string& source,
-                       ModelConfig& c) const override {
-    parse_headprune_kept_heads(j, source, c);
-  }
+void LlamaFamily::parse_fields(const nlohmann::json& j, const std::string& source,
+                               ModelConfig& c) const {
+  parse_llama_fields(j, source, c);
+}
+void LlamaFamily::parse_head_sets(const nlohmann::json& j, const std::string& source,
+                                  ModelConfig& c) const {
+  parse_headprune_kept_heads(j, source, c);
+}
 
-  /// Never `pruned_heads`. Uniform groups: a standard HF config with the kept counts (heads
-  /// renumbered 0..n-1, the original numbers in headprune.original_head_ids); otherwise the
-  /// original counts plus `headprune.kept_heads`.
-  nlohmann::json to_json(const ModelConfig& c) const override {
-    nlohmann::json j = c.raw;
-    j.erase("pruned_heads");  // transformers' LLaMA cannot prune heads at load time
-    j.erase("auto_map");      // an earlier export's; the export adds it when needs_remote_code
-    if (j.contains("headprune") && j["headprune"].is_object()) j["headprune"].erase("kept_heads");
-    if (!c.uniform_groups()) {
-      j["headprune"]["kept_heads"] = c.kept_heads;
-      return j;
-    }
-    j["num_attention_heads"] = c.kept_heads.empty() ? c.num_attention_heads
-                                                    : static_cast<int64_t>(c.kept_heads[0].size());
-    j["num_key_value_heads"] = c.kept_heads.empty() ? c.num_key_value_heads
-                                                    : static_cast<int64_t>(c.kept_kv_heads()[0].size());
-    j["head_dim"] = c.head_dim;
-    std::vector<std::vector<int64_t>> ids;
-    for (int64_t l = 0; l < c.num_hidden_layers; ++l) ids.push_back(c.original_ids(l, c.kept_heads[l]));
-    j["headprune"]["original_head_ids"] = ids;
-    j["headprune"]["original_num_attention_heads"] = c.original_num_attention_heads;
+nlohmann::json LlamaFamily::to_json(const ModelConfig& c) const {
+  nlohmann::json j = c.raw;
+  j.erase("pruned_heads");  // transformers' LLaMA cannot prune heads at load time
+  j.erase("auto_map");      // an earlier export's; the export adds it when needs_remote_code
+  if (j.contains("headprune") && j["headprune"].is_object()) j["headprune"].erase("kept_heads");
+  if (!c.uniform_groups()) {
+    j["headprune"]["kept_heads"] = c.kept_heads;
     return j;
   }
+  j["num_attention_heads"] = c.kept_heads.empty() ? c.num_attention_heads
+                                                  : static_cast<int64_t>(c.kept_heads[0].size());
+  j["num_key_value_heads"] = c.kept_heads.empty() ? c.num_key_value_heads
+                                                  : static_cast<int64_t>(c.kept_kv_heads()[0].size());
+  j["head_dim"] = c.head_dim;
+  std::vector<std::vector<int64_t>> ids;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) ids.push_back(c.original_ids(l, c.kept_heads[l]));
+  j["headprune"]["original_head_ids"] = ids;
+  j["headprune"]["original_num_attention_heads"] = c.original_num_attention_heads;
+  return j;
+}
 
-  bool has_attention_bias(const ModelConfig& c) const override { return c.attention_bias; }
-  int64_t ffn_matrices() const override { return 3; }
-  bool has_lm_head() const override { return true; }
+bool LlamaFamily::has_qkv_bias(const ModelConfig& c) const { return c.attention_bias || c.qkv_bias; }
+bool LlamaFamily::has_output_bias(const ModelConfig& c) const { return c.attention_bias; }
 
-  std::string empty_layer_warning(int64_t layer) const override {
+std::string LlamaFamily::empty_layer_warning(int64_t layer) const {
+  return fmt::format(
+      "layer {} has no heads left: its attention adds nothing ({} has no o_proj bias); "
+      "headprune loads this checkpoint, transformers' own {} cannot hold an empty "
+      "layer (trust_remote_code=True loads it with modeling_headprune_llama.py)",
+      layer, display_name(), hf_class());
+}
+std::optional<std::string> LlamaFamily::layout_warning(const ModelConfig& c) const {
+  if (!c.uniform_groups())
     return fmt::format(
-        "layer {} has no heads left: its attention adds nothing (LLaMA has no o_proj bias); "
-        "headprune loads this checkpoint, transformers' own LlamaForCausalLM cannot hold an empty "
-        "layer (trust_remote_code=True loads it with modeling_headprune_llama.py)",
-        layer);
-  }
-  std::optional<std::string> layout_warning(const ModelConfig& c) const override {
-    if (!c.uniform_groups())
-      return fmt::format(
-          "the layers keep different query/KV head counts: transformers' LlamaForCausalLM, vLLM "
-          "and llama.cpp's converters cannot build it; {}; for a plain LLaMA config every layer "
-          "must keep the same heads per KV group (--uniform-layers, or apply --remove-heads with "
-          "the same pattern in every layer)",
-          kRemoteCodeRoute);
-    if (!heads_divide_hidden(c))
-      return fmt::format(
-          "every layer keeps {} query heads, which do not divide hidden_size {}: transformers "
-          "4.x loads this config natively (explicit head_dim), transformers 5's LlamaConfig "
-          "refuses it (\"hidden size is not a multiple of the number of attention heads\"); {}; "
-          "keep a head count that divides {} for a folder both load natively",
-          c.kept_heads.front().size(), c.hidden_size, kRemoteCodeRoute, c.hidden_size);
-    return {};
-  }
-  std::string export_note(const ModelConfig& c) const override {
-    if (plain_llama(c))
-      return "a standard LLaMA config: every layer keeps the same query/KV heads, renumbered "
-             "0..n-1; transformers 4.x and 5.x load it natively";
-    const char* layout = !c.uniform_groups()            ? "layers keep different heads (headprune.kept_heads); "
-                         : c.kept_heads.front().empty() ? "no layer keeps a head; "
-                                                        : "a standard LLaMA config (explicit head_dim) "
-                                                          "that transformers 4.x loads natively; ";
-    return fmt::format("{}{}", layout, kRemoteCodeRoute);
-  }
-  /// models/llama/modeling_headprune_llama.py: LlamaForCausalLM with per-layer query/KV head
-  /// counts (headprune.kept_heads) and a LlamaConfig without transformers 5's divisibility rule.
-  const RemoteCode* remote_code() const override {
-    static const RemoteCode code{
-        "modeling_headprune_llama.py", generated::kModelingHeadpruneLlamaPy,
-        nlohmann::json{{"AutoConfig", "modeling_headprune_llama.HeadpruneLlamaConfig"},
-                       {"AutoModelForCausalLM", "modeling_headprune_llama.HeadpruneLlamaForCausalLM"}}};
-    return &code;
-  }
-  bool needs_remote_code(const ModelConfig& c) const override { return !plain_llama(c); }
-};
+        "the layers keep different query/KV head counts: transformers' {}, vLLM "
+        "and llama.cpp's converters cannot build it; {}; for a plain {} config every layer "
+        "must keep the same heads per KV group (--uniform-layers, or apply --remove-heads with "
+        "the same pattern in every layer)",
+        hf_class(), remote_code_route(), display_name());
+  if (!heads_divide_hidden(c))
+    return fmt::format(
+        "every layer keeps {} query heads, which do not divide hidden_size {}: transformers "
+        "4.x loads this config natively (explicit head_dim), transformers 5's LlamaConfig "
+        "refuses it (\"hidden size is not a multiple of the number of attention heads\"); {}; "
+        "keep a head count that divides {} for a folder both load natively",
+        c.kept_heads.front().size(), c.hidden_size, remote_code_route(), c.hidden_size);
+  return {};
+}
+std::string LlamaFamily::export_note(const ModelConfig& c) const {
+  if (loads_natively(c))
+    return fmt::format("a standard {} config: every layer keeps the same query/KV heads, renumbered "
+                       "0..n-1; transformers 4.x and 5.x load it natively",
+                       display_name());
+  const auto layout = !c.uniform_groups()            ? std::string("layers keep different heads (headprune.kept_heads); ")
+                      : c.kept_heads.front().empty() ? std::string("no layer keeps a head; ")
+                                                     : fmt::format("a standard {} config (explicit head_dim) that {} "
+                                                                   "loads natively; ",
+                                                                   display_name(), partial_native_reader());
+  return layout + remote_code_route();
+}
+const RemoteCode* LlamaFamily::remote_code() const {
+  static const RemoteCode code{
+      "modeling_headprune_llama.py", generated::kModelingHeadpruneLlamaPy,
+      nlohmann::json{{"AutoConfig", "modeling_headprune_llama.HeadpruneLlamaConfig"},
+                     {"AutoModelForCausalLM", "modeling_headprune_llama.HeadpruneLlamaForCausalLM"}}};
+  return &code;
+}
+bool LlamaFamily::needs_remote_code(const ModelConfig& c) const { return !loads_natively(c); }
+bool LlamaFamily::loads_natively(const ModelConfig& c) const { return plain_llama(c); }
 
-}  // namespace
+std::string LlamaFamily::remote_code_route() const {
+  return fmt::format("AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) loads it in "
+                     "transformers 4.x and 5.x ({}, registered in auto_map)",
+                     remote_code()->auto_map.at("AutoModelForCausalLM").get<std::string>());
+}
 
 const ModelFamily& family() {
   static const LlamaFamily instance;

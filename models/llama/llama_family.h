@@ -2,7 +2,9 @@
 // with grouped-query attention and per-layer sets of query heads.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -10,11 +12,68 @@
 
 namespace headprune::models::llama {
 
+/// HF LlamaConfig / LlamaForCausalLM: `num_attention_heads` query heads share
+/// `num_key_value_heads` KV heads, SwiGLU feed-forward, an LM head; transformers cannot prune its
+/// heads, so per-layer head sets a plain config cannot express are kept in
+/// `headprune.kept_heads` (docs/formats.md). The base of every family LlamaModel computes
+/// (models/qwen2/): such a family parses its own keys after parse_llama_fields and overrides
+/// what it exports and says differently.
+class LlamaFamily : public ModelFamily {
+ public:
+  std::string model_type() const override;
+  std::string description(const ModelConfig& c) const override;
+  const std::set<std::string>& modelled_keys() const override;
+  std::string default_hidden_act() const override { return "silu"; }
+  int64_t default_max_position_embeddings() const override { return 2048; }
+  void parse_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c) const override;
+  void parse_head_sets(const nlohmann::json& j, const std::string& source, ModelConfig& c) const override;
+  /// Never `pruned_heads`. Uniform groups: a standard HF config with the kept counts (heads
+  /// renumbered 0..n-1, the original numbers in headprune.original_head_ids); otherwise the
+  /// original counts plus `headprune.kept_heads`.
+  nlohmann::json to_json(const ModelConfig& c) const override;
+  bool has_qkv_bias(const ModelConfig& c) const override;
+  bool has_output_bias(const ModelConfig& c) const override;
+  int64_t ffn_matrices() const override { return 3; }
+  bool has_lm_head() const override { return true; }
+  std::string empty_layer_warning(int64_t layer) const override;
+  std::optional<std::string> layout_warning(const ModelConfig& c) const override;
+  std::string export_note(const ModelConfig& c) const override;
+  /// models/llama/modeling_headprune_llama.py: LlamaForCausalLM with per-layer query/KV head
+  /// counts (headprune.kept_heads) and a LlamaConfig without transformers 5's divisibility rule.
+  const RemoteCode* remote_code() const override;
+  /// !loads_natively(c).
+  bool needs_remote_code(const ModelConfig& c) const override;
+
+ protected:
+  /// The family's name in messages ("LLaMA").
+  virtual std::string display_name() const { return "LLaMA"; }
+  /// Its HF class ("LlamaForCausalLM").
+  virtual std::string hf_class() const { return "LlamaForCausalLM"; }
+  /// Whether transformers' own class builds the export of `c` in 4.x and 5.x alike (LLaMA: the
+  /// same heads per KV group in every layer, at least one, a count dividing hidden_size).
+  virtual bool loads_natively(const ModelConfig& c) const;
+  /// Who loads a uniform export that is not loads_natively ("transformers 4.x").
+  virtual std::string partial_native_reader() const { return "transformers 4.x"; }
+  /// "AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) loads it ...", naming
+  /// remote_code()'s class.
+  std::string remote_code_route() const;
+};
+
+/// Reads the keys of HF LlamaConfig into `c` (after the common ones): rms_norm_eps, rope_theta
+/// and plain RoPE in rope_scaling / rope_parameters (anything else refused), tied embeddings,
+/// attention_bias, mlp_bias, bos/eos ids; checks silu, GQA divisibility and an even head_dim.
+/// @throws headprune::Error naming `source` and the key.
+void parse_llama_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c);
+
 /// The family's config rules, costs and export notes (llama_family.cpp).
 const ModelFamily& family();
 
 /// A LlamaModel for `config` (random weights). Defined in llama_model.cpp.
 std::shared_ptr<AttentionModel> make_model(const ModelConfig& config,
                                            const std::set<std::string>& weight_names);
+
+/// The family's llama.cpp GGUF mapping (architectures `llama` and, written for uneven heads,
+/// `deci`). Defined in llama_gguf_codec.cpp.
+const GgufCodec& gguf_codec();
 
 }  // namespace headprune::models::llama

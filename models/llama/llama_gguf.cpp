@@ -141,17 +141,20 @@ const std::set<std::string>& modelled_gguf_keys() {
   return keys;
 }
 
-GgufLlama read_llama_gguf(const std::filesystem::path& file) {
-  GgufLlama out;
-  out.gguf = read_gguf(file);
+GgufModel read_llama_gguf(const std::filesystem::path& file) { return read_llama_gguf(read_gguf(file)); }
+
+GgufModel read_llama_gguf(GgufFile file) {
+  GgufModel out;
+  out.gguf = std::move(file);
   const auto& f = out.gguf;
+  const auto& path = f.path;
   check_architecture_keys(f);
   const auto layers = integer(f, "llama.block_count");
   bool tied = true;
   for (const auto& info : f.header.tensors) {
     const auto name = hf_name(info.name, layers);
     if (name.empty())
-      gguf_error(file, fmt::format("tensor '{}' is not part of the LLaMA architecture as mapped here "
+      gguf_error(path, fmt::format("tensor '{}' is not part of the LLaMA architecture as mapped here "
                                    "(biases, RoPE frequency tables and other extras are refused)",
                                    info.name));
     tied = tied && name != "lm_head.weight";
@@ -159,16 +162,16 @@ GgufLlama read_llama_gguf(const std::filesystem::path& file) {
     out.source_types[name] = ggml_type_traits(info.type).name;
   }
   out.config_json = config_json(f, tied);
-  out.config = ModelConfig::from_json(out.config_json, file.string());
+  out.config = ModelConfig::from_json(out.config_json, path.string());
   const auto head_dim = out.config.head_dim;
   for (int64_t l = 0; l < layers; ++l) {
     const auto key = [l](const char* proj) { return fmt::format("model.layers.{}.self_attn.{}.weight", l, proj); };
     for (auto [proj, heads] : {std::pair{"q_proj", out.config.num_attention_heads},
                                std::pair{"k_proj", out.config.num_key_value_heads}}) {
       auto it = out.weights.find(key(proj));
-      if (it == out.weights.end()) gguf_error(file, fmt::format("tensor '{}' is missing", key(proj)));
+      if (it == out.weights.end()) gguf_error(path, fmt::format("tensor '{}' is missing", key(proj)));
       if (it->second.dim() != 2 || it->second.size(0) != heads * head_dim)
-        gguf_error(file, fmt::format("tensor '{}' has shape [{}], expected {} rows ({} heads of {})", key(proj),
+        gguf_error(path, fmt::format("tensor '{}' has shape [{}], expected {} rows ({} heads of {})", key(proj),
                                      fmt::join(it->second.sizes(), ", "), heads * head_dim, heads, head_dim));
       it->second = permute_rotary_rows(it->second, heads, head_dim);
     }

@@ -11,26 +11,12 @@
 #pragma once
 
 #include <filesystem>
-#include <map>
 #include <set>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
-#include "models/config.h"
-#include "models/formats/gguf.h"
-#include "models/formats/safetensors.h"
+#include "models/gguf_model.h"
 
 namespace headprune::models::llama {
-
-/// A GGUF LLaMA model converted to HF conventions.
-struct GgufLlama {
-  GgufFile gguf;                ///< the header, for the tokenizer and chat template
-  nlohmann::json config_json;   ///< an HF LlamaForCausalLM config.json
-  ModelConfig config;           ///< config_json parsed
-  TensorMap weights;            ///< HF key names; quantised tensors dequantised to float32
-  std::map<std::string, std::string> source_types;  ///< HF name -> ggml type in the file ("Q4_1")
-};
 
 /// Reads `file`. q/k rows are permuted back from llama.cpp's interleaved rotary pairs to HF's
 /// halves (the inverse of convert_hf_to_gguf.py's LlamaModel.permute; models/formats/llama2c.h,
@@ -41,7 +27,10 @@ struct GgufLlama {
 ///         architecture this reader does not model (rope scaling, experts, per-layer head
 ///         arrays, partial rotary dimensions), a tensor it does not map, a missing or
 ///         mis-shaped tensor, or any GGUF format violation.
-GgufLlama read_llama_gguf(const std::filesystem::path& file);
+GgufModel read_llama_gguf(const std::filesystem::path& file);
+
+/// read_llama_gguf of a file whose header is read (GgufCodec::read of llama_gguf_codec.cpp).
+GgufModel read_llama_gguf(GgufFile file);
 
 /// The `llama.*` metadata keys read_llama_gguf models (for messages and tests).
 const std::set<std::string>& modelled_gguf_keys();

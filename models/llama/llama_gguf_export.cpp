@@ -15,16 +15,7 @@
 namespace headprune::models::llama {
 namespace {
 
-/// llama.cpp `enum llama_ftype` (llama.h): what general.file_type says about the matrices.
-uint32_t file_type(GgufExportType type) {
-  switch (type) {
-    case GgufExportType::kF32: return 0;   // LLAMA_FTYPE_ALL_F32
-    case GgufExportType::kF16: return 1;   // LLAMA_FTYPE_MOSTLY_F16
-    case GgufExportType::kQ8_0: return 7;  // LLAMA_FTYPE_MOSTLY_Q8_0
-  }
-  return 0;
-}
-
+/// The ggml type `t` is written as: 1-D tensors (norm weights) F32, matrices as `type` says.
 GgmlType matrix_type(GgufExportType type, const torch::Tensor& t) {
   if (t.dim() < 2) return GgmlType::F32;
   switch (type) {
@@ -115,15 +106,8 @@ void add_tokenizer(GgufWriter& w, const ByteLevelBpeTokenizer& tok, const std::s
 
 }  // namespace
 
-GgufExportType parse_gguf_export_type(const std::string& name) {
-  if (name == "f32") return GgufExportType::kF32;
-  if (name == "f16") return GgufExportType::kF16;
-  if (name == "q8_0") return GgufExportType::kQ8_0;
-  throw UsageError(fmt::format("--type '{}' is not a GGUF type export-gguf writes: use f32, f16 or q8_0", name));
-}
-
-LlamaCppLayerHeads llama_cpp_layer_heads(const std::vector<int64_t>& kv_of_query) {
-  LlamaCppLayerHeads out;
+GgufLayerHeads llama_cpp_layer_heads(const std::vector<int64_t>& kv_of_query) {
+  GgufLayerHeads out;
   out.n_head = static_cast<int64_t>(kv_of_query.size());
   if (out.n_head == 0) return out;
   for (int64_t g = out.n_head; g >= 1; --g) {
@@ -145,7 +129,7 @@ torch::Tensor interleave_rotary_rows(const torch::Tensor& w, int64_t n_heads, in
 namespace {
 
 /// The layers' llama.cpp head layout, the architecture it needs and the warnings it brings.
-void plan_heads(const LlamaModel& model, LlamaGguf& out) {
+void plan_heads(const LlamaModel& model, GgufExport& out) {
   for (const auto& layer : model.layers) out.layers.push_back(llama_cpp_layer_heads(layer->self_attn->kv_of_query));
   if (out.layers.at(0).n_head == 0)
     throw Error("export-gguf: layer 0 has no attention heads left; llama.cpp (deci) takes the head size from layer "
@@ -161,19 +145,20 @@ void plan_heads(const LlamaModel& model, LlamaGguf& out) {
                                          l, kv_before, h.n_head_kv));
   }
   out.architecture = uniform ? "llama" : "deci";
+  out.per_layer_heads = !uniform;
 }
 
 /// general.* and the architecture's keys.
 void add_model_metadata(const ModelConfig& c, int64_t n_vocab, GgufExportType type, const std::string& name,
-                        LlamaGguf& out) {
+                        GgufExport& out) {
   const auto& arch = out.architecture;
-  const bool uniform = arch == "llama";
+  const bool uniform = !out.per_layer_heads;
   auto& w = out.writer;
   const auto u32 = [](int64_t v) { return gguf_u32(static_cast<uint32_t>(v)); };
   const auto key = [&](const char* k) { return fmt::format("{}.{}", arch, k); };
   w.add("general.architecture", gguf_string(arch));
   w.add("general.name", gguf_string(name));
-  w.add("general.file_type", gguf_u32(file_type(type)));
+  w.add("general.file_type", gguf_u32(gguf_file_type(type)));
   w.add(key("vocab_size"), u32(n_vocab));
   w.add(key("context_length"), u32(c.max_position_embeddings));
   w.add(key("embedding_length"), u32(c.hidden_size));
@@ -203,7 +188,7 @@ void add_model_metadata(const ModelConfig& c, int64_t n_vocab, GgufExportType ty
 }
 
 /// The tensors, by the shared name table: K/V heads copied per the layout, q/k interleaved.
-void add_tensors(const LlamaModel& model, GgufExportType type, LlamaGguf& out) {
+void add_tensors(const LlamaModel& model, GgufExportType type, GgufExport& out) {
   const auto& c = model.config();
   const auto hd = c.head_dim;
   const auto weights = state_dict(model);
@@ -233,11 +218,12 @@ void add_tensors(const LlamaModel& model, GgufExportType type, LlamaGguf& out) {
 }  // namespace
 
 void check_llama_gguf_exportable(const Checkpoint& checkpoint) {
-  if (!dynamic_cast<const LlamaModel*>(checkpoint.model.get()))
+  // (LlamaModel also computes other families, whose llama.cpp architectures differ.)
+  if (!dynamic_cast<const LlamaModel*>(checkpoint.model.get()) || checkpoint.model->config().model_type != "llama")
     throw Error(fmt::format("export-gguf: {} is a '{}' model; GGUF export writes LLaMA checkpoints only",
                             checkpoint.dir.string(), checkpoint.model->config().model_type));
   const auto& c = checkpoint.model->config();
-  if (c.attention_bias || c.mlp_bias)
+  if (c.attention_bias || c.qkv_bias || c.mlp_bias)
     throw Error(fmt::format("export-gguf: {} has attention or MLP biases, which headprune's GGUF export does not "
                             "write (llama.cpp's optional bias tensors are not mapped)", checkpoint.dir.string()));
   if (c.hidden_act != "silu")
@@ -245,14 +231,14 @@ void check_llama_gguf_exportable(const Checkpoint& checkpoint) {
                             checkpoint.dir.string(), c.hidden_act));
 }
 
-LlamaGguf build_llama_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) {
+GgufExport build_llama_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) {
   check_llama_gguf_exportable(checkpoint);
   const auto* model = dynamic_cast<const LlamaModel*>(checkpoint.model.get());
   const auto& c = model->config();
-  LlamaGguf out;
+  GgufExport out;
   plan_heads(*model, out);
   const auto n_vocab = model->embed_tokens->weight.size(0);
-  add_model_metadata(c, n_vocab, type, name.empty() ? checkpoint.dir.filename().string() : name, out);
+  add_model_metadata(c, n_vocab, type, name, out);
   const auto tok = std::dynamic_pointer_cast<ByteLevelBpeTokenizer>(checkpoint.tokenizer);
   if (tok) {
     add_tokenizer(out.writer, *tok, checkpoint.chat_template, n_vocab);
@@ -265,25 +251,6 @@ LlamaGguf build_llama_gguf(const Checkpoint& checkpoint, GgufExportType type, co
                                  "file without one");
   }
   add_tensors(*model, type, out);
-  return out;
-}
-
-void check_gguf_target(const std::filesystem::path& file, bool force) {
-  namespace fs = std::filesystem;
-  if (fs::is_directory(file))
-    throw Error(fmt::format("export-gguf: '{}' is a folder; give the .gguf file to write", file.string()));
-  const auto parent = file.parent_path().empty() ? fs::path(".") : file.parent_path();
-  if (!fs::is_directory(parent))
-    throw Error(fmt::format("export-gguf: the folder '{}' does not exist; create it first", parent.string()));
-  if (fs::exists(file) && !force)
-    throw Error(fmt::format("export-gguf: '{}' exists; add --force to replace it", file.string()));
-}
-
-LlamaGguf export_llama_gguf(const Checkpoint& checkpoint, const std::filesystem::path& file, bool force,
-                            GgufExportType type) {
-  check_gguf_target(file, force);
-  auto out = build_llama_gguf(checkpoint, type);
-  out.writer.write_file(file);
   return out;
 }
 

@@ -81,10 +81,11 @@ LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, std::vector<int64_t
       head_dim(c.head_dim),
       kv_of_query(std::move(kv_of_query_)) {
   const int64_t H = c.hidden_size;
-  q_proj = register_module("q_proj", Linear(H, num_heads * head_dim, c.attention_bias));
-  k_proj = register_module("k_proj", Linear(H, num_kv_heads * head_dim, c.attention_bias));
-  v_proj = register_module("v_proj", Linear(H, num_kv_heads * head_dim, c.attention_bias));
-  o_proj = register_module("o_proj", Linear(num_heads * head_dim, H, c.attention_bias));
+  const bool qkv_bias = c.family().has_qkv_bias(c);
+  q_proj = register_module("q_proj", Linear(H, num_heads * head_dim, qkv_bias));
+  k_proj = register_module("k_proj", Linear(H, num_kv_heads * head_dim, qkv_bias));
+  v_proj = register_module("v_proj", Linear(H, num_kv_heads * head_dim, qkv_bias));
+  o_proj = register_module("o_proj", Linear(num_heads * head_dim, H, c.family().has_output_bias(c)));
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
@@ -166,7 +167,8 @@ void LlamaDecoderLayerImpl::set_record_io(bool on) {
 
 // ---------------------------------------------------------------- model
 LlamaModel::LlamaModel(ModelConfig config) : config_(std::move(config)) {
-  if (config_.model_type != "llama")
+  // LLaMA and the families that compute as it does (models/llama/llama_family.h, LlamaFamily).
+  if (!dynamic_cast<const llama::LlamaFamily*>(&config_.family()))
     throw Error(fmt::format("LlamaModel cannot hold a '{}' model", config_.model_type));
   auto model = register_module("model", std::make_shared<torch::nn::Module>());
   embed_tokens = model->register_module(

@@ -1,13 +1,14 @@
 // LLaMA-architecture decoder (HF LlamaForCausalLM) with grouped-query attention and per-layer
-// sets of query heads.
+// sets of query heads; also the model of the families that compute as LLaMA does (Qwen2:
+// q/k/v biases; models/llama/llama_family.h, LlamaFamily).
 //
 // Module tree mirrors HF transformers `modeling_llama.py`, so named_parameters() are exactly the
 // checkpoint keys:
 //   model.embed_tokens                                   [vocab, H]
 //   model.layers.N.input_layernorm, post_attention_layernorm   RMSNorm weight [H]
-//   model.layers.N.self_attn.q_proj   [q_heads*head_dim, H]     (biases only if attention_bias)
-//   model.layers.N.self_attn.{k,v}_proj [kv_heads*head_dim, H]
-//   model.layers.N.self_attn.o_proj   [H, q_heads*head_dim]
+//   model.layers.N.self_attn.q_proj   [q_heads*head_dim, H]     (q/k/v biases if the family's
+//   model.layers.N.self_attn.{k,v}_proj [kv_heads*head_dim, H]   has_qkv_bias: attention_bias
+//   model.layers.N.self_attn.o_proj   [H, q_heads*head_dim]     or Qwen2; o_proj's: attention_bias)
 //   model.layers.N.mlp.{gate,up}_proj [I, H], mlp.down_proj [H, I]  (biases only if mlp_bias)
 //   model.norm                                            [H]
 //   lm_head                                               [vocab, H] (absent if tie_word_embeddings)
@@ -114,7 +115,7 @@ std::vector<int64_t> local_kv_of_query(const std::vector<int64_t>& kept_heads,
 class LlamaModel : public AttentionModel {
  public:
   /// Builds with random weights, shaped by config.kept_heads (and the KV heads they use).
-  /// @throws headprune::Error if the config is not a LLaMA config.
+  /// @throws headprune::Error if the config's family is not a llama::LlamaFamily.
   explicit LlamaModel(ModelConfig config);
 
   const ModelConfig& config() const override { return config_; }

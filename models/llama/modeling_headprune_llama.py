@@ -1,5 +1,5 @@
 # coding=utf-8
-"""LLaMA with a different number of query and KV heads in each layer, for transformers 4.x and 5.x.
+"""LLaMA (and Qwen2) with a different number of query and KV heads in each layer, for transformers 4.x and 5.x.
 
 Written by headprune next to a pruned LLaMA checkpoint that transformers' own LlamaForCausalLM
 cannot build, and registered in config.json's `auto_map`, so that
@@ -20,17 +20,27 @@ embeddings), without a KV cache: generation recomputes the whole sequence at eac
 with no heads adds only the output projection's bias (if any). Parameter names are
 LlamaForCausalLM's, so the checkpoint loads unchanged.
 
+Qwen2 (model_type "qwen2", Qwen2ForCausalLM) computes the same with biases on q/k/v_proj and
+none on o_proj: HeadpruneQwen2Config / HeadpruneQwen2ForCausalLM, registered instead by
+headprune's Qwen2 exports.
+
 Self-contained: imports only torch and transformers' public names present in 4.x and 5.x.
 """
 
 import torch
 from torch import nn
 import transformers
-from transformers import GenerationMixin, LlamaConfig, PreTrainedModel
+from transformers import GenerationMixin, LlamaConfig, PreTrainedModel, Qwen2Config
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
 
 TRANSFORMERS_5 = int(transformers.__version__.split(".")[0]) >= 5
+
+
+def check_head_dim(config):
+    """headprune's exports always name the head size; it is never hidden_size / heads."""
+    if not getattr(config, "head_dim", None):
+        raise ValueError("headprune's LLaMA / Qwen2 needs an explicit head_dim")
 
 
 class HeadpruneLlamaConfig(LlamaConfig):
@@ -38,8 +48,22 @@ class HeadpruneLlamaConfig(LlamaConfig):
     (the head size is the explicit `head_dim`)."""
 
     def validate_architecture(self):
-        if not getattr(self, "head_dim", None):
-            raise ValueError("headprune's LLaMA needs an explicit head_dim")
+        check_head_dim(self)
+
+
+class HeadpruneQwen2Config(Qwen2Config):
+    """Qwen2Config with an explicit `head_dim` (transformers 4.x's Qwen2 takes hidden_size /
+    heads)."""
+
+    def validate_architecture(self):
+        check_head_dim(self)
+
+
+def projection_biases(config):
+    """(q/k/v_proj bias, o_proj bias): LLaMA's attention_bias for all four; Qwen2: q/k/v only."""
+    if config.model_type == "qwen2":
+        return True, False
+    return config.attention_bias, config.attention_bias
 
 
 def layer_heads(config):
@@ -99,11 +123,11 @@ class HeadpruneLlamaAttention(nn.Module):
         super().__init__()
         self.num_heads, self.head_dim = num_heads, config.head_dim
         self.kv_index = list(kv_index)  # a plain list: transformers 5 builds modules on the meta device
-        bias = config.attention_bias
+        bias, output_bias = projection_biases(config)
         self.q_proj = nn.Linear(config.hidden_size, num_heads * self.head_dim, bias=bias)
         self.k_proj = nn.Linear(config.hidden_size, num_kv * self.head_dim, bias=bias)
         self.v_proj = nn.Linear(config.hidden_size, num_kv * self.head_dim, bias=bias)
-        self.o_proj = nn.Linear(num_heads * self.head_dim, config.hidden_size, bias=bias)
+        self.o_proj = nn.Linear(num_heads * self.head_dim, config.hidden_size, bias=output_bias)
 
     def forward(self, hidden, cos, sin, additive_mask):
         batch, seq, _ = hidden.shape
@@ -128,7 +152,7 @@ class HeadpruneLlamaMLP(nn.Module):
 
     def __init__(self, config):
         super().__init__()
-        size, inner, bias = config.hidden_size, config.intermediate_size, config.mlp_bias
+        size, inner, bias = config.hidden_size, config.intermediate_size, getattr(config, "mlp_bias", False)
         self.gate_proj = nn.Linear(size, inner, bias=bias)
         self.up_proj = nn.Linear(size, inner, bias=bias)
         self.down_proj = nn.Linear(inner, size, bias=bias)
@@ -238,3 +262,10 @@ class HeadpruneLlamaForCausalLM(HeadpruneLlamaPreTrainedModel, GenerationMixin):
         if return_dict is False:
             return (loss, logits) if loss is not None else (logits,)
         return CausalLMOutputWithPast(loss=loss, logits=logits)
+
+
+class HeadpruneQwen2ForCausalLM(HeadpruneLlamaForCausalLM):
+    """Qwen2ForCausalLM with per-layer head counts: HeadpruneLlamaForCausalLM on a Qwen2 config
+    (q/k/v biases, projection_biases)."""
+
+    config_class = HeadpruneQwen2Config

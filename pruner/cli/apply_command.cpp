@@ -6,7 +6,7 @@
 #include "models/errors.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/onnx_export.h"
-#include "models/llama/llama_gguf_export.h"
+#include "models/gguf_model.h"
 #include "pruner/surgery/gguf_folder.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
@@ -84,7 +84,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   }
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, device);
-  if (vm.count("gguf")) models::llama::check_llama_gguf_exportable(ckpt);  // before the surgery
+  if (vm.count("gguf")) models::check_gguf_exportable(ckpt);  // before the surgery
   if (gates) pruner::load_trained_weights(*gates, gates_dir, ckpt);
   const bool fold = !vm.count("no-fold");
   auto plan = gates ? pruner::plan_from_gates(*gates, *ckpt.model, fold)

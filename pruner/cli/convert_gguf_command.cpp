@@ -6,7 +6,7 @@
 
 #include "models/errors.h"
 #include "models/formats/safetensors.h"
-#include "models/llama/llama_gguf.h"
+#include "models/gguf_model.h"
 #include "models/tokenizer/gguf_tokenizer.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
@@ -30,7 +30,7 @@ int run_convert_gguf(const std::vector<std::string>& args, const GlobalOptions&)
                "(with the chat template) that transformers and headprune load");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
-  const auto converted = models::llama::read_llama_gguf(model);
+  const auto converted = models::read_gguf_model(model);
   const auto tokenizer = models::has_gguf_tokenizer(converted.gguf) ? models::gguf_tokenizer(converted.gguf) : nullptr;
   const auto tokenizer_files = models::gguf_tokenizer_files(converted.gguf, tokenizer);  // validated before writing
   const auto replaced = pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {

@@ -5,7 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "models/checkpoint.h"
-#include "models/llama/llama_gguf_export.h"
+#include "models/gguf_model.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/log.h"
@@ -28,11 +28,11 @@ int run_export_gguf(const std::vector<std::string>& args, const GlobalOptions& g
                "the same inside an exported folder (model.gguf)");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
-  const auto gguf_type = models::llama::parse_gguf_export_type(type);
-  models::llama::check_gguf_target(out, vm.count("force") > 0);  // before the (slow) load
+  const auto gguf_type = models::parse_gguf_export_type(type);
+  models::check_gguf_target(out, vm.count("force") > 0);  // before the (slow) load
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, globals.torch_device());
-  const auto written = models::llama::export_llama_gguf(ckpt, out, vm.count("force") > 0, gguf_type);
+  const auto written = models::export_gguf(ckpt, out, vm.count("force") > 0, gguf_type);
   for (const auto& w : written.warnings) log::warn("{}", w);
   std::vector<int64_t> heads, kv;
   for (const auto& h : written.layers) {
@@ -48,7 +48,7 @@ int run_export_gguf(const std::vector<std::string>& args, const GlobalOptions& g
                                {"head_count", heads},
                                {"head_count_kv", kv},
                                {"warnings", written.warnings}};
-  const auto layout = written.architecture == "llama"
+  const auto layout = !written.per_layer_heads
                            ? fmt::format("{} query / {} KV heads in every layer", heads.at(0), kv.at(0))
                            : fmt::format("query heads per layer {}; KV heads {}", fmt::join(heads, ","), fmt::join(kv, ","));
   emit_result(json,

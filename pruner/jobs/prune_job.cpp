@@ -14,7 +14,7 @@
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/atomic_write.h"
 #include "pruner/surgery/export.h"
-#include "models/llama/llama_gguf_export.h"
+#include "models/gguf_model.h"
 #include "pruner/surgery/gguf_folder.h"
 #include "pruner/surgery/onnx_export.h"
 #include "pruner/measure/classification.h"
@@ -182,7 +182,7 @@ struct JobInputs {
 
 JobInputs load_job_inputs(const PruneJobOptions& o) {
   auto student = models::load_checkpoint(o.model, o.training.device);
-  if (o.gguf) models::llama::check_llama_gguf_exportable(student);  // before hours of training
+  if (o.gguf) models::check_gguf_exportable(student);  // before hours of training
   auto corpus = load_training_text(o.text, student, o.corpus);
   auto treebank = read_treebank(o, student);
   log::info("corpus {}: {} documents, {} for training, {} held out", o.text.describe(), corpus.lines_read,

@@ -7,7 +7,6 @@
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
-#include "models/bert/bert_model.h"
 #include "models/integer_key.h"
 #include "models/errors.h"
 #include "models/input_file.h"
@@ -72,9 +71,8 @@ const std::vector<std::string>& classifier_labels(const models::Checkpoint& ckpt
 torch::Tensor classifier_logits(const models::Checkpoint& ckpt, models::AttentionModel& encoder,
                                 const torch::Tensor& last_hidden_state) {
   classifier_labels(ckpt);
-  // load_checkpoint attaches a classifier only to a BertModel with a pooler.
   auto head = ckpt.classifier;  // the holder shares the module; forward() is not const
-  return head->forward(dynamic_cast<models::BertModel&>(encoder), last_hidden_state);
+  return head->forward(encoder, last_hidden_state);
 }
 
 torch::Tensor classify_texts(models::Checkpoint& ckpt, const std::vector<std::string>& texts,

@@ -1,0 +1,105 @@
+#include "models/qwen2/qwen2_family.h"
+
+#include <fmt/format.h>
+
+#include "models/config.h"
+#include "models/errors.h"
+#include "models/json_get.h"
+#include "models/llama/llama_family.h"
+#include "models/remote_code.h"
+
+namespace headprune::generated {
+/// models/llama/modeling_headprune_llama.py (it holds the Qwen2 classes too).
+extern const char* const kModelingHeadpruneLlamaPy;
+}  // namespace headprune::generated
+
+namespace headprune::models::qwen2 {
+namespace {
+
+/// Qwen2's sliding-window keys. HF Qwen2Config drops `sliding_window` (and with it
+/// `max_window_layers`) unless `use_sliding_window` is true, so with it false they change
+/// nothing; sliding-window attention itself is not implemented and is refused.
+void parse_sliding_window(const nlohmann::json& j, const std::string& source, const ModelConfig& c) {
+  if (json_optional<bool>(j, "use_sliding_window", false, source))
+    throw Error(fmt::format("{}: use_sliding_window true is not supported (Qwen2's sliding-window "
+                            "attention is not implemented; only full causal attention)",
+                            source));
+  for (const char* key : {"sliding_window", "max_window_layers"})
+    if (j.contains(key) && !j.at(key).is_null()) json_integer(j.at(key), fmt::format("{}: key '{}'", source, key));
+  if (!j.contains("layer_types") || j.at("layer_types").is_null()) return;
+  const auto& types = j.at("layer_types");
+  if (!types.is_array() || static_cast<int64_t>(types.size()) != c.num_hidden_layers)
+    throw Error(fmt::format("{}: layer_types must list {} layer types (one per layer)", source, c.num_hidden_layers));
+  for (const auto& type : types)
+    if (type != "full_attention")
+      throw Error(fmt::format("{}: layer_types has {}; only \"full_attention\" is implemented", source, type.dump()));
+}
+
+/// Whether transformers 4.x's Qwen2ForCausalLM builds the export too: it takes the head size
+/// as hidden_size / num_attention_heads and refuses any other product (5.x reads head_dim).
+bool heads_fill_hidden(const ModelConfig& c) {
+  return static_cast<int64_t>(c.kept_heads.front().size()) * c.head_dim == c.hidden_size;
+}
+
+/// Whether transformers 5's own Qwen2ForCausalLM builds the export: the same heads per KV group
+/// in every layer, at least one.
+bool native_in_5(const ModelConfig& c) { return c.uniform_groups() && !c.kept_heads.front().empty(); }
+
+class Qwen2Family final : public llama::LlamaFamily {
+ public:
+  std::string model_type() const override { return "qwen2"; }
+
+  std::string description(const ModelConfig& c) const override {
+    return fmt::format("Qwen2 decoder (HF Qwen2ForCausalLM): {} query heads share {} KV heads "
+                       "({} per group) in each layer; biases on q/k/v",
+                       c.num_attention_heads, c.num_key_value_heads, c.kv_group_size());
+  }
+
+  /// HF Qwen2Config's keys: LlamaConfig's without attention_bias / mlp_bias, plus the
+  /// sliding-window ones.
+  const std::set<std::string>& modelled_keys() const override {
+    static const std::set<std::string> keys = {
+        "num_key_value_heads", "rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters",
+        "tie_word_embeddings", "bos_token_id", "eos_token_id", "use_sliding_window",
+        "sliding_window", "max_window_layers", "layer_types"};
+    return keys;
+  }
+  int64_t default_max_position_embeddings() const override { return 32768; }
+
+  void parse_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c) const override {
+    llama::parse_llama_fields(j, source, c);
+    c.qkv_bias = true;  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
+    parse_sliding_window(j, source, c);
+  }
+
+  std::optional<std::string> layout_warning(const ModelConfig& c) const override {
+    if (!native_in_5(c) || heads_fill_hidden(c)) return LlamaFamily::layout_warning(c);
+    return fmt::format(
+        "every layer keeps {} query heads of {}, not hidden_size {}: transformers 5's "
+        "Qwen2ForCausalLM loads this config natively (explicit head_dim), 4.x's refuses it "
+        "(its head size is hidden_size / num_attention_heads); {}",
+        c.kept_heads.front().size(), c.head_dim, c.hidden_size, remote_code_route());
+  }
+  const RemoteCode* remote_code() const override {
+    static const RemoteCode code{
+        "modeling_headprune_llama.py", generated::kModelingHeadpruneLlamaPy,
+        nlohmann::json{{"AutoConfig", "modeling_headprune_llama.HeadpruneQwen2Config"},
+                       {"AutoModelForCausalLM", "modeling_headprune_llama.HeadpruneQwen2ForCausalLM"}}};
+    return &code;
+  }
+
+ protected:
+  std::string display_name() const override { return "Qwen2"; }
+  std::string hf_class() const override { return "Qwen2ForCausalLM"; }
+  bool loads_natively(const ModelConfig& c) const override { return native_in_5(c) && heads_fill_hidden(c); }
+  std::string partial_native_reader() const override { return "transformers 5"; }
+};
+
+}  // namespace
+
+const ModelFamily& family() {
+  static const Qwen2Family instance;
+  return instance;
+}
+
+}  // namespace headprune::models::qwen2
