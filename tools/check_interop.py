@@ -648,6 +648,25 @@ def case_onnx_llama(case, exe, work):
                       f"{count} greedy tokens identical")
 
 
+def case_onnx_qwen2(case, exe, work):
+    """The unevenly pruned Qwen2 (q/k/v biases sliced) as ONNX: ONNX Runtime's logits against
+    the remote-code model's in transformers, on a right-padded batch."""
+    uneven = work / "qwen2-uneven"
+    if not (uneven / "config.json").is_file():
+        raise CheckFailed("needs the 'qwen2-uneven' folder, which was not written")
+    onnx_file = work / "qwen2-uneven.onnx"
+    run_headprune(["export-onnx", uneven, "-o", onnx_file], exe, "headprune export-onnx")
+    batch = {"input_ids": np.array([[350, 372, 309, 263, 67, 361, 280, 47], [350, 372, 309, 263, 0, 0, 0, 0]]),
+             "attention_mask": np.array([[1] * 8, [1] * 4 + [0] * 4])}
+    out = ort_run(ort_session(onnx_file), batch)
+    model = remote_llama(uneven, "HeadpruneQwen2ForCausalLM").eval()
+    with torch.no_grad():
+        ref = model(**{k: torch.from_numpy(v) for k, v in batch.items()}).logits.numpy()
+    check_max_diff(case, "uneven Qwen2 logits vs transformers (remote code)", out["logits"], ref,
+                   batch["attention_mask"][..., None])
+    case.notes.append("uneven (3, 4, 2 heads): logits vs transformers")
+
+
 def case_dense(case, exe, model_dir, texts, text_file, work, threshold):
     ours = headprune_embed(exe, model_dir, text_file, work, "dense")
     _, ref = st_embed(model_dir, texts)
@@ -908,6 +927,7 @@ def main():
              lambda c: case_onnx_minilm(c, exe, model_dir, texts, text_file, work, thr)),
             (Case("onnx classifier"), lambda c: case_onnx_classifier(c, exe, work)),
             (Case("onnx llama uniform, uneven"), lambda c: case_onnx_llama(c, exe, work)),
+            (Case("onnx qwen2 uneven"), lambda c: case_onnx_qwen2(c, exe, work)),
         ]
     try:
         for case, step in steps:
