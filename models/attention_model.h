@@ -121,7 +121,8 @@ class AttentionModel : public torch::nn::Module {
   /// undefined. Its tensors are the model's own: changing them changes the model.
   virtual Linear output_projection(int64_t layer) const = 0;
   /// Layer `layer`'s query and key projection weights per present head (GQA: each query head
-  /// with its KV head's rows). Biases and RoPE are not included.
+  /// with its KV head's rows). Biases and RoPE are not included; Qwen3's q/k norm weights are
+  /// folded into the rows (their per-token 1/RMS scale is not).
   virtual QueryKeyWeights query_key_weights(int64_t layer) const = 0;
 };
 

@@ -120,6 +120,8 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& s
                             source, c.num_hidden_layers, c.num_attention_heads, kMaxHeads));
   if (j.contains("head_dim") && !j.at("head_dim").is_null()) {
     c.head_dim = json_required<int64_t>(j, "head_dim", source);
+  } else if (const auto fallback = family.default_head_dim()) {
+    c.head_dim = *fallback;
   } else {
     if (c.hidden_size % c.num_attention_heads != 0)
       throw Error(fmt::format("{}: hidden_size {} is not divisible by num_attention_heads {}",

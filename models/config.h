@@ -47,6 +47,9 @@ struct ModelConfig {
   bool tie_word_embeddings = false;   ///< lm_head shares model.embed_tokens.weight
   bool attention_bias = false;        ///< q/k/v/o_proj have biases
   bool qkv_bias = false;              ///< q/k/v_proj have biases, o_proj not (Qwen2)
+  /// Each query and key head is RMS-normalised over head_dim before RoPE, by one weight [head_dim]
+  /// shared by a layer's heads (Qwen3: self_attn.q_norm / self_attn.k_norm).
+  bool qk_norm = false;
   bool mlp_bias = false;              ///< gate/up/down_proj have biases
   int64_t bos_token_id = 1;
   int64_t eos_token_id = 2;

@@ -38,6 +38,9 @@ class ModelFamily {
   /// HF defaults that differ per family, for absent keys.
   virtual std::string default_hidden_act() const = 0;
   virtual int64_t default_max_position_embeddings() const = 0;
+  /// head_dim when config.json has none; empty: hidden_size / num_attention_heads (HF's rule
+  /// for most families; Qwen3's default is 128).
+  virtual std::optional<int64_t> default_head_dim() const { return {}; }
   /// Reads and checks the family's own fields, after the common ones are parsed.
   /// @throws headprune::Error naming `source` and the key.
   virtual void parse_fields(const nlohmann::json& j, const std::string& source,

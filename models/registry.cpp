@@ -11,6 +11,7 @@
 #include "models/errors.h"
 #include "models/llama/llama_family.h"
 #include "models/qwen2/qwen2_family.h"
+#include "models/qwen3/qwen3_family.h"
 #ifndef HEADPRUNE_NO_TORCH
 #include "models/gguf_model.h"
 #endif
@@ -40,6 +41,7 @@ const std::vector<Entry>& registry() {
       {bert::family(), HEADPRUNE_FACTORY(bert::make_model), nullptr},
       {llama::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
       {qwen2::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
+      {qwen3::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
   };
   return entries;
 }

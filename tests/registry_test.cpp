@@ -25,19 +25,19 @@ nlohmann::json llama_json() {
 
 }  // namespace
 
-CATCH_TEST_CASE("the registry lists bert, llama and qwen2 and maps each to its own family", "[registry]") {
-  CATCH_CHECK(hp::models::supported_model_types() == std::vector<std::string>{"bert", "llama", "qwen2"});
+CATCH_TEST_CASE("the registry lists bert, llama, qwen2 and qwen3 and maps each to its own family", "[registry]") {
+  CATCH_CHECK(hp::models::supported_model_types() == std::vector<std::string>{"bert", "llama", "qwen2", "qwen3"});
   for (const auto& type : hp::models::supported_model_types())
     CATCH_CHECK(hp::models::family_of(type).model_type() == type);
 }
 
 CATCH_TEST_CASE("an unknown model_type is refused with the supported list", "[registry]") {
   CATCH_CHECK_THROWS_WITH(hp::models::family_of("gpt2"),
-                          "model_type 'gpt2' is not supported (supported: bert, llama, qwen2)");
+                          "model_type 'gpt2' is not supported (supported: bert, llama, qwen2, qwen3)");
   auto j = llama_json();
   j["model_type"] = "gpt2";
   CATCH_CHECK_THROWS_WITH(hp::models::ModelConfig::from_json(j, "cfg.json"),
-                          "cfg.json: model_type 'gpt2' is not supported (supported: bert, llama, qwen2)");
+                          "cfg.json: model_type 'gpt2' is not supported (supported: bert, llama, qwen2, qwen3)");
 }
 
 CATCH_TEST_CASE("a family's keys are refused in another family's config", "[registry]") {
@@ -82,4 +82,10 @@ CATCH_TEST_CASE("per-head costs follow each family's layout", "[registry]") {
   const auto qwen2 = hp::models::ModelConfig::from_json(qwen2_json, "q");
   CATCH_CHECK(hp::models::attention_parameters(qwen2) ==
               hp::models::attention_parameters(llama) + 2 * (4 * 4 + 2 * 2 * 4));
+  // Qwen3: LLaMA's projections (head_dim 128 by default); its q/k norms are per layer, not per head.
+  auto qwen3_json = llama_json();
+  qwen3_json["model_type"] = "qwen3";
+  const auto qwen3 = hp::models::ModelConfig::from_json(qwen3_json, "q3");
+  CATCH_CHECK(qwen3.head_dim == 128);
+  CATCH_CHECK(hp::models::attention_parameters(qwen3) == 2 * (4 * 2 * 16 * 128 + 2 * 2 * 16 * 128));
 }

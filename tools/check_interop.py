@@ -486,19 +486,19 @@ def case_llama_uneven(case, exe, work):
     case.notes.append(f"remote code: {count} greedy tokens identical; text: {text.strip()[:40]!r}")
 
 
-QWEN2_PROMPT = "The king said"
+QWEN_PROMPT = "The king said"
 
 
-def qwen2_greedy(exe, folder, model, steps=16):
-    """transformers' greedy decoding (its KV cache) of `steps` tokens after QWEN2_PROMPT, tokenized
+def qwen_greedy(exe, folder, model, steps=16):
+    """transformers' greedy decoding (its KV cache) of `steps` tokens after QWEN_PROMPT, tokenized
     by the folder's tokenizer.json (the `tokenizers` library), against `headprune generate`;
     returns the number of new tokens compared."""
     from tokenizers import Tokenizer  # noqa: E402 - a dependency of transformers
-    prompt = Tokenizer.from_file(str(Path(folder) / "tokenizer.json")).encode(QWEN2_PROMPT).ids
+    prompt = Tokenizer.from_file(str(Path(folder) / "tokenizer.json")).encode(QWEN_PROMPT).ids
     with torch.no_grad():
         ref = model.eval().generate(torch.tensor([prompt]), max_new_tokens=steps, do_sample=False,
                                     eos_token_id=None, pad_token_id=0)[0].tolist()
-    proc = run_headprune(["--log-level", "debug", "generate", folder, "--prompt", QWEN2_PROMPT,
+    proc = run_headprune(["--log-level", "debug", "generate", folder, "--prompt", QWEN_PROMPT,
                           "--temperature", "0", "--max-new-tokens", str(steps)], exe, "headprune generate")
     ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
     if not ours:
@@ -509,36 +509,40 @@ def qwen2_greedy(exe, folder, model, steps=16):
     return len(our_ids) - len(prompt)
 
 
-def case_qwen2(case, exe, work):
-    """The Qwen2 fixture transformers 5.24 made (tests/fixtures/qwen2): dense, uniformly pruned
-    (2 of 4 heads per layer, so 2 x 16 != hidden 64) and unevenly pruned. Dense: native in every
-    version. Uniform: transformers 5's Qwen2ForCausalLM natively (explicit head_dim), 4.x refuses
-    it natively; trust_remote_code=True everywhere. Uneven: remote code only. Every route
-    decodes as headprune does."""
-    fixture = REPO / "tests" / "fixtures" / "qwen2"
-    native = transformers.Qwen2ForCausalLM
+def case_qwen(case, exe, work, family):
+    """A Qwen fixture transformers 5.24 made (tests/fixtures/qwen2 or qwen3), dense, uniformly
+    pruned (2 of 4 heads per layer) and unevenly pruned (3, 4, 2 heads). Dense and uniform load
+    in transformers' own class (Qwen3ForCausalLM exists from 4.51: this case runs in the current
+    environment only), except a Qwen2 uniform prune in 4.x, whose Qwen2 takes the head size as
+    hidden / heads (2 x 16 != 64): refused natively as the export note says, and loaded with
+    trust_remote_code=True (the export carries the code for it). Uneven: remote code only.
+    Every route decodes 16 greedy tokens as headprune does."""
+    fixture = REPO / "tests" / "fixtures" / family
+    native = getattr(transformers, f"{family.capitalize()}ForCausalLM")
+    remote_class = f"Headprune{family.capitalize()}ForCausalLM"
     with captured_transformers_log():
         dense = native.from_pretrained(str(fixture))
-    case.notes.append(f"dense native: {qwen2_greedy(exe, fixture, dense)} greedy tokens identical")
-    uniform = work / "qwen2-uniform"
+    case.notes.append(f"dense native: {qwen_greedy(exe, fixture, dense)} greedy tokens identical")
+    uniform = work / f"{family}-uniform"
     headprune_apply(exe, fixture, {"0": [0, 2], "1": [1, 3], "2": [0, 3]}, uniform)
-    if REMOTE:
+    if REMOTE or family != "qwen2":
         with captured_transformers_log():
             model = native.from_pretrained(str(uniform))
-        case.notes.append(f"uniform native: {qwen2_greedy(exe, uniform, model)} identical")
+        case.notes.append(f"uniform native: {qwen_greedy(exe, uniform, model)} identical")
     else:
         refusal = native_llama_refused(uniform, native)
         if refusal is None:
             raise CheckFailed("transformers 4 loaded 2 heads of 16 with hidden 64 natively; update the export note")
         case.notes.append(f"uniform native: refused ({refusal})")
-    remote = remote_llama(uniform, "HeadpruneQwen2ForCausalLM")
-    case.notes.append(f"uniform remote code: {qwen2_greedy(exe, uniform, remote)} identical")
-    uneven = work / "qwen2-uneven"
+    if (uniform / "modeling_headprune_llama.py").is_file():
+        remote = remote_llama(uniform, remote_class)
+        case.notes.append(f"uniform remote code: {qwen_greedy(exe, uniform, remote)} identical")
+    uneven = work / f"{family}-uneven"
     headprune_apply(exe, fixture, {"0": [1], "2": [0, 1]}, uneven)
     if native_llama_refused(uneven, native) is None:
-        raise CheckFailed("transformers' Qwen2ForCausalLM loaded uneven layers; update the export note")
-    remote = remote_llama(uneven, "HeadpruneQwen2ForCausalLM")
-    case.notes.append(f"uneven remote code: {qwen2_greedy(exe, uneven, remote)} identical")
+        raise CheckFailed(f"transformers' {native.__name__} loaded uneven layers; update the export note")
+    remote = remote_llama(uneven, remote_class)
+    case.notes.append(f"uneven remote code: {qwen_greedy(exe, uneven, remote)} identical")
 
 
 def ort_session(path):
@@ -648,21 +652,21 @@ def case_onnx_llama(case, exe, work):
                       f"{count} greedy tokens identical")
 
 
-def case_onnx_qwen2(case, exe, work):
-    """The unevenly pruned Qwen2 (q/k/v biases sliced) as ONNX: ONNX Runtime's logits against
-    the remote-code model's in transformers, on a right-padded batch."""
-    uneven = work / "qwen2-uneven"
+def case_onnx_qwen(case, exe, work, family):
+    """The unevenly pruned Qwen2 (q/k/v biases sliced) or Qwen3 (q/k norms) as ONNX: ONNX
+    Runtime's logits against the remote-code model's in transformers, on a right-padded batch."""
+    uneven = work / f"{family}-uneven"
     if not (uneven / "config.json").is_file():
-        raise CheckFailed("needs the 'qwen2-uneven' folder, which was not written")
-    onnx_file = work / "qwen2-uneven.onnx"
+        raise CheckFailed(f"needs the '{family}-uneven' folder, which was not written")
+    onnx_file = work / f"{family}-uneven.onnx"
     run_headprune(["export-onnx", uneven, "-o", onnx_file], exe, "headprune export-onnx")
     batch = {"input_ids": np.array([[350, 372, 309, 263, 67, 361, 280, 47], [350, 372, 309, 263, 0, 0, 0, 0]]),
              "attention_mask": np.array([[1] * 8, [1] * 4 + [0] * 4])}
     out = ort_run(ort_session(onnx_file), batch)
-    model = remote_llama(uneven, "HeadpruneQwen2ForCausalLM").eval()
+    model = remote_llama(uneven, f"Headprune{family.capitalize()}ForCausalLM").eval()
     with torch.no_grad():
         ref = model(**{k: torch.from_numpy(v) for k, v in batch.items()}).logits.numpy()
-    check_max_diff(case, "uneven Qwen2 logits vs transformers (remote code)", out["logits"], ref,
+    check_max_diff(case, f"uneven {family} logits vs transformers (remote code)", out["logits"], ref,
                    batch["attention_mask"][..., None])
     case.notes.append("uneven (3, 4, 2 heads): logits vs transformers")
 
@@ -890,7 +894,8 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
-                "onnx-uneven", "layers-sweep", "smollm2", "qwen2-uniform", "qwen2-uneven"):  # apply and sweep refuse a non-empty --out
+                "onnx-uneven", "layers-sweep", "smollm2", "qwen2-uniform", "qwen2-uneven",
+                "qwen3-uniform", "qwen3-uneven"):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
     with open(text_file, "w", encoding="utf-8", newline="\n") as f:
@@ -917,17 +922,20 @@ def main():
         (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama 6 of 8 heads"), lambda c: case_llama_indivisible(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama uneven, empty layer"), lambda c: case_llama_uneven(c, exe, work)),
-        (Case("qwen2 dense, uniform, uneven"), lambda c: case_qwen2(c, exe, work)),
+        (Case("qwen2 dense, uniform, uneven"), lambda c: case_qwen(c, exe, work, "qwen2")),
         (Case("smollm2 gguf -> HF folder"), lambda c: case_smollm2(c, exe, Path(args.smollm2).resolve(), work)),
         (Case("torchrun, 2 ranks = 1 process"), lambda c: case_torchrun(c, exe, model_dir, text_file, work)),
     ]
+    if REMOTE:  # transformers 4.46.3 has no Qwen3
+        steps += [(Case("qwen3 dense, uniform, uneven"), lambda c: case_qwen(c, exe, work, "qwen3"))]
     if HAVE_ORT:
         steps += [
             (Case("onnx minilm uneven, zero-head"),
              lambda c: case_onnx_minilm(c, exe, model_dir, texts, text_file, work, thr)),
             (Case("onnx classifier"), lambda c: case_onnx_classifier(c, exe, work)),
             (Case("onnx llama uniform, uneven"), lambda c: case_onnx_llama(c, exe, work)),
-            (Case("onnx qwen2 uneven"), lambda c: case_onnx_qwen2(c, exe, work)),
+            (Case("onnx qwen2 uneven"), lambda c: case_onnx_qwen(c, exe, work, "qwen2")),
+            (Case("onnx qwen3 uneven"), lambda c: case_onnx_qwen(c, exe, work, "qwen3")),
         ]
     try:
         for case, step in steps:

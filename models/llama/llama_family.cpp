@@ -176,8 +176,8 @@ std::optional<std::string> LlamaFamily::layout_warning(const ModelConfig& c) con
 std::string LlamaFamily::export_note(const ModelConfig& c) const {
   if (loads_natively(c))
     return fmt::format("a standard {} config: every layer keeps the same query/KV heads, renumbered "
-                       "0..n-1; transformers 4.x and 5.x load it natively",
-                       display_name());
+                       "0..n-1; {} load it natively",
+                       display_name(), native_readers());
   const auto layout = !c.uniform_groups()            ? std::string("layers keep different heads (headprune.kept_heads); ")
                       : c.kept_heads.front().empty() ? std::string("no layer keeps a head; ")
                                                      : fmt::format("a standard {} config (explicit head_dim) that {} "

@@ -49,11 +49,14 @@ class LlamaFamily : public ModelFamily {
   virtual std::string display_name() const { return "LLaMA"; }
   /// Its HF class ("LlamaForCausalLM").
   virtual std::string hf_class() const { return "LlamaForCausalLM"; }
-  /// Whether transformers' own class builds the export of `c` in 4.x and 5.x alike (LLaMA: the
-  /// same heads per KV group in every layer, at least one, a count dividing hidden_size).
+  /// Whether transformers' own class builds the export of `c` in every version that has the
+  /// class (native_readers; LLaMA: the same heads per KV group in every layer, at least one, a
+  /// count dividing hidden_size).
   virtual bool loads_natively(const ModelConfig& c) const;
   /// Who loads a uniform export that is not loads_natively ("transformers 4.x").
   virtual std::string partial_native_reader() const { return "transformers 4.x"; }
+  /// Who loads a loads_natively export ("transformers 4.x and 5.x").
+  virtual std::string native_readers() const { return "transformers 4.x and 5.x"; }
   /// "AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) loads it ...", naming
   /// remote_code()'s class.
   std::string remote_code_route() const;

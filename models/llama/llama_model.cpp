@@ -86,6 +86,10 @@ LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, std::vector<int64_t
   k_proj = register_module("k_proj", Linear(H, num_kv_heads * head_dim, qkv_bias));
   v_proj = register_module("v_proj", Linear(H, num_kv_heads * head_dim, qkv_bias));
   o_proj = register_module("o_proj", Linear(num_heads * head_dim, H, c.family().has_output_bias(c)));
+  if (c.qk_norm) {
+    q_norm = register_module("q_norm", RMSNorm(head_dim, c.rms_norm_eps));
+    k_norm = register_module("k_norm", RMSNorm(head_dim, c.rms_norm_eps));
+  }
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
@@ -106,6 +110,10 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
   auto q = split(q_proj->forward(x), num_heads);
   auto k = split(k_proj->forward(x), num_kv_heads);
   auto v = split(v_proj->forward(x), num_kv_heads);
+  if (q_norm) {  // Qwen3: over each head's head_dim, before RoPE
+    q = q_norm->forward(q);
+    k = k_norm->forward(k);
+  }
   q = q * cos + rotate_half(q) * sin;
   k = k * cos + rotate_half(k) * sin;
   if (past_keys) {
@@ -272,6 +280,10 @@ QueryKeyWeights LlamaModel::query_key_weights(int64_t layer) const {
   const auto H = config_.hidden_size;
   auto query = attn->q_proj->weight.detach().reshape({attn->num_heads, attn->head_dim, H});
   auto key = attn->k_proj->weight.detach().reshape({attn->num_kv_heads, attn->head_dim, H});
+  if (attn->q_norm) {  // Qwen3: the norms' weights scale the rows (their per-token 1/RMS does not change the rank)
+    query = query * attn->q_norm->weight.detach().view({1, attn->head_dim, 1});
+    key = key * attn->k_norm->weight.detach().view({1, attn->head_dim, 1});
+  }
   return {query, key.index_select(0, torch::tensor(attn->kv_of_query, torch::kLong))};
 }
 

@@ -9,6 +9,7 @@
 //   model.layers.N.self_attn.q_proj   [q_heads*head_dim, H]     (q/k/v biases if the family's
 //   model.layers.N.self_attn.{k,v}_proj [kv_heads*head_dim, H]   has_qkv_bias: attention_bias
 //   model.layers.N.self_attn.o_proj   [H, q_heads*head_dim]     or Qwen2; o_proj's: attention_bias)
+//   model.layers.N.self_attn.{q,k}_norm [head_dim]              (Qwen3's qk_norm: shared by the heads)
 //   model.layers.N.mlp.{gate,up}_proj [I, H], mlp.down_proj [H, I]  (biases only if mlp_bias)
 //   model.norm                                            [H]
 //   lm_head                                               [vocab, H] (absent if tie_word_embeddings)
@@ -73,6 +74,8 @@ class LlamaAttentionImpl : public torch::nn::Module {
   bool record_context = false;  ///< keep the last forward's o_proj input in `context`
   torch::Tensor context;        ///< [B, T, num_heads*head_dim], detached, when record_context
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  /// "q_norm" / "k_norm" [head_dim] when config.qk_norm (Qwen3), else empty.
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};
 };
 TORCH_MODULE(LlamaAttention);
 

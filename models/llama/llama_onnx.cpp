@@ -43,11 +43,15 @@ std::string causal_bias(OnnxGraph& g, const std::string& seq_len) {
 
 std::string attention_to_onnx(OnnxGraph& g, const LlamaAttentionImpl& a, const std::string& prefix,
                               const std::string& x, const std::string& mask_bias,
-                              const std::pair<std::string, std::string>& rotary) {
+                              const std::pair<std::string, std::string>& rotary, double eps) {
   const auto d = a.head_dim;
   auto q = g.split_heads(g.linear(x, prefix + "q_proj", a.q_proj->weight, a.q_proj->bias), a.num_heads, d);
   auto k = g.split_heads(g.linear(x, prefix + "k_proj", a.k_proj->weight, a.k_proj->bias), a.num_kv_heads, d);
   auto v = g.split_heads(g.linear(x, prefix + "v_proj", a.v_proj->weight, a.v_proj->bias), a.num_kv_heads, d);
+  if (a.q_norm) {  // Qwen3: over each head's head_dim, before RoPE
+    q = g.rms_norm(q, prefix + "q_norm", a.q_norm->weight, eps);
+    k = g.rms_norm(k, prefix + "k_norm", a.k_norm->weight, eps);
+  }
   q = apply_rotary(g, q, rotary.first, rotary.second, d);
   k = apply_rotary(g, k, rotary.first, rotary.second, d);
   // Each query head reads its own KV head.
@@ -66,7 +70,7 @@ std::string layer_to_onnx(OnnxGraph& g, const LlamaDecoderLayerImpl& layer, cons
   const auto& attn = *layer.self_attn;
   if (attn.num_heads > 0) {
     auto normed = g.rms_norm(x, prefix + "input_layernorm", layer.input_layernorm->weight, eps);
-    h = g.op("Add", {x, attention_to_onnx(g, attn, prefix + "self_attn.", normed, mask_bias, rotary)});
+    h = g.op("Add", {x, attention_to_onnx(g, attn, prefix + "self_attn.", normed, mask_bias, rotary, eps)});
   } else if (attn.o_proj->bias.defined()) {
     h = g.op("Add", {x, g.weight(prefix + "self_attn.o_proj.bias", attn.o_proj->bias)});
   }

@@ -1,5 +1,5 @@
 # coding=utf-8
-"""LLaMA (and Qwen2) with a different number of query and KV heads in each layer, for transformers 4.x and 5.x.
+"""LLaMA (and Qwen2, Qwen3) with a different number of query and KV heads in each layer, for transformers 4.x and 5.x.
 
 Written by headprune next to a pruned LLaMA checkpoint that transformers' own LlamaForCausalLM
 cannot build, and registered in config.json's `auto_map`, so that
@@ -22,7 +22,10 @@ LlamaForCausalLM's, so the checkpoint loads unchanged.
 
 Qwen2 (model_type "qwen2", Qwen2ForCausalLM) computes the same with biases on q/k/v_proj and
 none on o_proj: HeadpruneQwen2Config / HeadpruneQwen2ForCausalLM, registered instead by
-headprune's Qwen2 exports.
+headprune's Qwen2 exports. Qwen3 (model_type "qwen3") adds an RMSNorm over head_dim on each query
+and key head before the rotary embedding (self_attn.q_norm / k_norm, shared by the heads):
+HeadpruneQwen3Config / HeadpruneQwen3ForCausalLM (on transformers before 4.51, which has no
+Qwen3Config, the config class derives from Qwen2Config).
 
 Self-contained: imports only torch and transformers' public names present in 4.x and 5.x.
 """
@@ -33,6 +36,11 @@ import transformers
 from transformers import GenerationMixin, LlamaConfig, PreTrainedModel, Qwen2Config
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+
+try:
+    from transformers import Qwen3Config as Qwen3ConfigBase
+except ImportError:  # transformers < 4.51: no Qwen3 of its own
+    Qwen3ConfigBase = Qwen2Config
 
 TRANSFORMERS_5 = int(transformers.__version__.split(".")[0]) >= 5
 
@@ -59,11 +67,21 @@ class HeadpruneQwen2Config(Qwen2Config):
         check_head_dim(self)
 
 
+class HeadpruneQwen3Config(Qwen3ConfigBase):
+    """Qwen3Config with an explicit `head_dim`."""
+
+    model_type = "qwen3"
+
+    def validate_architecture(self):
+        check_head_dim(self)
+
+
 def projection_biases(config):
     """(q/k/v_proj bias, o_proj bias): LLaMA's attention_bias for all four; Qwen2: q/k/v only."""
     if config.model_type == "qwen2":
         return True, False
-    return config.attention_bias, config.attention_bias
+    bias = getattr(config, "attention_bias", False)
+    return bias, bias
 
 
 def layer_heads(config):
@@ -128,6 +146,9 @@ class HeadpruneLlamaAttention(nn.Module):
         self.k_proj = nn.Linear(config.hidden_size, num_kv * self.head_dim, bias=bias)
         self.v_proj = nn.Linear(config.hidden_size, num_kv * self.head_dim, bias=bias)
         self.o_proj = nn.Linear(num_heads * self.head_dim, config.hidden_size, bias=output_bias)
+        if config.model_type == "qwen3":  # over each head's head_dim, before the rotary embedding
+            self.q_norm = HeadpruneLlamaRMSNorm(self.head_dim, config.rms_norm_eps)
+            self.k_norm = HeadpruneLlamaRMSNorm(self.head_dim, config.rms_norm_eps)
 
     def forward(self, hidden, cos, sin, additive_mask):
         batch, seq, _ = hidden.shape
@@ -138,6 +159,8 @@ class HeadpruneLlamaAttention(nn.Module):
             return x.view(batch, seq, -1, self.head_dim).transpose(1, 2)
 
         q, k, v = split(self.q_proj(hidden)), split(self.k_proj(hidden)), split(self.v_proj(hidden))
+        if hasattr(self, "q_norm"):
+            q, k = self.q_norm(q), self.k_norm(k)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         index = torch.tensor(self.kv_index, dtype=torch.long, device=hidden.device)
         k, v = k.index_select(1, index), v.index_select(1, index)
@@ -269,3 +292,10 @@ class HeadpruneQwen2ForCausalLM(HeadpruneLlamaForCausalLM):
     (q/k/v biases, projection_biases)."""
 
     config_class = HeadpruneQwen2Config
+
+
+class HeadpruneQwen3ForCausalLM(HeadpruneLlamaForCausalLM):
+    """Qwen3ForCausalLM with per-layer head counts: HeadpruneLlamaForCausalLM on a Qwen3 config
+    (q/k norms)."""
+
+    config_class = HeadpruneQwen3Config

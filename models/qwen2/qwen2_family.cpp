@@ -16,25 +16,6 @@ extern const char* const kModelingHeadpruneLlamaPy;
 namespace headprune::models::qwen2 {
 namespace {
 
-/// Qwen2's sliding-window keys. HF Qwen2Config drops `sliding_window` (and with it
-/// `max_window_layers`) unless `use_sliding_window` is true, so with it false they change
-/// nothing; sliding-window attention itself is not implemented and is refused.
-void parse_sliding_window(const nlohmann::json& j, const std::string& source, const ModelConfig& c) {
-  if (json_optional<bool>(j, "use_sliding_window", false, source))
-    throw Error(fmt::format("{}: use_sliding_window true is not supported (Qwen2's sliding-window "
-                            "attention is not implemented; only full causal attention)",
-                            source));
-  for (const char* key : {"sliding_window", "max_window_layers"})
-    if (j.contains(key) && !j.at(key).is_null()) json_integer(j.at(key), fmt::format("{}: key '{}'", source, key));
-  if (!j.contains("layer_types") || j.at("layer_types").is_null()) return;
-  const auto& types = j.at("layer_types");
-  if (!types.is_array() || static_cast<int64_t>(types.size()) != c.num_hidden_layers)
-    throw Error(fmt::format("{}: layer_types must list {} layer types (one per layer)", source, c.num_hidden_layers));
-  for (const auto& type : types)
-    if (type != "full_attention")
-      throw Error(fmt::format("{}: layer_types has {}; only \"full_attention\" is implemented", source, type.dump()));
-}
-
 /// Whether transformers 4.x's Qwen2ForCausalLM builds the export too: it takes the head size
 /// as hidden_size / num_attention_heads and refuses any other product (5.x reads head_dim).
 bool heads_fill_hidden(const ModelConfig& c) {
@@ -69,7 +50,7 @@ class Qwen2Family final : public llama::LlamaFamily {
   void parse_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c) const override {
     llama::parse_llama_fields(j, source, c);
     c.qkv_bias = true;  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
-    parse_sliding_window(j, source, c);
+    parse_sliding_window_keys(j, source, c);
   }
 
   std::optional<std::string> layout_warning(const ModelConfig& c) const override {
@@ -96,6 +77,25 @@ class Qwen2Family final : public llama::LlamaFamily {
 };
 
 }  // namespace
+
+/// Qwen2's sliding-window keys. HF Qwen2Config drops `sliding_window` (and with it
+/// `max_window_layers`) unless `use_sliding_window` is true, so with it false they change
+/// nothing; sliding-window attention itself is not implemented and is refused.
+void parse_sliding_window_keys(const nlohmann::json& j, const std::string& source, const ModelConfig& c) {
+  if (json_optional<bool>(j, "use_sliding_window", false, source))
+    throw Error(fmt::format("{}: use_sliding_window true is not supported (Qwen2's sliding-window "
+                            "attention is not implemented; only full causal attention)",
+                            source));
+  for (const char* key : {"sliding_window", "max_window_layers"})
+    if (j.contains(key) && !j.at(key).is_null()) json_integer(j.at(key), fmt::format("{}: key '{}'", source, key));
+  if (!j.contains("layer_types") || j.at("layer_types").is_null()) return;
+  const auto& types = j.at("layer_types");
+  if (!types.is_array() || static_cast<int64_t>(types.size()) != c.num_hidden_layers)
+    throw Error(fmt::format("{}: layer_types must list {} layer types (one per layer)", source, c.num_hidden_layers));
+  for (const auto& type : types)
+    if (type != "full_attention")
+      throw Error(fmt::format("{}: layer_types has {}; only \"full_attention\" is implemented", source, type.dump()));
+}
 
 const ModelFamily& family() {
   static const Qwen2Family instance;
