@@ -55,9 +55,7 @@ GgufModel read_gguf_model(const std::filesystem::path& file) {
 void check_gguf_exportable(const Checkpoint& checkpoint) { codec_of(checkpoint).check_exportable(checkpoint); }
 
 GgufExport build_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) {
-  const auto& codec = codec_of(checkpoint);
-  codec.check_exportable(checkpoint);
-  return codec.build(checkpoint, type, name.empty() ? checkpoint.dir.filename().string() : name);
+  return codec_of(checkpoint).build(checkpoint, type, name.empty() ? checkpoint.dir.filename().string() : name);
 }
 
 void check_gguf_target(const std::filesystem::path& file, bool force) {

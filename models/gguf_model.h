@@ -70,8 +70,8 @@ class GgufCodec {
   /// The checks build() makes before looking at heads (what pruning cannot change).
   /// @throws headprune::Error saying why llama.cpp cannot run the checkpoint as written.
   virtual void check_exportable(const Checkpoint& checkpoint) const = 0;
-  /// The GGUF file of `checkpoint`; `name` goes to general.name.
-  /// @throws headprune::Error with the reason it cannot be written exactly for llama.cpp.
+  /// The GGUF file of `checkpoint` (check_exportable's checks included); `name` goes to
+  /// general.name. @throws headprune::Error with the reason it cannot be written exactly.
   virtual GgufExport build(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) const = 0;
 };
 

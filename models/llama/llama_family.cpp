@@ -101,6 +101,14 @@ bool plain_llama(const ModelConfig& c) {
 
 }  // namespace
 
+LlamaFamily::LlamaFamily(std::string stem, std::string display_name)
+    : stem_(std::move(stem)),
+      display_name_(std::move(display_name)),
+      remote_code_{"modeling_headprune_llama.py", generated::kModelingHeadpruneLlamaPy,
+                   nlohmann::json{{"AutoConfig", fmt::format("modeling_headprune_llama.Headprune{}Config", stem_)},
+                                  {"AutoModelForCausalLM",
+                                   fmt::format("modeling_headprune_llama.Headprune{}ForCausalLM", stem_)}}} {}
+
 std::string LlamaFamily::model_type() const { return "llama"; }
 
 std::string LlamaFamily::description(const ModelConfig& c) const {
@@ -184,13 +192,6 @@ std::string LlamaFamily::export_note(const ModelConfig& c) const {
                                                                    "loads natively; ",
                                                                    display_name(), partial_native_reader());
   return layout + remote_code_route();
-}
-const RemoteCode* LlamaFamily::remote_code() const {
-  static const RemoteCode code{
-      "modeling_headprune_llama.py", generated::kModelingHeadpruneLlamaPy,
-      nlohmann::json{{"AutoConfig", "modeling_headprune_llama.HeadpruneLlamaConfig"},
-                     {"AutoModelForCausalLM", "modeling_headprune_llama.HeadpruneLlamaForCausalLM"}}};
-  return &code;
 }
 bool LlamaFamily::needs_remote_code(const ModelConfig& c) const { return !loads_natively(c); }
 bool LlamaFamily::loads_natively(const ModelConfig& c) const { return plain_llama(c); }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "models/model_family.h"
+#include "models/remote_code.h"
 
 namespace headprune::models::llama {
 
@@ -20,6 +21,10 @@ namespace headprune::models::llama {
 /// what it exports and says differently.
 class LlamaFamily : public ModelFamily {
  public:
+  /// `stem` names the HF classes ("Llama": LlamaForCausalLM; headprune's remote code
+  /// HeadpruneLlamaConfig / HeadpruneLlamaForCausalLM); `display_name` is the family in
+  /// messages ("LLaMA").
+  LlamaFamily(std::string stem = "Llama", std::string display_name = "LLaMA");
   std::string model_type() const override;
   std::string description(const ModelConfig& c) const override;
   const std::set<std::string>& modelled_keys() const override;
@@ -38,17 +43,18 @@ class LlamaFamily : public ModelFamily {
   std::string empty_layer_warning(int64_t layer) const override;
   std::optional<std::string> layout_warning(const ModelConfig& c) const override;
   std::string export_note(const ModelConfig& c) const override;
-  /// models/llama/modeling_headprune_llama.py: LlamaForCausalLM with per-layer query/KV head
-  /// counts (headprune.kept_heads) and a LlamaConfig without transformers 5's divisibility rule.
-  const RemoteCode* remote_code() const override;
+  /// models/llama/modeling_headprune_llama.py: the HF class with per-layer query/KV head
+  /// counts (headprune.kept_heads) and its config with an explicit head_dim; auto_map names
+  /// Headprune<stem>Config / Headprune<stem>ForCausalLM.
+  const RemoteCode* remote_code() const override { return &remote_code_; }
   /// !loads_natively(c).
   bool needs_remote_code(const ModelConfig& c) const override;
 
  protected:
   /// The family's name in messages ("LLaMA").
-  virtual std::string display_name() const { return "LLaMA"; }
+  const std::string& display_name() const { return display_name_; }
   /// Its HF class ("LlamaForCausalLM").
-  virtual std::string hf_class() const { return "LlamaForCausalLM"; }
+  std::string hf_class() const { return stem_ + "ForCausalLM"; }
   /// Whether transformers' own class builds the export of `c` in every version that has the
   /// class (native_readers; LLaMA: the same heads per KV group in every layer, at least one, a
   /// count dividing hidden_size).
@@ -60,6 +66,10 @@ class LlamaFamily : public ModelFamily {
   /// "AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) loads it ...", naming
   /// remote_code()'s class.
   std::string remote_code_route() const;
+
+ private:
+  std::string stem_, display_name_;
+  RemoteCode remote_code_;
 };
 
 /// Reads the keys of HF LlamaConfig into `c` (after the common ones): rms_norm_eps, rope_theta

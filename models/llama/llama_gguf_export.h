@@ -46,7 +46,7 @@ torch::Tensor interleave_rotary_rows(const torch::Tensor& w, int64_t n_heads, in
 /// @throws headprune::Error: not a LLaMA checkpoint, biases, an activation other than silu.
 void check_llama_gguf_exportable(const Checkpoint& checkpoint);
 
-/// Builds the GGUF of `checkpoint` (a LLaMA model, check_llama_gguf_exportable passed); `name`
+/// Builds the GGUF of `checkpoint` after check_llama_gguf_exportable; `name`
 /// goes to general.name. Architecture `llama` when every layer has the same (n_head,
 /// n_head_kv) and n_head > 0, else `deci` (per_layer_heads).
 /// @throws headprune::Error with the reason when the model cannot be written exactly for

@@ -6,12 +6,6 @@
 #include "models/errors.h"
 #include "models/json_get.h"
 #include "models/llama/llama_family.h"
-#include "models/remote_code.h"
-
-namespace headprune::generated {
-/// models/llama/modeling_headprune_llama.py (it holds the Qwen2 classes too).
-extern const char* const kModelingHeadpruneLlamaPy;
-}  // namespace headprune::generated
 
 namespace headprune::models::qwen2 {
 namespace {
@@ -28,6 +22,7 @@ bool native_in_5(const ModelConfig& c) { return c.uniform_groups() && !c.kept_he
 
 class Qwen2Family final : public llama::LlamaFamily {
  public:
+  Qwen2Family() : LlamaFamily("Qwen2", "Qwen2") {}
   std::string model_type() const override { return "qwen2"; }
 
   std::string description(const ModelConfig& c) const override {
@@ -61,17 +56,8 @@ class Qwen2Family final : public llama::LlamaFamily {
         "(its head size is hidden_size / num_attention_heads); {}",
         c.kept_heads.front().size(), c.head_dim, c.hidden_size, remote_code_route());
   }
-  const RemoteCode* remote_code() const override {
-    static const RemoteCode code{
-        "modeling_headprune_llama.py", generated::kModelingHeadpruneLlamaPy,
-        nlohmann::json{{"AutoConfig", "modeling_headprune_llama.HeadpruneQwen2Config"},
-                       {"AutoModelForCausalLM", "modeling_headprune_llama.HeadpruneQwen2ForCausalLM"}}};
-    return &code;
-  }
 
  protected:
-  std::string display_name() const override { return "Qwen2"; }
-  std::string hf_class() const override { return "Qwen2ForCausalLM"; }
   bool loads_natively(const ModelConfig& c) const override { return native_in_5(c) && heads_fill_hidden(c); }
   std::string partial_native_reader() const override { return "transformers 5"; }
 };

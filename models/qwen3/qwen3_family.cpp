@@ -5,12 +5,6 @@
 #include "models/config.h"
 #include "models/llama/llama_family.h"
 #include "models/qwen2/qwen2_family.h"
-#include "models/remote_code.h"
-
-namespace headprune::generated {
-/// models/llama/modeling_headprune_llama.py (it holds the Qwen3 classes too).
-extern const char* const kModelingHeadpruneLlamaPy;
-}  // namespace headprune::generated
 
 namespace headprune::models::qwen3 {
 namespace {
@@ -19,6 +13,7 @@ namespace {
 /// q/k norms always; transformers has it from 4.51 on, and reads the explicit head_dim.
 class Qwen3Family final : public llama::LlamaFamily {
  public:
+  Qwen3Family() : LlamaFamily("Qwen3", "Qwen3") {}
   std::string model_type() const override { return "qwen3"; }
 
   std::string description(const ModelConfig& c) const override {
@@ -49,17 +44,8 @@ class Qwen3Family final : public llama::LlamaFamily {
     if (!c.uniform_groups()) return LlamaFamily::layout_warning(c);
     return {};
   }
-  const RemoteCode* remote_code() const override {
-    static const RemoteCode code{
-        "modeling_headprune_llama.py", generated::kModelingHeadpruneLlamaPy,
-        nlohmann::json{{"AutoConfig", "modeling_headprune_llama.HeadpruneQwen3Config"},
-                       {"AutoModelForCausalLM", "modeling_headprune_llama.HeadpruneQwen3ForCausalLM"}}};
-    return &code;
-  }
 
  protected:
-  std::string display_name() const override { return "Qwen3"; }
-  std::string hf_class() const override { return "Qwen3ForCausalLM"; }
   bool loads_natively(const ModelConfig& c) const override {
     return c.uniform_groups() && !c.kept_heads.front().empty();
   }
