@@ -11,4 +11,7 @@ torch::Tensor AttentionModel::forward_cached(const torch::Tensor&, KvCache&) {
                           config().model_type));
 }
 
+TensorMap AttentionModel::weights_from_file(TensorMap weights, const std::string&) const { return weights; }
+TensorMap AttentionModel::weights_to_file(TensorMap weights) const { return weights; }
+
 }  // namespace headprune::models

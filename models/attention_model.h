@@ -15,6 +15,7 @@
 #include <torch/types.h>
 
 #include "models/config.h"
+#include "models/formats/safetensors.h"
 #include "models/kv_cache.h"
 #include "models/linear.h"
 
@@ -88,6 +89,14 @@ class AttentionModel : public torch::nn::Module {
   /// @throws headprune::Error for a family without a cached decoder (BERT) or a sequence past
   ///         max_position_embeddings.
   virtual torch::Tensor forward_cached(const torch::Tensor& input_ids, KvCache& cache);
+
+  /// The checkpoint file's tensors (HF names) as this model's parameters are named and shaped:
+  /// the identity, except for families that store projections fused (Phi-3's qkv_proj and
+  /// gate_up_proj, split here). Called before the weights load.
+  /// @throws headprune::Error naming `source` and a fused tensor whose shape the config does not give.
+  virtual TensorMap weights_from_file(TensorMap weights, const std::string& source) const;
+  /// The inverse of weights_from_file, for what export writes (the model's state dict by name).
+  virtual TensorMap weights_to_file(TensorMap weights) const;
 
   /// Physically removes heads (indices local to the layer's *current* heads, 0-based) of one
   /// layer: slices Q/K/V rows and the output projection's columns, keeps the output bias, and

@@ -85,8 +85,9 @@ Checkpoint converted_checkpoint(const std::filesystem::path& file, const ModelCo
   Checkpoint ckpt;
   ckpt.dir = file;
   auto model = make_model(config, weights);
-  ckpt.unused_keys = load_weights(*model, weights, file.string());
-  ckpt.source_dtypes = source_dtypes(*model, weights);
+  const auto file_weights = model->weights_from_file(weights, file.string());
+  ckpt.unused_keys = load_weights(*model, file_weights, file.string());
+  ckpt.source_dtypes = source_dtypes(*model, file_weights);
   model->to(device);
   model->eval();
   ckpt.model = model;
@@ -182,6 +183,7 @@ TensorMap checkpoint_state_dict(const Checkpoint& checkpoint) {
   for (auto& [key, tensor] : encoder)
     if (auto d = checkpoint.source_dtypes.find(key); d != checkpoint.source_dtypes.end())
       tensor = tensor.to(d->second);
+  encoder = checkpoint.model->weights_to_file(std::move(encoder));
   TensorMap out;
   if (checkpoint.classifier) {
     out = state_dict(*checkpoint.classifier);
@@ -237,6 +239,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   auto config = ModelConfig::from_directory(dir);
   auto weights = load_checkpoint_weights(dir);
   auto model = make_model(config, weights);
+  weights = model->weights_from_file(std::move(weights), (dir / "model.safetensors").string());
   ckpt.unused_keys = load_weights(*model, weights, (dir / "model.safetensors").string());
   ckpt.source_dtypes = source_dtypes(*model, weights);
   // position_ids is a constant buffer HF writes: carried through like any unused tensor (so

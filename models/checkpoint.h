@@ -86,7 +86,8 @@ std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap
 /// The module's parameters and buffers by name, on CPU, contiguous.
 TensorMap state_dict(const torch::nn::Module& module);
 
-/// What export writes for a checkpoint: state_dict(model), or with a classifier head HF's
+/// What export writes for a checkpoint: state_dict(model) in the family's file layout
+/// (AttentionModel::weights_to_file), or with a classifier head HF's
 /// BertForSequenceClassification layout ("bert." + the encoder's names, plus "classifier.*"),
 /// which transformers requires once a head's keys are present; plus the passthrough tensors;
 /// each tensor in its source dtype. @throws headprune::Error if a passthrough name collides.

@@ -57,7 +57,26 @@ const ModelFamily& family_of_config(const std::string& model_type, const std::st
   }
 }
 
+/// `values` without the entries whose `drop` flag is set (empty stays empty).
+std::vector<bool> erase_dropped(const std::vector<bool>& values, const std::vector<bool>& drop) {
+  std::vector<bool> out;
+  for (size_t l = 0; l < values.size() && l < drop.size(); ++l)
+    if (!drop[l]) out.push_back(values[l]);
+  return out;
+}
+
 }  // namespace
+
+int64_t ModelConfig::window_of(int64_t layer) const {
+  const auto l = static_cast<size_t>(layer);
+  return sliding_window > 0 && l < sliding_layers.size() && sliding_layers[l] ? sliding_window : 0;
+}
+
+bool ModelConfig::has_effective_sliding_window() const {
+  for (int64_t l = 0; l < num_hidden_layers; ++l)
+    if (window_of(l) > 0 && window_of(l) < max_position_embeddings) return true;
+  return false;
+}
 
 std::vector<int64_t> ModelConfig::original_ids(int64_t layer, const std::vector<int64_t>& heads) const {
   std::vector<int64_t> out;
@@ -199,6 +218,13 @@ void ModelConfig::remove_layers(const std::vector<int64_t>& layers) {
   }
   kept_heads = std::move(kept);
   original_head_ids = std::move(ids);
+  sliding_layers = erase_dropped(sliding_layers, drop);
+  if (raw.contains("layer_types") && raw["layer_types"].is_array() && raw["layer_types"].size() == drop.size()) {
+    auto types = nlohmann::json::array();
+    for (size_t l = 0; l < drop.size(); ++l)
+      if (!drop[l]) types.push_back(raw["layer_types"][l]);
+    raw["layer_types"] = types;
+  }
   pruned_heads = std::move(pruned);
   num_hidden_layers = static_cast<int64_t>(kept_heads.size());
   raw["num_hidden_layers"] = num_hidden_layers;

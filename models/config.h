@@ -51,6 +51,17 @@ struct ModelConfig {
   /// shared by a layer's heads (Qwen3: self_attn.q_norm / self_attn.k_norm).
   bool qk_norm = false;
   bool mlp_bias = false;              ///< gate/up/down_proj have biases
+  /// Sliding-window attention (Mistral, Phi-3): in a layer with sliding_layers[l], the query at
+  /// position i sees the keys at positions j with i - sliding_window < j <= i (HF
+  /// masking_utils.sliding_window_overlay: kv_idx > q_idx - sliding_window). 0: every layer
+  /// sees every earlier position.
+  int64_t sliding_window = 0;
+  /// Per layer, whether it attends through the window (size num_hidden_layers when
+  /// sliding_window > 0, else empty).
+  std::vector<bool> sliding_layers;
+  /// q/k/v projections stored as one `qkv_proj` and gate/up as one `gate_up_proj` in the
+  /// family's files (Phi-3); the model holds them split (models/llama/fused_projections.h).
+  bool fused_projections = false;
   int64_t bos_token_id = 1;
   int64_t eos_token_id = 2;
   /// HF `pruned_heads`: layer -> removed original head indices (sorted, unique).
@@ -70,6 +81,12 @@ struct ModelConfig {
 
   /// `heads` (this config's indices in `layer`) as indices of the model first pruned.
   std::vector<int64_t> original_ids(int64_t layer, const std::vector<int64_t>& heads) const;
+
+  /// The window layer `layer` attends through, or 0 for full causal attention.
+  int64_t window_of(int64_t layer) const;
+  /// Whether some layer attends through a window shorter than max_position_embeddings (a
+  /// window as long as the position table changes nothing).
+  bool has_effective_sliding_window() const;
 
   /// Heads present in each layer (size num_hidden_layers).
   std::vector<int64_t> heads_per_layer() const;
@@ -109,7 +126,7 @@ struct ModelConfig {
   void remove_heads(int64_t layer, const std::vector<int64_t>& removed);
 
   /// Removes whole layers (indices of this config's layers, any order): the per-layer fields
-  /// lose their entries, the later layers are renumbered down (pruned_heads' keys included) and
+  /// (and `layer_types` in `raw`) lose their entries, the later layers are renumbered down (pruned_heads' keys included) and
   /// num_hidden_layers (also in `raw`, which the export writes) shrinks, so the config describes
   /// the shallower model as HF would. Removing none is allowed; removing every layer is not.
   /// @throws headprune::Error on an out-of-range or repeated index, or all layers; the config

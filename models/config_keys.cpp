@@ -24,7 +24,8 @@ const std::set<std::string> kModelledCommon = {
 const std::set<std::string> kInert = {
     "_name_or_path", "architectures", "transformers_version", "torch_dtype", "dtype",
     "initializer_range", "gradient_checkpointing", "use_cache", "attention_probs_dropout_prob",
-    "hidden_dropout_prob", "classifier_dropout", "attention_dropout", "output_attentions",
+    "hidden_dropout_prob", "classifier_dropout", "attention_dropout", "resid_pdrop", "embd_pdrop",
+    "output_attentions",
     "output_hidden_states", "return_dict", "torchscript", "use_bfloat16", "tie_encoder_decoder",
     "chunk_size_feed_forward", "finetuning_task", "tokenizer_class", "prefix", "sep_token_id",
     "decoder_start_token_id", "task_specific_params", "max_length", "min_length", "do_sample",

@@ -10,6 +10,8 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/llama/llama_family.h"
+#include "models/mistral/mistral_family.h"
+#include "models/phi3/phi3_family.h"
 #include "models/qwen2/qwen2_family.h"
 #include "models/qwen3/qwen3_family.h"
 #ifndef HEADPRUNE_NO_TORCH
@@ -42,6 +44,9 @@ const std::vector<Entry>& registry() {
       {llama::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
       {qwen2::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
       {qwen3::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
+      // llama.cpp's converter writes Mistral as `llama` (the window is refused there).
+      {mistral::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
+      {phi3::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
   };
   return entries;
 }
@@ -90,7 +95,8 @@ std::vector<std::string> supported_gguf_architectures() {
   std::vector<std::string> out;
   for (const auto& entry : registry())
     if (entry.gguf_codec)
-      for (const auto& name : entry.gguf_codec().architectures()) out.push_back(name);
+      for (const auto& name : entry.gguf_codec().architectures())
+        if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);  // codecs may be shared
   return out;
 }
 #endif

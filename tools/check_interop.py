@@ -63,6 +63,14 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
   llama-uneven  5, 8, 0, 8, 4 query heads (layer 2 empty): LlamaForCausalLM cannot build it
               (expected, every version); AutoModelForCausalLM with trust_remote_code=True loads
               it cleanly and decodes 40 greedy tokens as headprune does.
+  <family> dense, uniform, uneven   (qwen2, mistral, phi3; qwen3 in transformers 5 only) the
+              decoder fixtures transformers made (tests/fixtures/<family>,
+              tools/make_decoder_fixtures.py): dense, 2 of 4 heads per layer, and 3, 4, 2 heads;
+              each loads natively where transformers' class can build it (refused as the export
+              note says where not) and with trust_remote_code=True where the export carries the
+              code; every route decodes 16 greedy tokens as headprune generate does.
+  onnx <family> uneven   ONNX Runtime's logits on the uneven decoder prunes against the
+              remote-code model's, on a right-padded batch of 14 tokens (past the window of 8).
   torchrun    PyTorch's own launcher (`python -m torch.distributed.run --no-python`, the pinned
               torch) starts 2 ranks of `headprune train-gates --distributed` on MiniLM (5 steps,
               batch 8 of the texts); gates.json equals one process's run: the same mask and
@@ -486,19 +494,19 @@ def case_llama_uneven(case, exe, work):
     case.notes.append(f"remote code: {count} greedy tokens identical; text: {text.strip()[:40]!r}")
 
 
-QWEN_PROMPT = "The king said"
+DECODER_PROMPT = "The king said"
 
 
-def qwen_greedy(exe, folder, model, steps=16):
-    """transformers' greedy decoding (its KV cache) of `steps` tokens after QWEN_PROMPT, tokenized
+def decoder_greedy(exe, folder, model, steps=16):
+    """transformers' greedy decoding (its KV cache) of `steps` tokens after DECODER_PROMPT, tokenized
     by the folder's tokenizer.json (the `tokenizers` library), against `headprune generate`;
     returns the number of new tokens compared."""
     from tokenizers import Tokenizer  # noqa: E402 - a dependency of transformers
-    prompt = Tokenizer.from_file(str(Path(folder) / "tokenizer.json")).encode(QWEN_PROMPT).ids
+    prompt = Tokenizer.from_file(str(Path(folder) / "tokenizer.json")).encode(DECODER_PROMPT).ids
     with torch.no_grad():
         ref = model.eval().generate(torch.tensor([prompt]), max_new_tokens=steps, do_sample=False,
                                     eos_token_id=None, pad_token_id=0)[0].tolist()
-    proc = run_headprune(["--log-level", "debug", "generate", folder, "--prompt", QWEN_PROMPT,
+    proc = run_headprune(["--log-level", "debug", "generate", folder, "--prompt", DECODER_PROMPT,
                           "--temperature", "0", "--max-new-tokens", str(steps)], exe, "headprune generate")
     ours = [line for line in proc.stderr.splitlines() if "token ids:" in line]
     if not ours:
@@ -509,26 +517,33 @@ def qwen_greedy(exe, folder, model, steps=16):
     return len(our_ids) - len(prompt)
 
 
-def case_qwen(case, exe, work, family):
-    """A Qwen fixture transformers 5.24 made (tests/fixtures/qwen2 or qwen3), dense, uniformly
-    pruned (2 of 4 heads per layer) and unevenly pruned (3, 4, 2 heads). Dense and uniform load
-    in transformers' own class (Qwen3ForCausalLM exists from 4.51: this case runs in the current
-    environment only), except a Qwen2 uniform prune in 4.x, whose Qwen2 takes the head size as
-    hidden / heads (2 x 16 != 64): refused natively as the export note says, and loaded with
-    trust_remote_code=True (the export carries the code for it). Uneven: remote code only.
-    Every route decodes 16 greedy tokens as headprune does."""
+# The fixtures' HF class stems (tests/fixtures/<family>, tools/make_decoder_fixtures.py).
+DECODER_CLASSES = {"qwen2": "Qwen2", "qwen3": "Qwen3", "mistral": "Mistral", "phi3": "Phi3"}
+# Families whose transformers 4.x class takes the head size as hidden_size / heads.
+HEAD_DIM_FROM_HIDDEN_IN_4 = {"qwen2", "phi3"}
+
+
+def case_decoder_family(case, exe, work, family):
+    """A decoder fixture transformers 5.24 made (tests/fixtures/<family>: Qwen2, Qwen3, Mistral,
+    Phi-3), dense, uniformly pruned (2 of 4 heads per layer) and unevenly pruned (3, 4, 2 heads).
+    Dense and uniform load in transformers' own class (Qwen3ForCausalLM exists from 4.51: that
+    case runs in the current environment only), except a Qwen2 / Phi-3 uniform prune in 4.x,
+    whose class takes the head size as hidden / heads (2 x 16 != 64): refused natively as the
+    export note says, and loaded with trust_remote_code=True (the export carries the code for
+    it). Uneven: remote code only. Every route decodes 16 greedy tokens as headprune does (past
+    Mistral's and Phi-3's window of 8)."""
     fixture = REPO / "tests" / "fixtures" / family
-    native = getattr(transformers, f"{family.capitalize()}ForCausalLM")
-    remote_class = f"Headprune{family.capitalize()}ForCausalLM"
+    native = getattr(transformers, f"{DECODER_CLASSES[family]}ForCausalLM")
+    remote_class = f"Headprune{DECODER_CLASSES[family]}ForCausalLM"
     with captured_transformers_log():
         dense = native.from_pretrained(str(fixture))
-    case.notes.append(f"dense native: {qwen_greedy(exe, fixture, dense)} greedy tokens identical")
+    case.notes.append(f"dense native: {decoder_greedy(exe, fixture, dense)} greedy tokens identical")
     uniform = work / f"{family}-uniform"
     headprune_apply(exe, fixture, {"0": [0, 2], "1": [1, 3], "2": [0, 3]}, uniform)
-    if REMOTE or family != "qwen2":
+    if REMOTE or family not in HEAD_DIM_FROM_HIDDEN_IN_4:
         with captured_transformers_log():
             model = native.from_pretrained(str(uniform))
-        case.notes.append(f"uniform native: {qwen_greedy(exe, uniform, model)} identical")
+        case.notes.append(f"uniform native: {decoder_greedy(exe, uniform, model)} identical")
     else:
         refusal = native_llama_refused(uniform, native)
         if refusal is None:
@@ -536,13 +551,13 @@ def case_qwen(case, exe, work, family):
         case.notes.append(f"uniform native: refused ({refusal})")
     if (uniform / "modeling_headprune_llama.py").is_file():
         remote = remote_llama(uniform, remote_class)
-        case.notes.append(f"uniform remote code: {qwen_greedy(exe, uniform, remote)} identical")
+        case.notes.append(f"uniform remote code: {decoder_greedy(exe, uniform, remote)} identical")
     uneven = work / f"{family}-uneven"
     headprune_apply(exe, fixture, {"0": [1], "2": [0, 1]}, uneven)
     if native_llama_refused(uneven, native) is None:
         raise CheckFailed(f"transformers' {native.__name__} loaded uneven layers; update the export note")
     remote = remote_llama(uneven, remote_class)
-    case.notes.append(f"uneven remote code: {qwen_greedy(exe, uneven, remote)} identical")
+    case.notes.append(f"uneven remote code: {decoder_greedy(exe, uneven, remote)} identical")
 
 
 def ort_session(path):
@@ -652,18 +667,19 @@ def case_onnx_llama(case, exe, work):
                       f"{count} greedy tokens identical")
 
 
-def case_onnx_qwen(case, exe, work, family):
-    """The unevenly pruned Qwen2 (q/k/v biases sliced) or Qwen3 (q/k norms) as ONNX: ONNX
-    Runtime's logits against the remote-code model's in transformers, on a right-padded batch."""
+def case_onnx_decoder(case, exe, work, family):
+    """The unevenly pruned decoder fixture (Qwen2: q/k/v biases sliced; Qwen3: q/k norms;
+    Mistral, Phi-3: a sliding window of 8, shorter than the batch) as ONNX: ONNX Runtime's logits
+    against the remote-code model's in transformers, on a right-padded batch."""
     uneven = work / f"{family}-uneven"
     if not (uneven / "config.json").is_file():
         raise CheckFailed(f"needs the '{family}-uneven' folder, which was not written")
     onnx_file = work / f"{family}-uneven.onnx"
     run_headprune(["export-onnx", uneven, "-o", onnx_file], exe, "headprune export-onnx")
-    batch = {"input_ids": np.array([[350, 372, 309, 263, 67, 361, 280, 47], [350, 372, 309, 263, 0, 0, 0, 0]]),
-             "attention_mask": np.array([[1] * 8, [1] * 4 + [0] * 4])}
+    row = [350, 372, 309, 263, 67, 361, 280, 47, 98, 211, 305, 66, 140, 77]
+    batch = {"input_ids": np.array([row, row[:5] + [0] * 9]), "attention_mask": np.array([[1] * 14, [1] * 5 + [0] * 9])}
     out = ort_run(ort_session(onnx_file), batch)
-    model = remote_llama(uneven, f"Headprune{family.capitalize()}ForCausalLM").eval()
+    model = remote_llama(uneven, f"Headprune{DECODER_CLASSES[family]}ForCausalLM").eval()
     with torch.no_grad():
         ref = model(**{k: torch.from_numpy(v) for k, v in batch.items()}).logits.numpy()
     check_max_diff(case, f"uneven {family} logits vs transformers (remote code)", out["logits"], ref,
@@ -873,6 +889,8 @@ def main():
                     help="folder with stories260K.bin and tok512.bin")
     ap.add_argument("--smollm2", default=str(REPO / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"),
                     help="SmolLM2-135M-Instruct GGUF file (scripts/fetch-model SmolLM2-135M-Instruct)")
+    ap.add_argument("--only", help="run only the cases whose name contains one of these comma-separated texts "
+                                   "(e.g. 'mistral,phi3'; a case may need a folder an earlier case writes)")
     args = ap.parse_args()
 
     exe = Path(args.headprune).resolve()
@@ -894,8 +912,8 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
-                "onnx-uneven", "layers-sweep", "smollm2", "qwen2-uniform", "qwen2-uneven",
-                "qwen3-uniform", "qwen3-uneven"):  # apply and sweep refuse a non-empty --out
+                "onnx-uneven", "layers-sweep", "smollm2",
+                *(f"{f}-{k}" for f in DECODER_CLASSES for k in ("uniform", "uneven"))):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
     with open(text_file, "w", encoding="utf-8", newline="\n") as f:
@@ -922,22 +940,25 @@ def main():
         (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama 6 of 8 heads"), lambda c: case_llama_indivisible(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama uneven, empty layer"), lambda c: case_llama_uneven(c, exe, work)),
-        (Case("qwen2 dense, uniform, uneven"), lambda c: case_qwen(c, exe, work, "qwen2")),
+        *((Case(f"{f} dense, uniform, uneven"), lambda c, f=f: case_decoder_family(c, exe, work, f))
+          for f in ("qwen2", "mistral", "phi3")),
         (Case("smollm2 gguf -> HF folder"), lambda c: case_smollm2(c, exe, Path(args.smollm2).resolve(), work)),
         (Case("torchrun, 2 ranks = 1 process"), lambda c: case_torchrun(c, exe, model_dir, text_file, work)),
     ]
     if REMOTE:  # transformers 4.46.3 has no Qwen3
-        steps += [(Case("qwen3 dense, uniform, uneven"), lambda c: case_qwen(c, exe, work, "qwen3"))]
+        steps += [(Case("qwen3 dense, uniform, uneven"), lambda c: case_decoder_family(c, exe, work, "qwen3"))]
     if HAVE_ORT:
         steps += [
             (Case("onnx minilm uneven, zero-head"),
              lambda c: case_onnx_minilm(c, exe, model_dir, texts, text_file, work, thr)),
             (Case("onnx classifier"), lambda c: case_onnx_classifier(c, exe, work)),
             (Case("onnx llama uniform, uneven"), lambda c: case_onnx_llama(c, exe, work)),
-            (Case("onnx qwen2 uneven"), lambda c: case_onnx_qwen(c, exe, work, "qwen2")),
-            (Case("onnx qwen3 uneven"), lambda c: case_onnx_qwen(c, exe, work, "qwen3")),
+            *((Case(f"onnx {f} uneven"), lambda c, f=f: case_onnx_decoder(c, exe, work, f)) for f in DECODER_CLASSES),
         ]
     try:
+        if args.only:
+            wanted = [w for w in args.only.split(",") if w]
+            steps = [(case, step) for case, step in steps if any(w in case.name for w in wanted)]
         for case, step in steps:
             print(f"\n[{case.name}]", flush=True)
             case_start = time.monotonic()

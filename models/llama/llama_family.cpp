@@ -55,6 +55,19 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
     c.eos_token_id = json_optional<int64_t>(j, "eos_token_id", 2, source);
 }
 
+void parse_sliding_window(const nlohmann::json& j, const std::string& source, int64_t absent_default,
+                          ModelConfig& c) {
+  c.sliding_window = absent_default;
+  if (j.contains("sliding_window")) {
+    const auto& value = j.at("sliding_window");
+    c.sliding_window = value.is_null() ? 0 : json_integer(value, source + ": sliding_window");
+    if (!value.is_null() && c.sliding_window <= 0)
+      throw Error(fmt::format("{}: sliding_window must be a positive number of positions or null, got {}",
+                              source, c.sliding_window));
+  }
+  c.sliding_layers.assign(static_cast<size_t>(c.sliding_window > 0 ? c.num_hidden_layers : 0), true);
+}
+
 namespace {
 
 /// `headprune.kept_heads`: per layer, the original query heads present (LLaMA configs whose
@@ -86,24 +99,45 @@ void parse_headprune_kept_heads(const nlohmann::json& j, const std::string& sour
   }
 }
 
-/// Whether a uniform export's query-head count divides hidden_size, which transformers 5's
-/// LlamaConfig requires even with an explicit head_dim (4.x does not). No heads: nothing to check.
-bool heads_divide_hidden(const ModelConfig& c) {
-  const auto heads = static_cast<int64_t>(c.kept_heads.front().size());
-  return heads == 0 || c.hidden_size % heads == 0;
+/// Query heads every layer of a uniform export keeps.
+int64_t uniform_heads(const ModelConfig& c) { return static_cast<int64_t>(c.kept_heads.front().size()); }
+
+/// Whether what `rule` asks of a uniform export's head count holds: transformers 5's LlamaConfig
+/// needs it to divide hidden_size even with an explicit head_dim; transformers 4's Qwen2 / Phi-3
+/// take the head size as hidden_size / heads.
+bool head_count_fits(NativeHeadDim rule, const ModelConfig& c) {
+  switch (rule) {
+    case NativeHeadDim::kDividesHiddenIn5: return c.hidden_size % uniform_heads(c) == 0;
+    case NativeHeadDim::kFillsHiddenIn4: return uniform_heads(c) * c.head_dim == c.hidden_size;
+    case NativeHeadDim::kExplicit: return true;
+  }
+  return false;
 }
 
-/// Whether transformers' own LlamaForCausalLM builds the export in 4.x and 5.x: the same heads
-/// per KV group in every layer, at least one, and a count that divides hidden_size.
-bool plain_llama(const ModelConfig& c) {
-  return c.uniform_groups() && !c.kept_heads.front().empty() && heads_divide_hidden(c);
+/// The layout warning of a uniform export that one major version of transformers loads
+/// natively and the other refuses (`rule` says which), pointing to `route`.
+std::string partial_native_warning(NativeHeadDim rule, const ModelConfig& c, const std::string& hf_class,
+                                   const std::string& route) {
+  if (rule == NativeHeadDim::kDividesHiddenIn5)
+    return fmt::format(
+        "every layer keeps {} query heads, which do not divide hidden_size {}: transformers "
+        "4.x loads this config natively (explicit head_dim), transformers 5's {} config "
+        "refuses it (\"hidden size is not a multiple of the number of attention heads\"); {}; "
+        "keep a head count that divides {} for a folder both load natively",
+        uniform_heads(c), c.hidden_size, hf_class, route, c.hidden_size);
+  return fmt::format(
+      "every layer keeps {} query heads of {}, not hidden_size {}: transformers 5's {} loads "
+      "this config natively (explicit head_dim), 4.x's refuses it (its head size is hidden_size "
+      "/ num_attention_heads); {}",
+      uniform_heads(c), c.head_dim, c.hidden_size, hf_class, route);
 }
 
 }  // namespace
 
-LlamaFamily::LlamaFamily(std::string stem, std::string display_name)
+LlamaFamily::LlamaFamily(std::string stem, std::string display_name, NativeHeadDim head_dim_rule)
     : stem_(std::move(stem)),
       display_name_(std::move(display_name)),
+      head_dim_rule_(head_dim_rule),
       remote_code_{"modeling_headprune_llama.py", generated::kModelingHeadpruneLlamaPy,
                    nlohmann::json{{"AutoConfig", fmt::format("modeling_headprune_llama.Headprune{}Config", stem_)},
                                   {"AutoModelForCausalLM",
@@ -138,6 +172,7 @@ nlohmann::json LlamaFamily::to_json(const ModelConfig& c) const {
   j.erase("pruned_heads");  // transformers' LLaMA cannot prune heads at load time
   j.erase("auto_map");      // an earlier export's; the export adds it when needs_remote_code
   if (j.contains("headprune") && j["headprune"].is_object()) j["headprune"].erase("kept_heads");
+  j["head_dim"] = c.head_dim;  // the remote code reads it; Phi-3's configs have none
   if (!c.uniform_groups()) {
     j["headprune"]["kept_heads"] = c.kept_heads;
     return j;
@@ -146,7 +181,6 @@ nlohmann::json LlamaFamily::to_json(const ModelConfig& c) const {
                                                   : static_cast<int64_t>(c.kept_heads[0].size());
   j["num_key_value_heads"] = c.kept_heads.empty() ? c.num_key_value_heads
                                                   : static_cast<int64_t>(c.kept_kv_heads()[0].size());
-  j["head_dim"] = c.head_dim;
   std::vector<std::vector<int64_t>> ids;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) ids.push_back(c.original_ids(l, c.kept_heads[l]));
   j["headprune"]["original_head_ids"] = ids;
@@ -172,13 +206,8 @@ std::optional<std::string> LlamaFamily::layout_warning(const ModelConfig& c) con
         "must keep the same heads per KV group (--uniform-layers, or apply --remove-heads with "
         "the same pattern in every layer)",
         hf_class(), remote_code_route(), display_name());
-  if (!heads_divide_hidden(c))
-    return fmt::format(
-        "every layer keeps {} query heads, which do not divide hidden_size {}: transformers "
-        "4.x loads this config natively (explicit head_dim), transformers 5's LlamaConfig "
-        "refuses it (\"hidden size is not a multiple of the number of attention heads\"); {}; "
-        "keep a head count that divides {} for a folder both load natively",
-        c.kept_heads.front().size(), c.hidden_size, remote_code_route(), c.hidden_size);
+  if (uniform_heads(c) > 0 && !head_count_fits(head_dim_rule_, c))
+    return partial_native_warning(head_dim_rule_, c, hf_class(), remote_code_route());
   return {};
 }
 std::string LlamaFamily::export_note(const ModelConfig& c) const {
@@ -194,7 +223,12 @@ std::string LlamaFamily::export_note(const ModelConfig& c) const {
   return layout + remote_code_route();
 }
 bool LlamaFamily::needs_remote_code(const ModelConfig& c) const { return !loads_natively(c); }
-bool LlamaFamily::loads_natively(const ModelConfig& c) const { return plain_llama(c); }
+bool LlamaFamily::loads_natively(const ModelConfig& c) const {
+  return c.uniform_groups() && uniform_heads(c) > 0 && head_count_fits(head_dim_rule_, c);
+}
+std::string LlamaFamily::partial_native_reader() const {
+  return head_dim_rule_ == NativeHeadDim::kFillsHiddenIn4 ? "transformers 5" : "transformers 4.x";
+}
 
 std::string LlamaFamily::remote_code_route() const {
   return fmt::format("AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) loads it in "

@@ -13,6 +13,19 @@
 
 namespace headprune::models::llama {
 
+/// How transformers' own class of a LLaMA-style family sizes its heads, which decides whether
+/// it builds a uniform export (the same heads per KV group in every layer, at least one).
+enum class NativeHeadDim {
+  /// LLaMA: 4.x reads the explicit head_dim; 5.x's config also needs the query-head count to
+  /// divide hidden_size.
+  kDividesHiddenIn5,
+  /// Qwen2, Phi-3: 5.x reads head_dim; 4.x takes hidden_size / num_attention_heads, so the
+  /// kept heads must fill hidden_size there.
+  kFillsHiddenIn4,
+  /// Qwen3, Mistral: every version with the class reads head_dim.
+  kExplicit,
+};
+
 /// HF LlamaConfig / LlamaForCausalLM: `num_attention_heads` query heads share
 /// `num_key_value_heads` KV heads, SwiGLU feed-forward, an LM head; transformers cannot prune its
 /// heads, so per-layer head sets a plain config cannot express are kept in
@@ -23,8 +36,9 @@ class LlamaFamily : public ModelFamily {
  public:
   /// `stem` names the HF classes ("Llama": LlamaForCausalLM; headprune's remote code
   /// HeadpruneLlamaConfig / HeadpruneLlamaForCausalLM); `display_name` is the family in
-  /// messages ("LLaMA").
-  LlamaFamily(std::string stem = "Llama", std::string display_name = "LLaMA");
+  /// messages ("LLaMA"); `head_dim_rule` how its HF class sizes heads.
+  LlamaFamily(std::string stem = "Llama", std::string display_name = "LLaMA",
+              NativeHeadDim head_dim_rule = NativeHeadDim::kDividesHiddenIn5);
   std::string model_type() const override;
   std::string description(const ModelConfig& c) const override;
   const std::set<std::string>& modelled_keys() const override;
@@ -34,7 +48,7 @@ class LlamaFamily : public ModelFamily {
   void parse_head_sets(const nlohmann::json& j, const std::string& source, ModelConfig& c) const override;
   /// Never `pruned_heads`. Uniform groups: a standard HF config with the kept counts (heads
   /// renumbered 0..n-1, the original numbers in headprune.original_head_ids); otherwise the
-  /// original counts plus `headprune.kept_heads`.
+  /// original counts plus `headprune.kept_heads`. Always an explicit head_dim.
   nlohmann::json to_json(const ModelConfig& c) const override;
   bool has_qkv_bias(const ModelConfig& c) const override;
   bool has_output_bias(const ModelConfig& c) const override;
@@ -56,11 +70,11 @@ class LlamaFamily : public ModelFamily {
   /// Its HF class ("LlamaForCausalLM").
   std::string hf_class() const { return stem_ + "ForCausalLM"; }
   /// Whether transformers' own class builds the export of `c` in every version that has the
-  /// class (native_readers; LLaMA: the same heads per KV group in every layer, at least one, a
-  /// count dividing hidden_size).
-  virtual bool loads_natively(const ModelConfig& c) const;
+  /// class (native_readers): the same heads per KV group in every layer, at least one, and
+  /// what the NativeHeadDim rule asks of their count.
+  bool loads_natively(const ModelConfig& c) const;
   /// Who loads a uniform export that is not loads_natively ("transformers 4.x").
-  virtual std::string partial_native_reader() const { return "transformers 4.x"; }
+  std::string partial_native_reader() const;
   /// Who loads a loads_natively export ("transformers 4.x and 5.x").
   virtual std::string native_readers() const { return "transformers 4.x and 5.x"; }
   /// "AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) loads it ...", naming
@@ -69,6 +83,7 @@ class LlamaFamily : public ModelFamily {
 
  private:
   std::string stem_, display_name_;
+  NativeHeadDim head_dim_rule_;
   RemoteCode remote_code_;
 };
 
@@ -77,6 +92,13 @@ class LlamaFamily : public ModelFamily {
 /// attention_bias, mlp_bias, bos/eos ids; checks silu, GQA divisibility and an even head_dim.
 /// @throws headprune::Error naming `source` and the key.
 void parse_llama_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c);
+
+/// Reads `sliding_window` as HF MistralConfig / Phi3Config do: absent -> `absent_default` (4096
+/// for Mistral, none for Phi-3), null -> none, else a positive integer applied to every layer
+/// (ModelConfig::sliding_window / sliding_layers).
+/// @throws headprune::Error naming `source` and the key.
+void parse_sliding_window(const nlohmann::json& j, const std::string& source, int64_t absent_default,
+                          ModelConfig& c);
 
 /// The family's config rules, costs and export notes (llama_family.cpp).
 const ModelFamily& family();

@@ -218,11 +218,22 @@ void add_tensors(const LlamaModel& model, GgufExportType type, GgufExport& out) 
 }  // namespace
 
 void check_llama_gguf_exportable(const Checkpoint& checkpoint) {
-  // (LlamaModel also computes other families, whose llama.cpp architectures differ.)
-  if (!dynamic_cast<const LlamaModel*>(checkpoint.model.get()) || checkpoint.model->config().model_type != "llama")
-    throw Error(fmt::format("export-gguf: {} is a '{}' model; GGUF export writes LLaMA checkpoints only",
+  // LlamaModel computes other families too: what llama.cpp's `llama` cannot run is refused
+  // below by what it is (Mistral without an effective window is written as `llama`, as
+  // llama.cpp's converter does).
+  if (!dynamic_cast<const LlamaModel*>(checkpoint.model.get()))
+    throw Error(fmt::format("export-gguf: {} is a '{}' model; GGUF export writes LLaMA-style decoders only",
                             checkpoint.dir.string(), checkpoint.model->config().model_type));
   const auto& c = checkpoint.model->config();
+  if (c.qk_norm)
+    throw Error(fmt::format("export-gguf: {} normalises each query/key head (q_norm / k_norm), which "
+                            "llama.cpp's llama architecture does not", checkpoint.dir.string()));
+  if (c.has_effective_sliding_window())
+    throw Error(fmt::format("export-gguf: {} attends through a sliding window of {} positions (shorter "
+                            "than max_position_embeddings {}); llama.cpp's llama architecture attends to "
+                            "every position, so the file would compute differently past {} tokens",
+                            checkpoint.dir.string(), c.sliding_window, c.max_position_embeddings,
+                            c.sliding_window));
   if (c.attention_bias || c.qkv_bias || c.mlp_bias)
     throw Error(fmt::format("export-gguf: {} has attention or MLP biases, which headprune's GGUF export does not "
                             "write (llama.cpp's optional bias tensors are not mapped)", checkpoint.dir.string()));

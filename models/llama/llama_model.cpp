@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "models/attention_kernel.h"
+#include "models/llama/fused_projections.h"
 #include "models/llama/llama_family.h"
 #include "models/errors.h"
 #include "models/layer_list.h"
@@ -48,9 +50,13 @@ torch::Tensor rotate_half(const torch::Tensor& x) {
 }
 
 /// Which keys each of T new queries reads: [T, past + T] (bool, on `ids`' device), true where
-/// key j <= past + i, query i being position past + i after `past` cached positions.
-torch::Tensor causal_allowed(int64_t T, int64_t past, const torch::Tensor& ids) {
-  return torch::ones({T, past + T}, ids.options().dtype(torch::kBool)).tril(past);
+/// key j <= past + i, query i being position past + i after `past` cached positions, and, with
+/// a `window` > 0, j > past + i - window (HF's sliding_window_overlay).
+torch::Tensor causal_allowed(int64_t T, int64_t past, int64_t window, const torch::Tensor& ids) {
+  auto ones = torch::ones({T, past + T}, ids.options().dtype(torch::kBool));
+  auto allowed = ones.tril(past);
+  if (window > 0) allowed = allowed.logical_and(ones.triu(past - window + 1));
+  return allowed;
 }
 
 /// The additive bias of a visibility mask, in x's dtype: 0 where allowed, the lowest float
@@ -207,16 +213,19 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
                             "lower --max-length",
                             T, config_.max_position_embeddings));
   auto x = embed_tokens->forward(ids);
-  // Key j is visible to query i when j <= i and j is not padding.
-  auto allowed = causal_allowed(T, 0, ids).view({1, 1, T, T});
-  if (inputs.attention_mask.defined()) {
-    if (inputs.attention_mask.sizes() != ids.sizes())
-      throw Error(fmt::format("attention_mask has shape [{}], input_ids [{}]",
-                              fmt::join(inputs.attention_mask.sizes(), ","),
-                              fmt::join(ids.sizes(), ",")));
-    allowed = allowed.logical_and(inputs.attention_mask.to(torch::kBool).view({B, 1, 1, T}));
-  }
-  const auto mask_bias = mask_bias_of(allowed, x);
+  if (inputs.attention_mask.defined() && inputs.attention_mask.sizes() != ids.sizes())
+    throw Error(fmt::format("attention_mask has shape [{}], input_ids [{}]",
+                            fmt::join(inputs.attention_mask.sizes(), ","), fmt::join(ids.sizes(), ",")));
+  // Key j is visible to query i when j <= i (and inside the layer's window) and j is not padding.
+  std::map<int64_t, torch::Tensor> mask_biases;  // by window (0: none)
+  auto mask_bias = [&](int64_t window) {
+    auto& bias = mask_biases[window];
+    if (bias.defined()) return bias;
+    auto allowed = causal_allowed(T, 0, window, ids).view({1, 1, T, T});
+    if (inputs.attention_mask.defined())
+      allowed = allowed.logical_and(inputs.attention_mask.to(torch::kBool).view({B, 1, 1, T}));
+    return bias = mask_bias_of(allowed, x);
+  };
   auto [cos, sin] = rotary_tables(T, config_.head_dim, config_.rope_theta, x.device());
   cos = cos.to(x.scalar_type());
   sin = sin.to(x.scalar_type());
@@ -229,7 +238,7 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
         throw Error(fmt::format("layer {}: head multiplier has shape [{}], expected [{}]", l,
                                 fmt::join(m.sizes(), ","), heads));
     }
-    x = layers[l]->forward(x, mask_bias, cos, sin, m);
+    x = layers[l]->forward(x, mask_bias(config_.window_of(l)), cos, sin, m);
   }
   x = norm->forward(x);
   ModelOutput out{x, lm_logits(x), {}, {}};
@@ -249,16 +258,31 @@ torch::Tensor LlamaModel::forward_cached(const torch::Tensor& ids, KvCache& cach
   cache.keys.resize(static_cast<std::size_t>(L));
   cache.values.resize(static_cast<std::size_t>(L));
   auto x = embed_tokens->forward(ids);
-  // New token i (position past + i) sees every cached key and the new keys up to itself.
-  torch::Tensor mask_bias;
-  if (T > 1) mask_bias = mask_bias_of(causal_allowed(T, past, ids).view({1, 1, T, past + T}), x);
+  // New token i (position past + i) sees the cached keys (inside the layer's window) and the
+  // new keys up to itself; one new token that sees every key needs no mask.
+  std::map<int64_t, torch::Tensor> mask_biases;  // by window (0: none)
+  auto mask_bias = [&](int64_t window) {
+    auto& bias = mask_biases[window];
+    if (!bias.defined() && (T > 1 || (window > 0 && past + T > window)))
+      bias = mask_bias_of(causal_allowed(T, past, window, ids).view({1, 1, T, past + T}), x);
+    return bias;
+  };
   auto [cos, sin] = rotary_tables(past + T, config_.head_dim, config_.rope_theta, x.device());
   cos = cos.narrow(0, past, T).to(x.scalar_type());
   sin = sin.narrow(0, past, T).to(x.scalar_type());
   for (int64_t l = 0; l < L; ++l)
-    x = layers[l]->forward(x, mask_bias, cos, sin, {}, &cache.keys[l], &cache.values[l]);
+    x = layers[l]->forward(x, mask_bias(config_.window_of(l)), cos, sin, {}, &cache.keys[l], &cache.values[l]);
   cache.length = past + T;
   return lm_logits(norm->forward(x));
+}
+
+TensorMap LlamaModel::weights_from_file(TensorMap weights, const std::string& source) const {
+  if (!config_.fused_projections) return weights;
+  return llama::split_fused_projections(std::move(weights), config_, source);
+}
+
+TensorMap LlamaModel::weights_to_file(TensorMap weights) const {
+  return config_.fused_projections ? llama::fuse_projections(std::move(weights), config_) : weights;
 }
 
 torch::Tensor LlamaModel::lm_logits(const torch::Tensor& normed) {

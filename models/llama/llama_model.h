@@ -131,6 +131,11 @@ class LlamaModel : public AttentionModel {
   /// @throws headprune::Error on an out-of-range or duplicate index or a bad scale shape.
   void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
                    const torch::Tensor& scale) override;
+  /// Phi-3 (config().fused_projections): qkv_proj / gate_up_proj split into the q/k/v and
+  /// gate/up projections this model holds (models/llama/fused_projections.h); else the identity.
+  TensorMap weights_from_file(TensorMap weights, const std::string& source) const override;
+  /// Phi-3: fused back as its files hold them; else the identity.
+  TensorMap weights_to_file(TensorMap weights) const override;
   /// The decoder with a KV cache (AttentionModel::forward_cached): positions cache.length.. of
   /// the rotary tables, causal among the new tokens, every cached key visible.
   torch::Tensor forward_cached(const torch::Tensor& input_ids, KvCache& cache) override;

@@ -1,6 +1,8 @@
 // HF LlamaForCausalLM as an ONNX graph (no KV cache): the same computation as
 // llama_model.cpp's forward — RMSNorm, rotary positions 0..T-1, causal + padding mask, each
 // query head reading its own KV head (uneven groups after pruning), SwiGLU MLP, LM head.
+#include <map>
+
 #include <torch/torch.h>
 
 #include "models/formats/onnx_graph.h"
@@ -32,11 +34,14 @@ std::string apply_rotary(OnnxGraph& g, const std::string& x, const std::string& 
   return g.op("Add", {g.op("Mul", {x, cos}), g.op("Mul", {rotated, sin})});
 }
 
-/// 0 where key j is visible to query i (j <= i, j not padding), lowest float elsewhere: [B, 1, T, T].
-std::string causal_bias(OnnxGraph& g, const std::string& seq_len) {
+/// 0 where key j is visible to query i (j <= i, i - window < j when `window` > 0, j not
+/// padding), lowest float elsewhere: [B, 1, T, T].
+std::string causal_bias(OnnxGraph& g, const std::string& seq_len, int64_t window) {
   auto t = g.op("Unsqueeze", {seq_len, g.int64_constant({0})});
   auto ones = g.op("Expand", {g.float_constant(1.0F), g.op("Concat", {t, t}, {{"axis", int64_t{0}}})});
   auto causal = g.op("Trilu", {ones}, {{"upper", int64_t{0}}});
+  if (window > 0)  // keep j - i >= 1 - window
+    causal = g.op("Trilu", {causal, g.int64_constant({1 - window}, /*scalar=*/true)}, {{"upper", int64_t{1}}});
   auto padding = g.op("Unsqueeze", {g.to_float("attention_mask"), g.int64_constant({1, 2})});
   return g.mask_bias(g.op("Mul", {causal, padding}));
 }
@@ -90,10 +95,13 @@ OnnxModelOutputs LlamaModel::add_to_onnx(OnnxGraph& g) const {
   auto x = g.op("Gather", {embed, "input_ids"});
   const auto seq_len = g.sequence_length("input_ids");
   const auto rotary = rotary_to_onnx(g, seq_len, config_.head_dim, config_.rope_theta);
-  const auto mask_bias = causal_bias(g, seq_len);
-  for (size_t l = 0; l < layers.size(); ++l)
-    x = layer_to_onnx(g, *layers[l], "model.layers." + std::to_string(l) + ".", x, mask_bias, rotary,
+  std::map<int64_t, std::string> mask_biases;  // by window (0: none)
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const auto window = config_.window_of(static_cast<int64_t>(l));
+    if (!mask_biases.count(window)) mask_biases[window] = causal_bias(g, seq_len, window);
+    x = layer_to_onnx(g, *layers[l], "model.layers." + std::to_string(l) + ".", x, mask_biases[window], rotary,
                       config_.rms_norm_eps);
+  }
   x = g.rms_norm(x, "model.norm", norm->weight, config_.rms_norm_eps);
   if (lm_head) return {x, g.linear(x, "lm_head", lm_head->weight, lm_head->bias)};
   // A tied LM head reads the embedding matrix (no second copy).

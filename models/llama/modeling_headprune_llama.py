@@ -1,5 +1,5 @@
 # coding=utf-8
-"""LLaMA (and Qwen2, Qwen3) with a different number of query and KV heads in each layer, for transformers 4.x and 5.x.
+"""LLaMA (and Qwen2, Qwen3, Mistral, Phi-3) with a different number of query and KV heads in each layer, for transformers 4.x and 5.x.
 
 Written by headprune next to a pruned LLaMA checkpoint that transformers' own LlamaForCausalLM
 cannot build, and registered in config.json's `auto_map`, so that
@@ -27,13 +27,20 @@ and key head before the rotary embedding (self_attn.q_norm / k_norm, shared by t
 HeadpruneQwen3Config / HeadpruneQwen3ForCausalLM (on transformers before 4.51, which has no
 Qwen3Config, the config class derives from Qwen2Config).
 
+Mistral (model_type "mistral") computes LLaMA's attention through a sliding window: the query at
+position i sees keys j with i - sliding_window < j <= i (transformers' sliding_window_overlay):
+HeadpruneMistralConfig / HeadpruneMistralForCausalLM. Phi-3 (model_type "phi3") computes Mistral's
+attention with the query/key/value projections stored as one self_attn.qkv_proj (rows: queries,
+keys, values) and gate/up as one mlp.gate_up_proj (rows: gate, up), no biases:
+HeadprunePhi3Config / HeadprunePhi3ForCausalLM.
+
 Self-contained: imports only torch and transformers' public names present in 4.x and 5.x.
 """
 
 import torch
 from torch import nn
 import transformers
-from transformers import GenerationMixin, LlamaConfig, PreTrainedModel, Qwen2Config
+from transformers import GenerationMixin, LlamaConfig, MistralConfig, Phi3Config, PreTrainedModel, Qwen2Config
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
 
@@ -74,6 +81,33 @@ class HeadpruneQwen3Config(Qwen3ConfigBase):
 
     def validate_architecture(self):
         check_head_dim(self)
+
+
+class HeadpruneMistralConfig(MistralConfig):
+    """MistralConfig with an explicit `head_dim`."""
+
+    def validate_architecture(self):
+        check_head_dim(self)
+
+
+class HeadprunePhi3Config(Phi3Config):
+    """Phi3Config with an explicit `head_dim` (transformers 4.x's Phi-3 takes hidden_size / heads)."""
+
+    def validate_architecture(self):
+        check_head_dim(self)
+
+
+def fused_projections(config):
+    """Phi-3 stores q/k/v as one qkv_proj and gate/up as one gate_up_proj."""
+    return config.model_type == "phi3"
+
+
+def sliding_window(config):
+    """The window every layer attends through, or None: Mistral's and Phi-3's `sliding_window`
+    (Qwen2's is inert unless use_sliding_window, which headprune refuses)."""
+    if config.model_type in ("mistral", "phi3"):
+        return getattr(config, "sliding_window", None)
+    return None
 
 
 def projection_biases(config):
@@ -142,9 +176,13 @@ class HeadpruneLlamaAttention(nn.Module):
         self.num_heads, self.head_dim = num_heads, config.head_dim
         self.kv_index = list(kv_index)  # a plain list: transformers 5 builds modules on the meta device
         bias, output_bias = projection_biases(config)
-        self.q_proj = nn.Linear(config.hidden_size, num_heads * self.head_dim, bias=bias)
-        self.k_proj = nn.Linear(config.hidden_size, num_kv * self.head_dim, bias=bias)
-        self.v_proj = nn.Linear(config.hidden_size, num_kv * self.head_dim, bias=bias)
+        self.sizes = [num_heads * self.head_dim, num_kv * self.head_dim, num_kv * self.head_dim]
+        if fused_projections(config):
+            self.qkv_proj = nn.Linear(config.hidden_size, sum(self.sizes), bias=False)
+        else:
+            self.q_proj = nn.Linear(config.hidden_size, self.sizes[0], bias=bias)
+            self.k_proj = nn.Linear(config.hidden_size, self.sizes[1], bias=bias)
+            self.v_proj = nn.Linear(config.hidden_size, self.sizes[2], bias=bias)
         self.o_proj = nn.Linear(num_heads * self.head_dim, config.hidden_size, bias=output_bias)
         if config.model_type == "qwen3":  # over each head's head_dim, before the rotary embedding
             self.q_norm = HeadpruneLlamaRMSNorm(self.head_dim, config.rms_norm_eps)
@@ -158,7 +196,10 @@ class HeadpruneLlamaAttention(nn.Module):
         def split(x):
             return x.view(batch, seq, -1, self.head_dim).transpose(1, 2)
 
-        q, k, v = split(self.q_proj(hidden)), split(self.k_proj(hidden)), split(self.v_proj(hidden))
+        if hasattr(self, "qkv_proj"):
+            q, k, v = (split(x) for x in self.qkv_proj(hidden).split(self.sizes, dim=-1))
+        else:
+            q, k, v = split(self.q_proj(hidden)), split(self.k_proj(hidden)), split(self.v_proj(hidden))
         if hasattr(self, "q_norm"):
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
@@ -171,18 +212,25 @@ class HeadpruneLlamaAttention(nn.Module):
 
 
 class HeadpruneLlamaMLP(nn.Module):
-    """down(act(gate(x)) * up(x))."""
+    """down(act(gate(x)) * up(x)); Phi-3: gate and up as one gate_up_proj."""
 
     def __init__(self, config):
         super().__init__()
         size, inner, bias = config.hidden_size, config.intermediate_size, getattr(config, "mlp_bias", False)
-        self.gate_proj = nn.Linear(size, inner, bias=bias)
-        self.up_proj = nn.Linear(size, inner, bias=bias)
+        if fused_projections(config):
+            self.gate_up_proj = nn.Linear(size, 2 * inner, bias=False)
+        else:
+            self.gate_proj = nn.Linear(size, inner, bias=bias)
+            self.up_proj = nn.Linear(size, inner, bias=bias)
         self.down_proj = nn.Linear(inner, size, bias=bias)
         self.act_fn = ACT2FN[config.hidden_act]
 
     def forward(self, x):
-        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+        if hasattr(self, "gate_up_proj"):
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(self.act_fn(gate) * up)
 
 
 class HeadpruneLlamaDecoderLayer(nn.Module):
@@ -236,7 +284,11 @@ class HeadpruneLlamaModel(HeadpruneLlamaPreTrainedModel):
         if position_ids is None:
             position_ids = torch.arange(seq, device=input_ids.device).expand(batch, seq)
         cos, sin = rotary(self.config, position_ids, hidden.dtype)
-        allowed = torch.ones(seq, seq, dtype=torch.bool, device=input_ids.device).tril()[None, None]
+        allowed = torch.ones(seq, seq, dtype=torch.bool, device=input_ids.device).tril()
+        window = sliding_window(self.config)
+        if window:
+            allowed = allowed & torch.ones_like(allowed).triu(1 - window)
+        allowed = allowed[None, None]
         if attention_mask is not None:
             allowed = allowed & attention_mask[:, None, None, :].bool()
         minimum = torch.finfo(hidden.dtype).min
@@ -299,3 +351,17 @@ class HeadpruneQwen3ForCausalLM(HeadpruneLlamaForCausalLM):
     (q/k norms)."""
 
     config_class = HeadpruneQwen3Config
+
+
+class HeadpruneMistralForCausalLM(HeadpruneLlamaForCausalLM):
+    """MistralForCausalLM with per-layer head counts: HeadpruneLlamaForCausalLM on a Mistral config
+    (sliding window)."""
+
+    config_class = HeadpruneMistralConfig
+
+
+class HeadprunePhi3ForCausalLM(HeadpruneLlamaForCausalLM):
+    """Phi3ForCausalLM with per-layer head counts: HeadpruneLlamaForCausalLM on a Phi-3 config
+    (fused projections, sliding window)."""
+
+    config_class = HeadprunePhi3Config

@@ -10,19 +10,9 @@
 namespace headprune::models::qwen2 {
 namespace {
 
-/// Whether transformers 4.x's Qwen2ForCausalLM builds the export too: it takes the head size
-/// as hidden_size / num_attention_heads and refuses any other product (5.x reads head_dim).
-bool heads_fill_hidden(const ModelConfig& c) {
-  return static_cast<int64_t>(c.kept_heads.front().size()) * c.head_dim == c.hidden_size;
-}
-
-/// Whether transformers 5's own Qwen2ForCausalLM builds the export: the same heads per KV group
-/// in every layer, at least one.
-bool native_in_5(const ModelConfig& c) { return c.uniform_groups() && !c.kept_heads.front().empty(); }
-
 class Qwen2Family final : public llama::LlamaFamily {
  public:
-  Qwen2Family() : LlamaFamily("Qwen2", "Qwen2") {}
+  Qwen2Family() : LlamaFamily("Qwen2", "Qwen2", llama::NativeHeadDim::kFillsHiddenIn4) {}
   std::string model_type() const override { return "qwen2"; }
 
   std::string description(const ModelConfig& c) const override {
@@ -47,30 +37,18 @@ class Qwen2Family final : public llama::LlamaFamily {
     c.qkv_bias = true;  // Qwen2Attention: q/k/v_proj bias=True, o_proj bias=False
     parse_sliding_window_keys(j, source, c);
   }
-
-  std::optional<std::string> layout_warning(const ModelConfig& c) const override {
-    if (!native_in_5(c) || heads_fill_hidden(c)) return LlamaFamily::layout_warning(c);
-    return fmt::format(
-        "every layer keeps {} query heads of {}, not hidden_size {}: transformers 5's "
-        "Qwen2ForCausalLM loads this config natively (explicit head_dim), 4.x's refuses it "
-        "(its head size is hidden_size / num_attention_heads); {}",
-        c.kept_heads.front().size(), c.head_dim, c.hidden_size, remote_code_route());
-  }
-
- protected:
-  bool loads_natively(const ModelConfig& c) const override { return native_in_5(c) && heads_fill_hidden(c); }
-  std::string partial_native_reader() const override { return "transformers 5"; }
 };
 
 }  // namespace
 
 /// Qwen2's sliding-window keys. HF Qwen2Config drops `sliding_window` (and with it
 /// `max_window_layers`) unless `use_sliding_window` is true, so with it false they change
-/// nothing; sliding-window attention itself is not implemented and is refused.
+/// nothing; Qwen2's per-layer sliding window itself is not implemented and is refused.
 void parse_sliding_window_keys(const nlohmann::json& j, const std::string& source, const ModelConfig& c) {
   if (json_optional<bool>(j, "use_sliding_window", false, source))
-    throw Error(fmt::format("{}: use_sliding_window true is not supported (Qwen2's sliding-window "
-                            "attention is not implemented; only full causal attention)",
+    throw Error(fmt::format("{}: use_sliding_window true is not supported (Qwen2's per-layer "
+                            "sliding window, from max_window_layers on, is not implemented; only "
+                            "full causal attention)",
                             source));
   for (const char* key : {"sliding_window", "max_window_layers"})
     if (j.contains(key) && !j.at(key).is_null()) json_integer(j.at(key), fmt::format("{}: key '{}'", source, key));

@@ -13,7 +13,7 @@ namespace {
 /// q/k norms always; transformers has it from 4.51 on, and reads the explicit head_dim.
 class Qwen3Family final : public llama::LlamaFamily {
  public:
-  Qwen3Family() : LlamaFamily("Qwen3", "Qwen3") {}
+  Qwen3Family() : LlamaFamily("Qwen3", "Qwen3", llama::NativeHeadDim::kExplicit) {}
   std::string model_type() const override { return "qwen3"; }
 
   std::string description(const ModelConfig& c) const override {
@@ -39,16 +39,7 @@ class Qwen3Family final : public llama::LlamaFamily {
     qwen2::parse_sliding_window_keys(j, source, c);
   }
 
-  /// Uneven layers: LLaMA's warning; uniform ones load natively (transformers 5 reads head_dim).
-  std::optional<std::string> layout_warning(const ModelConfig& c) const override {
-    if (!c.uniform_groups()) return LlamaFamily::layout_warning(c);
-    return {};
-  }
-
  protected:
-  bool loads_natively(const ModelConfig& c) const override {
-    return c.uniform_groups() && !c.kept_heads.front().empty();
-  }
   std::string native_readers() const override { return "transformers 4.51+ and 5.x"; }
 };
 

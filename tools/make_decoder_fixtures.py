@@ -1,28 +1,33 @@
-#!/usr/bin/env python3
-"""Writes tests/fixtures/qwen2/ and tests/fixtures/qwen3/: small Qwen2 and Qwen3 models made and
-saved by transformers itself, and their reference outputs, for headprune's Qwen families to match.
+"""Writes tests/fixtures/{qwen2,qwen3,mistral,phi3}/: small decoders of the LLaMA-style families
+made and saved by transformers itself, and their reference outputs, for headprune to match.
 
-No Qwen2 / Qwen3 checkpoint is packaged on PyPI small enough to commit, so each model is
-transformers' own Qwen2ForCausalLM / Qwen3ForCausalLM (its own config class, seeded random
-weights) saved with save_pretrained as safetensors:
+No checkpoint of these families is packaged on PyPI small enough to commit, so each model is
+transformers' own *ForCausalLM (its own config class, seeded random weights) saved with
+save_pretrained as safetensors:
   * qwen2: 3 layers, hidden 64, 4 query heads sharing 2 KV heads of 16, SwiGLU 128, tied
     embeddings, biases on q/k/v (Qwen2's own layout; o_proj has none);
   * qwen3: the same sizes with head_dim 24 (not hidden / heads, as Qwen3 allows), untied
     embeddings, q_norm / k_norm over each head, no biases;
-  * both rope_theta 1e6 (as Qwen2.5 / Qwen3), written top-level as their config.json files do,
-    so that transformers 4.x reads it too; weights redrawn at scales that make every part matter
+  * mistral: the same sizes, head_dim 16, untied, a sliding window of 8 positions (shorter than
+    the reference inputs and the greedy run, so the window decides outputs);
+  * phi3: the same sizes, fused qkv_proj and gate_up_proj (Phi-3's own layout), a sliding
+    window of 8;
+  * rope_theta 1e6 (Qwen) / 1e4, written top-level as the families' config.json files do, so
+    that transformers 4.x reads it too; weights redrawn at scales that make every part matter
     (HF initialises biases to zero, norms to one and weights at std 0.02, under which the logits
     would be flat and a wrong bias or norm invisible);
   * a byte-level BPE tokenizer trained here with the `tokenizers` library on Tiny Shakespeare
     (../shared/data/corpus), with Qwen2's own pipeline (Qwen3's is the same): NFC, the Qwen2
-    pre-tokenizer regex, ByteLevel, and <|endoftext|> / <|im_start|> / <|im_end|> as special tokens.
+    pre-tokenizer regex, ByteLevel, and <|endoftext|> / <|im_start|> / <|im_end|> as special
+    tokens. Mistral and Phi-3 ship SentencePiece tokenizers that are not reachable here; the
+    fixtures test the models, and share this one.
 
 reference.safetensors holds, from transformers (eager attention, float32, CPU):
   * input_ids / attention_mask [2, T] (two WikiText-2 lines, the shorter padded on the right)
     and their logits [2, T, vocab];
   * prompt_ids and greedy_ids: generate(do_sample=False, max_new_tokens=16) with its KV cache.
 
-    .venv-current/bin/python tools/make_qwen_fixtures.py
+    .venv-current/bin/python tools/make_decoder_fixtures.py [FAMILY ...]   (default: all)
 
 Never touches the network.
 """
@@ -39,8 +44,8 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers  # noqa: E402
-from transformers import (PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen3Config,  # noqa: E402
-                          Qwen3ForCausalLM)
+from transformers import (MistralConfig, MistralForCausalLM, Phi3Config, Phi3ForCausalLM,  # noqa: E402
+                          PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -50,11 +55,16 @@ QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[
                r"\s*[\r\n]+|\s+(?!\S)|\s+")
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 SIZES = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
-             max_position_embeddings=256, rms_norm_eps=1e-6, use_sliding_window=False, max_window_layers=3,
-             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, bos_token_id=None)
+             max_position_embeddings=256, rms_norm_eps=1e-6, bos_token_id=None)
+QWEN = dict(use_sliding_window=False, max_window_layers=3,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
 FAMILIES = {
-    "qwen2": (Qwen2Config, Qwen2ForCausalLM, dict(head_dim=16, tie_word_embeddings=True)),
-    "qwen3": (Qwen3Config, Qwen3ForCausalLM, dict(head_dim=24, tie_word_embeddings=False, attention_bias=False)),
+    "qwen2": (Qwen2Config, Qwen2ForCausalLM, dict(QWEN, head_dim=16, tie_word_embeddings=True)),
+    "qwen3": (Qwen3Config, Qwen3ForCausalLM, dict(QWEN, head_dim=24, tie_word_embeddings=False, attention_bias=False)),
+    "mistral": (MistralConfig, MistralForCausalLM, dict(head_dim=16, tie_word_embeddings=False, sliding_window=8,
+                                                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+    "phi3": (Phi3Config, Phi3ForCausalLM, dict(tie_word_embeddings=False, sliding_window=8,
+                                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
 }
 
 
@@ -101,8 +111,9 @@ def write_family(name, tokenizer, wiki_lines):
     out.mkdir(parents=True)
     model.save_pretrained(out, safe_serialization=True)
     (out / "generation_config.json").unlink(missing_ok=True)  # HF generate() defaults only
-    # RoPE as Qwen2.5's / Qwen3's own config.json writes it (top-level rope_theta), which
-    # transformers 4.x reads too; 5.x's save writes rope_parameters, which 4.x ignores.
+    # RoPE as the families' own config.json files write it (top-level rope_theta), which
+    # transformers 4.x reads too; 5.x's save writes rope_parameters, which 4.x ignores (Phi-3's
+    # also holds partial_rotary_factor 1.0, the default).
     written = json.loads((out / "config.json").read_text())
     written["rope_theta"] = written.pop("rope_parameters")["rope_theta"]
     (out / "config.json").write_text(json.dumps(written, indent=2, sort_keys=True) + "\n")
@@ -128,10 +139,13 @@ def main():
     text_file = SHARED / "corpus" / "tinyshakespeare_input.txt"
     wiki_file = SHARED / "corpus" / "wikitext2_raw_test.raw"
     if not text_file.is_file() or not wiki_file.is_file():
-        sys.exit(f"make_qwen_fixtures: {SHARED}/corpus not found (set HEADPRUNE_SHARED_DATA)")
+        sys.exit(f"make_decoder_fixtures: {SHARED}/corpus not found (set HEADPRUNE_SHARED_DATA)")
     tokenizer = train_tokenizer(text_file.read_text(encoding="utf-8")[:300_000])
     lines = [l.strip() for l in wiki_file.read_text(encoding="utf-8").splitlines() if len(l.strip()) > 80]
-    for name in FAMILIES:
+    names = sys.argv[1:] or list(FAMILIES)
+    for name in names:
+        if name not in FAMILIES:
+            sys.exit(f"make_decoder_fixtures: unknown family {name!r} (known: {', '.join(FAMILIES)})")
         write_family(name, tokenizer, lines)
 
 
