@@ -36,7 +36,7 @@ struct ModelConfig {
   int64_t num_key_value_heads = 0;    ///< equals num_attention_heads for BERT
   int64_t head_dim = 0;               ///< explicit `head_dim` or hidden_size / num_attention_heads
   int64_t intermediate_size = 0;
-  std::string hidden_act = "gelu";    ///< "gelu" (erf), "gelu_new"/"gelu_pytorch_tanh", "relu"
+  std::string hidden_act = "gelu";    ///< "gelu" (erf), "gelu_new"/"gelu_pytorch_tanh", "relu", "silu"
   int64_t max_position_embeddings = 512;
   int64_t type_vocab_size = 2;
   int64_t pad_token_id = 0;
@@ -59,6 +59,21 @@ struct ModelConfig {
   /// Per layer, whether it attends through the window (size num_hidden_layers when
   /// sliding_window > 0, else empty).
   std::vector<bool> sliding_layers;
+  /// Gemma 3 (HF Gemma3TextConfig); the defaults compute as LLaMA.
+  /// RMSNorm scales by (rms_norm_offset + weight), in float32 before the cast back: 1 for
+  /// Gemma's `(1 + weight)` norms (every norm, q/k norms included), 0 for LLaMA's.
+  double rms_norm_offset = 0.0;
+  /// Gemma 2/3's four norms per layer: post_attention_layernorm on the attention output,
+  /// pre_feedforward_layernorm / post_feedforward_layernorm around the MLP (LLaMA's
+  /// post_attention_layernorm is the pre-MLP norm).
+  bool sandwich_norms = false;
+  /// Token embeddings are multiplied by it (Gemma: sqrt(hidden_size), in float32).
+  double embed_scale = 1.0;
+  /// Attention scores scale by query_pre_attn_scalar^-1/2 instead of head_dim^-1/2 (Gemma); 0:
+  /// head_dim.
+  double query_pre_attn_scalar = 0.0;
+  /// RoPE base of the sliding-window layers (Gemma 3's rope_local_base_freq); 0: rope_theta.
+  double rope_local_theta = 0.0;
   /// q/k/v projections stored as one `qkv_proj` and gate/up as one `gate_up_proj` in the
   /// family's files (Phi-3); the model holds them split (models/llama/fused_projections.h).
   bool fused_projections = false;

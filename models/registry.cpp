@@ -9,6 +9,7 @@
 #include "models/bert/bert_family.h"
 #include "models/config.h"
 #include "models/errors.h"
+#include "models/gemma3/gemma3_family.h"
 #include "models/llama/llama_family.h"
 #include "models/mistral/mistral_family.h"
 #include "models/phi3/phi3_family.h"
@@ -47,6 +48,7 @@ const std::vector<Entry>& registry() {
       // llama.cpp's converter writes Mistral as `llama` (the window is refused there).
       {mistral::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
       {phi3::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
+      {gemma3::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
   };
   return entries;
 }

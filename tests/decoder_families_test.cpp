@@ -1,9 +1,10 @@
-// The LLaMA-style families beyond LLaMA (models/qwen2, qwen3, mistral, phi3) against transformers
+// The LLaMA-style families beyond LLaMA (models/qwen2, qwen3, mistral, phi3, gemma3) against transformers
 // 5.24's own *ForCausalLM classes: small models transformers made and saved
 // (tests/fixtures/<family>, tools/make_decoder_fixtures.py: Qwen2 with q/k/v biases and tied
 // embeddings; Qwen3 with q/k norms, head_dim 24 != hidden / heads; Mistral and Phi-3 with a
 // sliding window of 8 positions, shorter than the inputs; Phi-3 with fused qkv_proj and
-// gate_up_proj; a byte-level BPE tokenizer with Qwen2's pipeline). Tolerances: the float32
+// gate_up_proj; Gemma 3 with (1 + w) sandwich norms, GeGLU, scaled embeddings, query_pre_attn_scalar 20
+// and sliding / global layers with two RoPE bases; a byte-level BPE tokenizer with Qwen2's pipeline). Tolerances: the float32
 // rounding bound of tests/tolerance.h, from the logits' scale, the depth and the FFN width.
 // transformers reloading the exports is tools/check_interop.py's family cases.
 #include <catch2/catch.hpp>
@@ -47,14 +48,18 @@ struct Family {
   bool uniform_needs_remote;
 };
 
-constexpr std::array<Family, 4> kFamilies = {{
+constexpr std::array<Family, 5> kFamilies = {{
     {"qwen2", 16, true, false, 0, false, "HeadpruneQwen2ForCausalLM", true},
     {"qwen3", 24, false, true, 0, false, "HeadpruneQwen3ForCausalLM", false},
     {"mistral", 16, false, false, 8, false, "HeadpruneMistralForCausalLM", false},
     {"phi3", 16, false, false, 8, true, "HeadprunePhi3ForCausalLM", true},
+    {"gemma3_text", 24, false, true, 8, false, "HeadpruneGemma3ForCausalLM", false},
 }};
 
-fs::path fixture(const std::string& family) { return testing::fixture_path(family); }
+/// The fixture folder of a family (tests/fixtures/<folder>).
+std::string folder_of(const std::string& model_type) { return model_type == "gemma3_text" ? "gemma3" : model_type; }
+
+fs::path fixture(const std::string& family) { return testing::fixture_path(folder_of(family)); }
 
 const models::TensorMap& reference(const std::string& family) {
   static std::map<std::string, models::TensorMap> cache;
@@ -121,7 +126,7 @@ CATCH_TEST_CASE("Decoder families: logits match transformers' own classes", "[de
     torch::NoGradGuard no_grad;
     if (family.window > 0) {
       auto full = models::load_checkpoint(edited_config(family.name, std::string(family.name) + "-full",
-                                                        [](auto& c) { c["sliding_window"] = nullptr; }),
+                                                        [](auto& c) { c["sliding_window"] = 1000; }),
                                           torch::kCPU);
       CATCH_CHECK(max_diff(family.name, logits_of(family.name, *full.model), ref) > 100 * tolerance);
     }
@@ -225,6 +230,11 @@ CATCH_TEST_CASE("Decoder families: dropping a layer keeps the others' windows", 
   CATCH_CHECK(config.sliding_layers == std::vector<bool>{true, true});
   CATCH_CHECK(config.window_of(1) == 8);
   CATCH_CHECK(max_diff("mistral", logits_of("mistral", *ckpt.model), before) > 0);
+  // Gemma 3's export names each layer's type: sliding_window_pattern would shift after a drop.
+  auto gemma = models::load_checkpoint(fixture("gemma3_text"), torch::kCPU);
+  gemma.model->drop_layers({0});
+  CATCH_CHECK(gemma.model->config().sliding_layers == std::vector<bool>{false, true});
+  CATCH_CHECK(gemma.model->config().to_json()["layer_types"] == nlohmann::json({"full_attention", "sliding_attention"}));
 }
 
 namespace {
@@ -258,8 +268,15 @@ CATCH_TEST_CASE("Decoder families: what headprune does not implement is refused 
     refused(name, "mlp-bias", [](auto& c) { c["mlp_bias"] = true; }, "key 'mlp_bias' is not modelled");
     refused(name, "yarn", [](auto& c) { c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; },
             "rope_scaling");
-    refused(name, "gelu", [](auto& c) { c["hidden_act"] = "gelu"; }, "hidden_act 'gelu' is not supported for " + name);
+    const std::string act_key = name == "gemma3_text" ? "hidden_activation" : "hidden_act";  // Gemma3TextConfig's name
+    refused(name, "gelu", [&](auto& c) { c[act_key] = "gelu"; }, act_key + " 'gelu' is not supported");
   }
+  refused("gemma3_text", "hidden-act", [](auto& c) { c["hidden_act"] = "silu"; }, "hidden_act \"silu\" differs from hidden_activation");
+  refused("gemma3_text", "softcap", [](auto& c) { c["final_logit_softcapping"] = 30.0; }, "final_logit_softcapping 30.0 is not supported");
+  refused("gemma3_text", "window-null", [](auto& c) { c["sliding_window"] = nullptr; }, "sliding_window null is not supported");
+  refused("gemma3_text", "layer-type", [](auto& c) { c["layer_types"][0] = "chunked_attention"; }, "layer_types[0] is \"chunked_attention\"");
+  refused("gemma3_text", "rope-scaling", [](auto& c) { c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}}; },
+          "rope_scaling");
   for (const std::string name : {"qwen2", "qwen3"}) {
     refused(name, "sliding", [](auto& c) { c["use_sliding_window"] = true; }, "use_sliding_window true is not supported");
     refused(name, "layer-types", [](auto& c) { c["layer_types"][1] = "sliding_attention"; },
@@ -287,7 +304,7 @@ CATCH_TEST_CASE("Decoder families: what headprune does not implement is refused 
 
 CATCH_TEST_CASE("Decoder families: GGUF export writes what llama.cpp's llama runs and refuses the rest by name",
                 "[decoder-families]") {
-  for (const std::string name : {"qwen2", "qwen3", "phi3"}) {
+  for (const std::string name : {"qwen2", "qwen3", "phi3", "gemma3_text"}) {
     auto ckpt = models::load_checkpoint(fixture(name), torch::kCPU);
     CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(ckpt),
                             Catch::Contains("'" + name + "' model, which has no llama.cpp GGUF mapping"));

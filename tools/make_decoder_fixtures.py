@@ -1,4 +1,4 @@
-"""Writes tests/fixtures/{qwen2,qwen3,mistral,phi3}/: small decoders of the LLaMA-style families
+"""Writes tests/fixtures/{qwen2,qwen3,mistral,phi3,gemma3}/: small decoders of the LLaMA-style families
 made and saved by transformers itself, and their reference outputs, for headprune to match.
 
 No checkpoint of these families is packaged on PyPI small enough to commit, so each model is
@@ -12,6 +12,9 @@ save_pretrained as safetensors:
     the reference inputs and the greedy run, so the window decides outputs);
   * phi3: the same sizes, fused qkv_proj and gate_up_proj (Phi-3's own layout), a sliding
     window of 8;
+  * gemma3 (Gemma3ForCausalLM, model_type gemma3_text): head_dim 24, query_pre_attn_scalar 20
+    (neither hidden / heads nor head_dim), layers sliding (window 8, RoPE base 1e4), global
+    (base 1e6), sliding; (1 + w) norms drawn around 0, tied embeddings, GeGLU;
   * rope_theta 1e6 (Qwen) / 1e4, written top-level as the families' config.json files do, so
     that transformers 4.x reads it too; weights redrawn at scales that make every part matter
     (HF initialises biases to zero, norms to one and weights at std 0.02, under which the logits
@@ -44,8 +47,8 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers  # noqa: E402
-from transformers import (MistralConfig, MistralForCausalLM, Phi3Config, Phi3ForCausalLM,  # noqa: E402
-                          PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
+from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, MistralConfig, MistralForCausalLM,  # noqa: E402
+                          Phi3Config, Phi3ForCausalLM, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -65,7 +68,16 @@ FAMILIES = {
                                                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
     "phi3": (Phi3Config, Phi3ForCausalLM, dict(tie_word_embeddings=False, sliding_window=8,
                                                rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+    "gemma3": (Gemma3TextConfig, Gemma3ForCausalLM,
+               dict(head_dim=24, query_pre_attn_scalar=20, tie_word_embeddings=True, sliding_window=8,
+                    layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                    rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
 }
+# Gemma's RMSNorm scales by (1 + weight): its norm weights are drawn around 0; its embeddings are
+# multiplied by sqrt(hidden_size), so they are drawn smaller.
+NORM_CENTER = {"gemma3": 0.0}
+EMBED_STD = {"gemma3": 0.3 / 8}
 
 
 def train_tokenizer(text):
@@ -81,18 +93,18 @@ def train_tokenizer(text):
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|endoftext|>")
 
 
-def redraw(model, generator):
+def redraw(model, generator, norm_center=1.0, embed_std=0.3):
     """Weights at scales where each matters: linear std 0.8/sqrt(fan_in), biases std 0.5,
-    embeddings std 0.3, norm weights 1 + 0.1 N(0, 1)."""
+    embeddings std embed_std, norm weights norm_center + 0.1 N(0, 1)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=generator)
             if name.endswith("norm.weight"):
-                p.copy_(1 + 0.1 * noise)
+                p.copy_(norm_center + 0.1 * noise)
             elif name.endswith(".bias"):
                 p.copy_(0.5 * noise)
             elif "embed_tokens" in name:
-                p.copy_(0.3 * noise)
+                p.copy_(embed_std * noise)
             else:
                 p.copy_(noise * 0.8 / p.shape[1] ** 0.5)
 
@@ -103,7 +115,7 @@ def write_family(name, tokenizer, wiki_lines):
                           pad_token_id=tokenizer.pad_token_id, **SIZES, **extra)
     torch.manual_seed(0)
     model = model_class(config)
-    redraw(model, torch.Generator().manual_seed(1))
+    redraw(model, torch.Generator().manual_seed(1), NORM_CENTER.get(name, 1.0), EMBED_STD.get(name, 0.3))
     model = model.eval()
     out = FIXTURES / name
     if out.exists():
@@ -115,7 +127,12 @@ def write_family(name, tokenizer, wiki_lines):
     # transformers 4.x reads too; 5.x's save writes rope_parameters, which 4.x ignores (Phi-3's
     # also holds partial_rotary_factor 1.0, the default).
     written = json.loads((out / "config.json").read_text())
-    written["rope_theta"] = written.pop("rope_parameters")["rope_theta"]
+    rope = written.pop("rope_parameters")
+    if "full_attention" in rope:  # Gemma 3's config.json: rope_theta and rope_local_base_freq
+        written["rope_theta"] = rope["full_attention"]["rope_theta"]
+        written["rope_local_base_freq"] = rope["sliding_attention"]["rope_theta"]
+    else:
+        written["rope_theta"] = rope["rope_theta"]
     (out / "config.json").write_text(json.dumps(written, indent=2, sort_keys=True) + "\n")
     tokenizer.save_pretrained(out)
 

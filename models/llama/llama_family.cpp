@@ -18,8 +18,9 @@ namespace headprune::models::llama {
 
 /// The keys of HF LlamaConfig (names and defaults); other LLaMA-style families call it first.
 void parse_llama_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c) {
-  if (c.hidden_act != "silu")
-    throw Error(fmt::format("{}: hidden_act '{}' is not supported for {} (silu)", source,
+  // LlamaMLP computes ACT2FN[hidden_act]: SwiGLU, or GeGLU with the tanh GELU (Gemma's).
+  if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
+    throw Error(fmt::format("{}: hidden_act '{}' is not supported for {} (silu, gelu_pytorch_tanh)", source,
                             c.hidden_act, c.model_type));
   if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0)
     throw Error(fmt::format("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}",

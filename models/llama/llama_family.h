@@ -89,7 +89,8 @@ class LlamaFamily : public ModelFamily {
 
 /// Reads the keys of HF LlamaConfig into `c` (after the common ones): rms_norm_eps, rope_theta
 /// and plain RoPE in rope_scaling / rope_parameters (anything else refused), tied embeddings,
-/// attention_bias, mlp_bias, bos/eos ids; checks silu, GQA divisibility and an even head_dim.
+/// attention_bias, mlp_bias, bos/eos ids; checks the activation (silu or gelu_pytorch_tanh), GQA
+/// divisibility and an even head_dim.
 /// @throws headprune::Error naming `source` and the key.
 void parse_llama_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c);
 

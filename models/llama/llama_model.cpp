@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -17,13 +18,14 @@
 namespace headprune::models {
 
 // ---------------------------------------------------------------- RMSNorm
-RMSNormImpl::RMSNormImpl(int64_t hidden_size, double eps) : eps_(eps) {
-  weight = register_parameter("weight", torch::ones({hidden_size}));
+RMSNormImpl::RMSNormImpl(int64_t hidden_size, double eps, double offset) : eps_(eps), offset_(offset) {
+  weight = register_parameter("weight", offset == 0.0 ? torch::ones({hidden_size}) : torch::zeros({hidden_size}));
 }
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   auto h = x.to(torch::kFloat);
   h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps_);
+  if (offset_ != 0.0) return (h * (weight.to(torch::kFloat) + offset_)).to(x.scalar_type());  // Gemma
   return weight * h.to(x.scalar_type());
 }
 
@@ -65,6 +67,29 @@ torch::Tensor mask_bias_of(const torch::Tensor& allowed, const torch::Tensor& x)
   return torch::zeros(allowed.sizes(), x.options()).masked_fill(allowed.logical_not(), mask_min(x.scalar_type()));
 }
 
+/// The cos/sin tables [T, head_dim] (in `like`'s dtype) of positions past..past+T-1 for each
+/// layer: rope_theta, or rope_local_theta in sliding-window layers (Gemma 3); each base once.
+class LayerRotary {
+ public:
+  LayerRotary(const ModelConfig& c, int64_t past, int64_t T, const torch::Tensor& like)
+      : c_(c), past_(past), T_(T), like_(like) {}
+  const std::pair<torch::Tensor, torch::Tensor>& operator()(int64_t layer) {
+    const double theta = c_.rope_local_theta > 0 && c_.window_of(layer) > 0 ? c_.rope_local_theta : c_.rope_theta;
+    auto& tables = by_theta_[theta];
+    if (!tables.first.defined()) {
+      auto [cos, sin] = rotary_tables(past_ + T_, c_.head_dim, theta, like_.device());
+      tables = {cos.narrow(0, past_, T_).to(like_.scalar_type()), sin.narrow(0, past_, T_).to(like_.scalar_type())};
+    }
+    return tables;
+  }
+
+ private:
+  const ModelConfig& c_;
+  int64_t past_, T_;
+  torch::Tensor like_;
+  std::map<double, std::pair<torch::Tensor, torch::Tensor>> by_theta_;
+};
+
 }  // namespace
 
 // ---------------------------------------------------------------- attention
@@ -93,9 +118,12 @@ LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, std::vector<int64_t
   v_proj = register_module("v_proj", Linear(H, num_kv_heads * head_dim, qkv_bias));
   o_proj = register_module("o_proj", Linear(num_heads * head_dim, H, c.family().has_output_bias(c)));
   if (c.qk_norm) {
-    q_norm = register_module("q_norm", RMSNorm(head_dim, c.rms_norm_eps));
-    k_norm = register_module("k_norm", RMSNorm(head_dim, c.rms_norm_eps));
+    q_norm = register_module("q_norm", RMSNorm(head_dim, c.rms_norm_eps, c.rms_norm_offset));
+    k_norm = register_module("k_norm", RMSNorm(head_dim, c.rms_norm_eps, c.rms_norm_offset));
   }
+  // attention_context scales by head_dim^-1/2; Gemma's scores scale by query_pre_attn_scalar^-1/2.
+  if (c.query_pre_attn_scalar > 0.0 && c.query_pre_attn_scalar != static_cast<double>(head_dim))
+    query_scale = std::sqrt(static_cast<double>(head_dim) / c.query_pre_attn_scalar);
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
@@ -122,6 +150,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
   }
   q = q * cos + rotate_half(q) * sin;
   k = k * cos + rotate_half(k) * sin;
+  if (query_scale != 1.0) q = q * query_scale;
   if (past_keys) {
     if (past_keys->defined()) {
       k = torch::cat({*past_keys, k}, 2);
@@ -142,14 +171,16 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
 }
 
 // ---------------------------------------------------------------- MLP and layer
-LlamaMLPImpl::LlamaMLPImpl(const ModelConfig& c) {
+LlamaMLPImpl::LlamaMLPImpl(const ModelConfig& c) : gelu_tanh_(c.hidden_act == "gelu_pytorch_tanh") {
   gate_proj = register_module("gate_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
   up_proj = register_module("up_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
   down_proj = register_module("down_proj", Linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
 }
 
 torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x) {
-  return down_proj->forward(torch::silu(gate_proj->forward(x)) * up_proj->forward(x));
+  auto gate = gate_proj->forward(x);
+  gate = gelu_tanh_ ? torch::gelu(gate, "tanh") : torch::silu(gate);
+  return down_proj->forward(gate * up_proj->forward(x));
 }
 
 LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const ModelConfig& c,
@@ -158,9 +189,13 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const ModelConfig& c,
   self_attn = register_module("self_attn",
                               LlamaAttention(c, std::move(kv_of_query), num_kv_heads));
   mlp = register_module("mlp", LlamaMLP(c));
-  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
-  post_attention_layernorm =
-      register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps));
+  auto norm = [&](const char* name) { return register_module(name, RMSNorm(c.hidden_size, c.rms_norm_eps, c.rms_norm_offset)); };
+  input_layernorm = norm("input_layernorm");
+  post_attention_layernorm = norm("post_attention_layernorm");
+  if (c.sandwich_norms) {
+    pre_feedforward_layernorm = norm("pre_feedforward_layernorm");
+    post_feedforward_layernorm = norm("post_feedforward_layernorm");
+  }
 }
 
 torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x,
@@ -168,10 +203,14 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x,
                                              const torch::Tensor& cos, const torch::Tensor& sin,
                                              const torch::Tensor& multiplier, torch::Tensor* past_keys,
                                              torch::Tensor* past_values) {
-  auto h = x + self_attn->forward(input_layernorm->forward(x), mask_bias, cos, sin, multiplier,
-                                  past_keys, past_values);
+  auto attn = self_attn->forward(input_layernorm->forward(x), mask_bias, cos, sin, multiplier, past_keys, past_values);
   if (self_attn->record_context) io = {x.detach(), self_attn->context};
-  return h + mlp->forward(post_attention_layernorm->forward(h));
+  if (!pre_feedforward_layernorm) {  // LLaMA
+    auto h = x + attn;
+    return h + mlp->forward(post_attention_layernorm->forward(h));
+  }
+  auto h = x + post_attention_layernorm->forward(attn);  // Gemma's sandwich norms
+  return h + post_feedforward_layernorm->forward(mlp->forward(pre_feedforward_layernorm->forward(h)));
 }
 
 void LlamaDecoderLayerImpl::set_record_io(bool on) {
@@ -196,7 +235,7 @@ LlamaModel::LlamaModel(ModelConfig config) : config_(std::move(config)) {
                                        static_cast<int64_t>(kept_kv[l].size())));
     layer_list->push_back(layers.back());
   }
-  norm = model->register_module("norm", RMSNorm(config_.hidden_size, config_.rms_norm_eps));
+  norm = model->register_module("norm", RMSNorm(config_.hidden_size, config_.rms_norm_eps, config_.rms_norm_offset));
   if (!config_.tie_word_embeddings)
     lm_head = register_module("lm_head", Linear(config_.hidden_size, config_.vocab_size, false));
 }
@@ -212,7 +251,7 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
     throw Error(fmt::format("sequence of {} tokens is longer than max_position_embeddings {}; "
                             "lower --max-length",
                             T, config_.max_position_embeddings));
-  auto x = embed_tokens->forward(ids);
+  auto x = embed(ids);
   if (inputs.attention_mask.defined() && inputs.attention_mask.sizes() != ids.sizes())
     throw Error(fmt::format("attention_mask has shape [{}], input_ids [{}]",
                             fmt::join(inputs.attention_mask.sizes(), ","), fmt::join(ids.sizes(), ",")));
@@ -226,9 +265,7 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
       allowed = allowed.logical_and(inputs.attention_mask.to(torch::kBool).view({B, 1, 1, T}));
     return bias = mask_bias_of(allowed, x);
   };
-  auto [cos, sin] = rotary_tables(T, config_.head_dim, config_.rope_theta, x.device());
-  cos = cos.to(x.scalar_type());
-  sin = sin.to(x.scalar_type());
+  LayerRotary rotary(config_, 0, T, x);
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     torch::Tensor m;
     if (multipliers) {
@@ -238,6 +275,7 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
         throw Error(fmt::format("layer {}: head multiplier has shape [{}], expected [{}]", l,
                                 fmt::join(m.sizes(), ","), heads));
     }
+    const auto& [cos, sin] = rotary(l);
     x = layers[l]->forward(x, mask_bias(config_.window_of(l)), cos, sin, m);
   }
   x = norm->forward(x);
@@ -257,7 +295,7 @@ torch::Tensor LlamaModel::forward_cached(const torch::Tensor& ids, KvCache& cach
                             config_.max_position_embeddings));
   cache.keys.resize(static_cast<std::size_t>(L));
   cache.values.resize(static_cast<std::size_t>(L));
-  auto x = embed_tokens->forward(ids);
+  auto x = embed(ids);
   // New token i (position past + i) sees the cached keys (inside the layer's window) and the
   // new keys up to itself; one new token that sees every key needs no mask.
   std::map<int64_t, torch::Tensor> mask_biases;  // by window (0: none)
@@ -267,11 +305,11 @@ torch::Tensor LlamaModel::forward_cached(const torch::Tensor& ids, KvCache& cach
       bias = mask_bias_of(causal_allowed(T, past, window, ids).view({1, 1, T, past + T}), x);
     return bias;
   };
-  auto [cos, sin] = rotary_tables(past + T, config_.head_dim, config_.rope_theta, x.device());
-  cos = cos.narrow(0, past, T).to(x.scalar_type());
-  sin = sin.narrow(0, past, T).to(x.scalar_type());
-  for (int64_t l = 0; l < L; ++l)
+  LayerRotary rotary(config_, past, T, x);
+  for (int64_t l = 0; l < L; ++l) {
+    const auto& [cos, sin] = rotary(l);
     x = layers[l]->forward(x, mask_bias(config_.window_of(l)), cos, sin, {}, &cache.keys[l], &cache.values[l]);
+  }
   cache.length = past + T;
   return lm_logits(norm->forward(x));
 }
@@ -283,6 +321,13 @@ TensorMap LlamaModel::weights_from_file(TensorMap weights, const std::string& so
 
 TensorMap LlamaModel::weights_to_file(TensorMap weights) const {
   return config_.fused_projections ? llama::fuse_projections(std::move(weights), config_) : weights;
+}
+
+torch::Tensor LlamaModel::embed(const torch::Tensor& ids) {
+  auto x = embed_tokens->forward(ids);
+  // Gemma: times sqrt(hidden_size) as a tensor of the weights' dtype (Gemma3TextScaledWordEmbedding).
+  if (config_.embed_scale != 1.0) x = x * torch::scalar_tensor(config_.embed_scale, x.options());
+  return x;
 }
 
 torch::Tensor LlamaModel::lm_logits(const torch::Tensor& normed) {
@@ -304,9 +349,9 @@ QueryKeyWeights LlamaModel::query_key_weights(int64_t layer) const {
   const auto H = config_.hidden_size;
   auto query = attn->q_proj->weight.detach().reshape({attn->num_heads, attn->head_dim, H});
   auto key = attn->k_proj->weight.detach().reshape({attn->num_kv_heads, attn->head_dim, H});
-  if (attn->q_norm) {  // Qwen3: the norms' weights scale the rows (their per-token 1/RMS does not change the rank)
-    query = query * attn->q_norm->weight.detach().view({1, attn->head_dim, 1});
-    key = key * attn->k_norm->weight.detach().view({1, attn->head_dim, 1});
+  if (attn->q_norm) {  // Qwen3, Gemma: the norms' scales multiply the rows (their per-token 1/RMS does not change the rank)
+    query = query * (attn->q_norm->weight.detach() + attn->q_norm->offset()).view({1, attn->head_dim, 1});
+    key = key * (attn->k_norm->weight.detach() + attn->k_norm->offset()).view({1, attn->head_dim, 1});
   }
   return {query, key.index_select(0, torch::tensor(attn->kv_of_query, torch::kLong))};
 }

@@ -30,16 +30,20 @@
 
 namespace headprune::models {
 
-/// HF `LlamaRMSNorm`: weight * x / sqrt(mean(x²) + eps), computed in float32. Parameter "weight" [H].
+/// HF `LlamaRMSNorm`: weight * x / sqrt(mean(x²) + eps), computed in float32; with `offset` 1,
+/// HF `Gemma3RMSNorm`: (x / sqrt(mean(x²) + eps) * (1 + weight)) in float32, then cast.
+/// Parameter "weight" [H] (ones for LLaMA, zeros for Gemma when fresh).
 class RMSNormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(int64_t hidden_size, double eps);
+  RMSNormImpl(int64_t hidden_size, double eps, double offset = 0.0);
   /// x: [..., H] -> [..., H].
   torch::Tensor forward(const torch::Tensor& x);
+  /// The scale applied is offset() + weight.
+  double offset() const { return offset_; }
   torch::Tensor weight;
 
  private:
-  double eps_;
+  double eps_, offset_;
 };
 TORCH_MODULE(RMSNorm);
 
@@ -71,6 +75,7 @@ class LlamaAttentionImpl : public torch::nn::Module {
   std::vector<int64_t> kv_of_query;  ///< local query head -> local KV head
   bool record_probs = false;  ///< keep the last forward's probabilities in `probs`
   torch::Tensor probs;        ///< [B, num_heads, T, T], detached, when record_probs
+  double query_scale = 1.0;  ///< queries times sqrt(head_dim / query_pre_attn_scalar) (Gemma), after RoPE
   bool record_context = false;  ///< keep the last forward's o_proj input in `context`
   torch::Tensor context;        ///< [B, T, num_heads*head_dim], detached, when record_context
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
@@ -79,16 +84,22 @@ class LlamaAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LlamaAttention);
 
-/// HF `LlamaMLP`: down_proj(silu(gate_proj(x)) * up_proj(x)).
+/// HF `LlamaMLP`: down_proj(act(gate_proj(x)) * up_proj(x)), act = config.hidden_act (silu:
+/// SwiGLU; gelu_pytorch_tanh: Gemma's GeGLU).
 class LlamaMLPImpl : public torch::nn::Module {
  public:
   explicit LlamaMLPImpl(const ModelConfig& config);
   torch::Tensor forward(const torch::Tensor& x);
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+
+ private:
+  bool gelu_tanh_;
 };
 TORCH_MODULE(LlamaMLP);
 
-/// HF `LlamaDecoderLayer`: pre-norm attention and MLP blocks with residuals.
+/// HF `LlamaDecoderLayer`: pre-norm attention and MLP blocks with residuals. With
+/// config.sandwich_norms, HF `Gemma3DecoderLayer`: x + post_attention_layernorm(attn(input_layernorm(x))),
+/// then h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h))).
 class LlamaDecoderLayerImpl : public torch::nn::Module {
  public:
   LlamaDecoderLayerImpl(const ModelConfig& config, std::vector<int64_t> kv_of_query,
@@ -102,6 +113,7 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
   void set_record_io(bool on);
   AttentionBlockIO io;  ///< detached, when recording
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  RMSNorm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  ///< sandwich_norms only
   LlamaAttention self_attn{nullptr};
   LlamaMLP mlp{nullptr};
 };
@@ -155,6 +167,8 @@ class LlamaModel : public AttentionModel {
   Linear lm_head{nullptr};                      ///< "lm_head", null when tied
 
  private:
+  /// The token embeddings of `ids` [B, T] -> [B, T, H], times config.embed_scale (Gemma).
+  torch::Tensor embed(const torch::Tensor& ids);
   /// The LM head (tied or not) on the final norm's output: [B, T, H] -> logits [B, T, vocab].
   torch::Tensor lm_logits(const torch::Tensor& normed);
 

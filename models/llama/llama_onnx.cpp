@@ -13,12 +13,12 @@ namespace {
 
 /// cos and sin tables [T, head_dim] for positions 0..T-1 (rotary_tables, in the graph).
 std::pair<std::string, std::string> rotary_to_onnx(OnnxGraph& g, const std::string& seq_len,
-                                                   int64_t head_dim, double theta) {
+                                                   int64_t head_dim, double theta, const std::string& name) {
   // inv_freq as rotary_tables computes it: the positions-1 table's second row is 1·inv_freq.
   auto inv_freq = torch::arange(0, head_dim, 2, torch::kLong).to(torch::kFloat) / static_cast<double>(head_dim);
   inv_freq = 1.0 / torch::pow(theta, inv_freq);
   auto positions = g.to_float(g.range(seq_len));
-  auto freqs = g.op("Mul", {g.op("Unsqueeze", {positions, g.int64_constant({1})}), g.weight("rotary.inv_freq", inv_freq)});
+  auto freqs = g.op("Mul", {g.op("Unsqueeze", {positions, g.int64_constant({1})}), g.weight(name, inv_freq)});
   auto emb = g.op("Concat", {freqs, freqs}, {{"axis", int64_t{-1}}});
   return {g.op("Cos", {emb}), g.op("Sin", {emb})};
 }
@@ -46,6 +46,12 @@ std::string causal_bias(OnnxGraph& g, const std::string& seq_len, int64_t window
   return g.mask_bias(g.op("Mul", {causal, padding}));
 }
 
+/// An RMSNorm node whose weight is the norm's whole scale (offset + weight: Gemma's 1 + w).
+std::string norm_to_onnx(OnnxGraph& g, const std::string& x, const std::string& name, const RMSNormImpl& norm,
+                         double eps) {
+  return g.rms_norm(x, name, norm.weight + norm.offset(), eps);
+}
+
 std::string attention_to_onnx(OnnxGraph& g, const LlamaAttentionImpl& a, const std::string& prefix,
                               const std::string& x, const std::string& mask_bias,
                               const std::pair<std::string, std::string>& rotary, double eps) {
@@ -53,12 +59,13 @@ std::string attention_to_onnx(OnnxGraph& g, const LlamaAttentionImpl& a, const s
   auto q = g.split_heads(g.linear(x, prefix + "q_proj", a.q_proj->weight, a.q_proj->bias), a.num_heads, d);
   auto k = g.split_heads(g.linear(x, prefix + "k_proj", a.k_proj->weight, a.k_proj->bias), a.num_kv_heads, d);
   auto v = g.split_heads(g.linear(x, prefix + "v_proj", a.v_proj->weight, a.v_proj->bias), a.num_kv_heads, d);
-  if (a.q_norm) {  // Qwen3: over each head's head_dim, before RoPE
-    q = g.rms_norm(q, prefix + "q_norm", a.q_norm->weight, eps);
-    k = g.rms_norm(k, prefix + "k_norm", a.k_norm->weight, eps);
+  if (a.q_norm) {  // Qwen3, Gemma: over each head's head_dim, before RoPE
+    q = norm_to_onnx(g, q, prefix + "q_norm", *a.q_norm, eps);
+    k = norm_to_onnx(g, k, prefix + "k_norm", *a.k_norm, eps);
   }
   q = apply_rotary(g, q, rotary.first, rotary.second, d);
   k = apply_rotary(g, k, rotary.first, rotary.second, d);
+  if (a.query_scale != 1.0) q = g.op("Mul", {q, g.float_constant(static_cast<float>(a.query_scale))});
   // Each query head reads its own KV head.
   auto index = g.int64_constant(a.kv_of_query);
   k = g.op("Transpose", {g.op("Gather", {k, index}, {{"axis", int64_t{1}}})},
@@ -68,22 +75,37 @@ std::string attention_to_onnx(OnnxGraph& g, const LlamaAttentionImpl& a, const s
   return g.linear(context, prefix + "o_proj", a.o_proj->weight, a.o_proj->bias);
 }
 
+/// The attention block's contribution to the residual stream (LLaMA: o_proj's output; Gemma:
+/// post_attention_layernorm of it), or "" when it adds nothing.
+std::string attention_block_to_onnx(OnnxGraph& g, const LlamaDecoderLayerImpl& layer, const std::string& prefix,
+                                    const std::string& x, const std::string& mask_bias,
+                                    const std::pair<std::string, std::string>& rotary, double eps) {
+  const auto& attn = *layer.self_attn;
+  std::string out;
+  if (attn.num_heads > 0) {
+    auto normed = norm_to_onnx(g, x, prefix + "input_layernorm", *layer.input_layernorm, eps);
+    out = attention_to_onnx(g, attn, prefix + "self_attn.", normed, mask_bias, rotary, eps);
+  } else if (attn.o_proj->bias.defined()) {
+    out = g.weight(prefix + "self_attn.o_proj.bias", attn.o_proj->bias);
+  }
+  if (out.empty() || !layer.pre_feedforward_layernorm) return out;
+  return norm_to_onnx(g, out, prefix + "post_attention_layernorm", *layer.post_attention_layernorm, eps);
+}
+
 std::string layer_to_onnx(OnnxGraph& g, const LlamaDecoderLayerImpl& layer, const std::string& prefix,
                           const std::string& x, const std::string& mask_bias,
-                          const std::pair<std::string, std::string>& rotary, double eps) {
-  auto h = x;
-  const auto& attn = *layer.self_attn;
-  if (attn.num_heads > 0) {
-    auto normed = g.rms_norm(x, prefix + "input_layernorm", layer.input_layernorm->weight, eps);
-    h = g.op("Add", {x, attention_to_onnx(g, attn, prefix + "self_attn.", normed, mask_bias, rotary, eps)});
-  } else if (attn.o_proj->bias.defined()) {
-    h = g.op("Add", {x, g.weight(prefix + "self_attn.o_proj.bias", attn.o_proj->bias)});
-  }
+                          const std::pair<std::string, std::string>& rotary, const ModelConfig& c) {
+  const double eps = c.rms_norm_eps;
+  const auto attn = attention_block_to_onnx(g, layer, prefix, x, mask_bias, rotary, eps);
+  const auto h = attn.empty() ? x : g.op("Add", {x, attn});
+  const bool sandwich = static_cast<bool>(layer.pre_feedforward_layernorm);
   const auto& mlp = *layer.mlp;
-  auto normed = g.rms_norm(h, prefix + "post_attention_layernorm", layer.post_attention_layernorm->weight, eps);
-  auto gate = g.activation(g.linear(normed, prefix + "mlp.gate_proj", mlp.gate_proj->weight, mlp.gate_proj->bias), "silu");
+  auto normed = sandwich ? norm_to_onnx(g, h, prefix + "pre_feedforward_layernorm", *layer.pre_feedforward_layernorm, eps)
+                         : norm_to_onnx(g, h, prefix + "post_attention_layernorm", *layer.post_attention_layernorm, eps);
+  auto gate = g.activation(g.linear(normed, prefix + "mlp.gate_proj", mlp.gate_proj->weight, mlp.gate_proj->bias), c.hidden_act);
   auto up = g.linear(normed, prefix + "mlp.up_proj", mlp.up_proj->weight, mlp.up_proj->bias);
   auto down = g.linear(g.op("Mul", {gate, up}), prefix + "mlp.down_proj", mlp.down_proj->weight, mlp.down_proj->bias);
+  if (sandwich) down = norm_to_onnx(g, down, prefix + "post_feedforward_layernorm", *layer.post_feedforward_layernorm, eps);
   return g.op("Add", {h, down});
 }
 
@@ -93,16 +115,21 @@ OnnxModelOutputs LlamaModel::add_to_onnx(OnnxGraph& g) const {
   for (const char* name : {"input_ids", "attention_mask"}) g.int64_input(name, {"batch_size", "sequence_length"});
   const auto embed = g.weight("model.embed_tokens.weight", embed_tokens->weight);
   auto x = g.op("Gather", {embed, "input_ids"});
+  if (config_.embed_scale != 1.0) x = g.op("Mul", {x, g.float_constant(static_cast<float>(config_.embed_scale))});
   const auto seq_len = g.sequence_length("input_ids");
-  const auto rotary = rotary_to_onnx(g, seq_len, config_.head_dim, config_.rope_theta);
   std::map<int64_t, std::string> mask_biases;  // by window (0: none)
+  std::map<double, std::pair<std::string, std::string>> rotaries;  // by RoPE base
   for (size_t l = 0; l < layers.size(); ++l) {
     const auto window = config_.window_of(static_cast<int64_t>(l));
     if (!mask_biases.count(window)) mask_biases[window] = causal_bias(g, seq_len, window);
-    x = layer_to_onnx(g, *layers[l], "model.layers." + std::to_string(l) + ".", x, mask_biases[window], rotary,
-                      config_.rms_norm_eps);
+    const auto theta = config_.rope_local_theta > 0 && window > 0 ? config_.rope_local_theta : config_.rope_theta;
+    if (!rotaries.count(theta))
+      rotaries[theta] = rotary_to_onnx(g, seq_len, config_.head_dim, theta,
+                                       theta == config_.rope_theta ? "rotary.inv_freq" : "rotary.local_inv_freq");
+    x = layer_to_onnx(g, *layers[l], "model.layers." + std::to_string(l) + ".", x, mask_biases[window],
+                      rotaries[theta], config_);
   }
-  x = g.rms_norm(x, "model.norm", norm->weight, config_.rms_norm_eps);
+  x = norm_to_onnx(g, x, "model.norm", *norm, config_.rms_norm_eps);
   if (lm_head) return {x, g.linear(x, "lm_head", lm_head->weight, lm_head->bias)};
   // A tied LM head reads the embedding matrix (no second copy).
   const auto embed_t = g.op("Transpose", {embed}, {{"perm", std::vector<int64_t>{1, 0}}});

@@ -1,5 +1,5 @@
 # coding=utf-8
-"""LLaMA (and Qwen2, Qwen3, Mistral, Phi-3) with a different number of query and KV heads in each layer, for transformers 4.x and 5.x.
+"""LLaMA (and Qwen2, Qwen3, Mistral, Phi-3, Gemma 3) with a different number of query and KV heads in each layer, for transformers 4.x and 5.x.
 
 Written by headprune next to a pruned LLaMA checkpoint that transformers' own LlamaForCausalLM
 cannot build, and registered in config.json's `auto_map`, so that
@@ -32,7 +32,13 @@ position i sees keys j with i - sliding_window < j <= i (transformers' sliding_w
 HeadpruneMistralConfig / HeadpruneMistralForCausalLM. Phi-3 (model_type "phi3") computes Mistral's
 attention with the query/key/value projections stored as one self_attn.qkv_proj (rows: queries,
 keys, values) and gate/up as one mlp.gate_up_proj (rows: gate, up), no biases:
-HeadprunePhi3Config / HeadprunePhi3ForCausalLM.
+HeadprunePhi3Config / HeadprunePhi3ForCausalLM. Gemma 3 (model_type "gemma3_text", Gemma3ForCausalLM)
+adds (1 + w) RMS norms (four per layer: post_attention_layernorm on the attention output,
+pre/post_feedforward_layernorm around the MLP; q/k norms), embeddings times sqrt(hidden_size),
+scores scaled by query_pre_attn_scalar^-1/2, the tanh GELU (hidden_activation), and per-layer
+`layer_types`: sliding layers attend through `sliding_window` with RoPE base
+rope_local_base_freq, full ones with rope_theta: HeadpruneGemma3Config /
+HeadpruneGemma3ForCausalLM (transformers 4.50+).
 
 Self-contained: imports only torch and transformers' public names present in 4.x and 5.x.
 """
@@ -48,6 +54,10 @@ try:
     from transformers import Qwen3Config as Qwen3ConfigBase
 except ImportError:  # transformers < 4.51: no Qwen3 of its own
     Qwen3ConfigBase = Qwen2Config
+try:
+    from transformers import Gemma3TextConfig as Gemma3ConfigBase
+except ImportError:  # transformers < 4.50: no Gemma 3 (the model cannot be built there)
+    Gemma3ConfigBase = LlamaConfig
 
 TRANSFORMERS_5 = int(transformers.__version__.split(".")[0]) >= 5
 
@@ -97,15 +107,50 @@ class HeadprunePhi3Config(Phi3Config):
         check_head_dim(self)
 
 
+class HeadpruneGemma3Config(Gemma3ConfigBase):
+    """Gemma3TextConfig with an explicit `head_dim` (and without transformers 5's rule that the
+    query-head count divide hidden_size)."""
+
+    model_type = "gemma3_text"
+
+    def validate_architecture(self):
+        check_head_dim(self)
+
+
+def is_gemma(config):
+    return config.model_type == "gemma3_text"
+
+
+def rope_theta(config, layer_type="full_attention"):
+    """The RoPE base of a layer type: transformers 5 keeps it in rope_parameters (nested by layer
+    type for Gemma 3), 4.x in rope_theta / rope_local_base_freq."""
+    params = getattr(config, "rope_parameters", None) or {}
+    if layer_type in params:
+        params = params[layer_type] or {}
+    if "rope_theta" in params:
+        return params["rope_theta"]
+    if layer_type == "sliding_attention":
+        return getattr(config, "rope_local_base_freq", 10000.0)
+    theta = getattr(config, "rope_theta", None)
+    return 10000.0 if theta is None else theta
+
+
+def layer_types(config):
+    """Per layer: "sliding_attention" or "full_attention"."""
+    if is_gemma(config):
+        return list(config.layer_types)
+    return ["sliding_attention" if sliding_window(config) else "full_attention"] * config.num_hidden_layers
+
+
 def fused_projections(config):
     """Phi-3 stores q/k/v as one qkv_proj and gate/up as one gate_up_proj."""
     return config.model_type == "phi3"
 
 
 def sliding_window(config):
-    """The window every layer attends through, or None: Mistral's and Phi-3's `sliding_window`
-    (Qwen2's is inert unless use_sliding_window, which headprune refuses)."""
-    if config.model_type in ("mistral", "phi3"):
+    """The window sliding layers attend through, or None: Mistral's, Phi-3's and Gemma 3's
+    `sliding_window` (Qwen2's is inert unless use_sliding_window, which headprune refuses)."""
+    if config.model_type in ("mistral", "phi3", "gemma3_text"):
         return getattr(config, "sliding_window", None)
     return None
 
@@ -136,26 +181,30 @@ def layer_heads(config):
 
 
 class HeadpruneLlamaRMSNorm(nn.Module):
-    """x / sqrt(mean(x^2) + eps) * weight, computed in float32 (as LlamaRMSNorm)."""
+    """x / sqrt(mean(x^2) + eps) * weight, computed in float32 (as LlamaRMSNorm); with offset 1,
+    Gemma3RMSNorm's (x / sqrt(mean(x^2) + eps) * (1 + weight)) in float32, then cast."""
 
-    def __init__(self, size, eps):
+    def __init__(self, size, eps, offset=0.0):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(size))
-        self.variance_epsilon = eps
+        self.weight = nn.Parameter(torch.ones(size) if offset == 0.0 else torch.zeros(size))
+        self.variance_epsilon, self.offset = eps, offset
 
     def forward(self, x):
         dtype = x.dtype
         x = x.to(torch.float32)
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+        if self.offset:
+            return (x * (self.offset + self.weight.float())).to(dtype)
         return self.weight * x.to(dtype)
 
 
-def rotary(config, positions, dtype):
-    """cos, sin [batch, 1, seq, head_dim] of the default rotary embedding (rope_theta)."""
+def make_norm(config, size):
+    return HeadpruneLlamaRMSNorm(size, config.rms_norm_eps, 1.0 if is_gemma(config) else 0.0)
+
+
+def rotary(config, positions, dtype, theta):
+    """cos, sin [batch, 1, seq, head_dim] of the default rotary embedding with base `theta`."""
     dim = config.head_dim
-    theta = getattr(config, "rope_theta", None)
-    if theta is None:  # transformers 5 keeps it in rope_parameters
-        theta = (getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0)
     inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64, device=positions.device).float() / dim))
     freqs = positions[:, :, None].float() * inv_freq[None, None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
@@ -184,9 +233,10 @@ class HeadpruneLlamaAttention(nn.Module):
             self.k_proj = nn.Linear(config.hidden_size, self.sizes[1], bias=bias)
             self.v_proj = nn.Linear(config.hidden_size, self.sizes[2], bias=bias)
         self.o_proj = nn.Linear(num_heads * self.head_dim, config.hidden_size, bias=output_bias)
-        if config.model_type == "qwen3":  # over each head's head_dim, before the rotary embedding
-            self.q_norm = HeadpruneLlamaRMSNorm(self.head_dim, config.rms_norm_eps)
-            self.k_norm = HeadpruneLlamaRMSNorm(self.head_dim, config.rms_norm_eps)
+        if config.model_type == "qwen3" or is_gemma(config):  # over each head's head_dim, before RoPE
+            self.q_norm = make_norm(config, self.head_dim)
+            self.k_norm = make_norm(config, self.head_dim)
+        self.scaling = (config.query_pre_attn_scalar if is_gemma(config) else self.head_dim) ** -0.5
 
     def forward(self, hidden, cos, sin, additive_mask):
         batch, seq, _ = hidden.shape
@@ -205,7 +255,7 @@ class HeadpruneLlamaAttention(nn.Module):
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         index = torch.tensor(self.kv_index, dtype=torch.long, device=hidden.device)
         k, v = k.index_select(1, index), v.index_select(1, index)
-        scores = torch.matmul(q, k.transpose(2, 3)) * self.head_dim**-0.5 + additive_mask
+        scores = torch.matmul(q, k.transpose(2, 3)) * self.scaling + additive_mask
         probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         context = torch.matmul(probs, v).transpose(1, 2).reshape(batch, seq, -1)
         return self.o_proj(context)
@@ -223,7 +273,7 @@ class HeadpruneLlamaMLP(nn.Module):
             self.gate_proj = nn.Linear(size, inner, bias=bias)
             self.up_proj = nn.Linear(size, inner, bias=bias)
         self.down_proj = nn.Linear(inner, size, bias=bias)
-        self.act_fn = ACT2FN[config.hidden_act]
+        self.act_fn = ACT2FN[config.hidden_activation if is_gemma(config) else config.hidden_act]
 
     def forward(self, x):
         if hasattr(self, "gate_up_proj"):
@@ -238,12 +288,19 @@ class HeadpruneLlamaDecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = HeadpruneLlamaAttention(config, *heads)
         self.mlp = HeadpruneLlamaMLP(config)
-        self.input_layernorm = HeadpruneLlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.post_attention_layernorm = HeadpruneLlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.input_layernorm = make_norm(config, config.hidden_size)
+        self.post_attention_layernorm = make_norm(config, config.hidden_size)
+        if is_gemma(config):  # sandwich norms: post_attention_layernorm acts on the attention output
+            self.pre_feedforward_layernorm = make_norm(config, config.hidden_size)
+            self.post_feedforward_layernorm = make_norm(config, config.hidden_size)
 
     def forward(self, hidden, cos, sin, additive_mask):
-        hidden = hidden + self.self_attn(self.input_layernorm(hidden), cos, sin, additive_mask)
-        return hidden + self.mlp(self.post_attention_layernorm(hidden))
+        attn = self.self_attn(self.input_layernorm(hidden), cos, sin, additive_mask)
+        if not hasattr(self, "pre_feedforward_layernorm"):
+            hidden = hidden + attn
+            return hidden + self.mlp(self.post_attention_layernorm(hidden))
+        hidden = hidden + self.post_attention_layernorm(attn)
+        return hidden + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(hidden)))
 
 
 class HeadpruneLlamaPreTrainedModel(PreTrainedModel):
@@ -257,7 +314,7 @@ class HeadpruneLlamaPreTrainedModel(PreTrainedModel):
         if isinstance(module, nn.Linear) and module.bias is not None:
             module.bias.data.zero_()
         if isinstance(module, HeadpruneLlamaRMSNorm):
-            module.weight.data.fill_(1.0)
+            module.weight.data.fill_(0.0 if module.offset else 1.0)
 
 
 class HeadpruneLlamaModel(HeadpruneLlamaPreTrainedModel):
@@ -267,7 +324,7 @@ class HeadpruneLlamaModel(HeadpruneLlamaPreTrainedModel):
         super().__init__(config)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, config.pad_token_id)
         self.layers = nn.ModuleList(HeadpruneLlamaDecoderLayer(config, heads) for heads in layer_heads(config))
-        self.norm = HeadpruneLlamaRMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.norm = make_norm(config, config.hidden_size)
         self.post_init()
 
     def get_input_embeddings(self):
@@ -280,21 +337,26 @@ class HeadpruneLlamaModel(HeadpruneLlamaPreTrainedModel):
         if input_ids is None:
             raise ValueError("HeadpruneLlamaModel needs input_ids")
         hidden = self.embed_tokens(input_ids)
+        if is_gemma(self.config):  # Gemma3TextScaledWordEmbedding
+            hidden = hidden * torch.tensor(self.config.hidden_size**0.5, dtype=hidden.dtype)
         batch, seq = input_ids.shape
         if position_ids is None:
             position_ids = torch.arange(seq, device=input_ids.device).expand(batch, seq)
-        cos, sin = rotary(self.config, position_ids, hidden.dtype)
-        allowed = torch.ones(seq, seq, dtype=torch.bool, device=input_ids.device).tril()
-        window = sliding_window(self.config)
-        if window:
-            allowed = allowed & torch.ones_like(allowed).triu(1 - window)
-        allowed = allowed[None, None]
-        if attention_mask is not None:
-            allowed = allowed & attention_mask[:, None, None, :].bool()
         minimum = torch.finfo(hidden.dtype).min
-        additive_mask = torch.zeros(allowed.shape, dtype=hidden.dtype, device=hidden.device).masked_fill(~allowed, minimum)
-        for layer in self.layers:
-            hidden = layer(hidden, cos, sin, additive_mask)
+        tables, masks = {}, {}
+        for layer, layer_type in zip(self.layers, layer_types(self.config)):
+            if layer_type not in tables:
+                theta = rope_theta(self.config, layer_type)
+                tables[layer_type] = rotary(self.config, position_ids, hidden.dtype, theta)
+                allowed = torch.ones(seq, seq, dtype=torch.bool, device=input_ids.device).tril()
+                if layer_type == "sliding_attention":
+                    allowed = allowed & torch.ones_like(allowed).triu(1 - sliding_window(self.config))
+                allowed = allowed[None, None]
+                if attention_mask is not None:
+                    allowed = allowed & attention_mask[:, None, None, :].bool()
+                masks[layer_type] = torch.zeros(allowed.shape, dtype=hidden.dtype,
+                                                device=hidden.device).masked_fill(~allowed, minimum)
+            hidden = layer(hidden, *tables[layer_type], masks[layer_type])
         return BaseModelOutputWithPast(last_hidden_state=self.norm(hidden))
 
 
@@ -365,3 +427,10 @@ class HeadprunePhi3ForCausalLM(HeadpruneLlamaForCausalLM):
     (fused projections, sliding window)."""
 
     config_class = HeadprunePhi3Config
+
+
+class HeadpruneGemma3ForCausalLM(HeadpruneLlamaForCausalLM):
+    """Gemma3ForCausalLM with per-layer head counts: HeadpruneLlamaForCausalLM on a Gemma 3 text
+    config."""
+
+    config_class = HeadpruneGemma3Config
