@@ -63,7 +63,7 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
   llama-uneven  5, 8, 0, 8, 4 query heads (layer 2 empty): LlamaForCausalLM cannot build it
               (expected, every version); AutoModelForCausalLM with trust_remote_code=True loads
               it cleanly and decodes 40 greedy tokens as headprune does.
-  <family> dense, uniform, uneven   (qwen2, mistral, phi3; qwen3 in transformers 5 only) the
+  <family> dense, uniform, uneven   (qwen2, mistral, phi3; qwen3, gemma3 in transformers 5 only) the
               decoder fixtures transformers made (tests/fixtures/<family>,
               tools/make_decoder_fixtures.py): dense, 2 of 4 heads per layer, and 3, 4, 2 heads;
               each loads natively where transformers' class can build it (refused as the export
@@ -518,7 +518,7 @@ def decoder_greedy(exe, folder, model, steps=16):
 
 
 # The fixtures' HF class stems (tests/fixtures/<family>, tools/make_decoder_fixtures.py).
-DECODER_CLASSES = {"qwen2": "Qwen2", "qwen3": "Qwen3", "mistral": "Mistral", "phi3": "Phi3"}
+DECODER_CLASSES = {"qwen2": "Qwen2", "qwen3": "Qwen3", "mistral": "Mistral", "phi3": "Phi3", "gemma3": "Gemma3"}
 # Families whose transformers 4.x class takes the head size as hidden_size / heads.
 HEAD_DIM_FROM_HIDDEN_IN_4 = {"qwen2", "phi3"}
 
@@ -945,8 +945,9 @@ def main():
         (Case("smollm2 gguf -> HF folder"), lambda c: case_smollm2(c, exe, Path(args.smollm2).resolve(), work)),
         (Case("torchrun, 2 ranks = 1 process"), lambda c: case_torchrun(c, exe, model_dir, text_file, work)),
     ]
-    if REMOTE:  # transformers 4.46.3 has no Qwen3
-        steps += [(Case("qwen3 dense, uniform, uneven"), lambda c: case_decoder_family(c, exe, work, "qwen3"))]
+    if REMOTE:  # transformers 4.46.3 has no Qwen3 (4.51) and no Gemma 3 (4.50)
+        steps += [(Case(f"{f} dense, uniform, uneven"), lambda c, f=f: case_decoder_family(c, exe, work, f))
+                  for f in ("qwen3", "gemma3")]
     if HAVE_ORT:
         steps += [
             (Case("onnx minilm uneven, zero-head"),
