@@ -106,7 +106,10 @@ Checkpoint load_gguf_checkpoint(const std::filesystem::path& file, const torch::
   const auto converted = read_gguf_model(file);
   auto ckpt = converted_checkpoint(file, converted.config, converted.weights, device);
   std::shared_ptr<ByteLevelBpeTokenizer> tokenizer;
-  if (has_gguf_tokenizer(converted.gguf)) tokenizer = gguf_tokenizer(converted.gguf);
+  // A vocabulary headprune cannot read leaves the checkpoint without a tokenizer: commands that
+  // need text refuse (require_tokenizer_files says why), the model itself loads.
+  if (has_gguf_tokenizer(converted.gguf) && unsupported_gguf_tokenizer(converted.gguf).empty())
+    tokenizer = gguf_tokenizer(converted.gguf);
   ckpt.tokenizer = tokenizer;
   ckpt.implied_files = gguf_tokenizer_files(converted.gguf, tokenizer);
   ckpt.chat_template = gguf_chat_template(converted.gguf);
@@ -302,8 +305,12 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
 void require_tokenizer_files(const std::filesystem::path& dir, const std::string& command) {
   if (WordPieceTokenizer::present_in(dir) || std::filesystem::is_regular_file(dir / kLlama2cTokenizerFile))
     return;
-  if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf" && has_gguf_tokenizer(read_gguf(dir)))
-    return;
+  if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf") {
+    const auto gguf = read_gguf(dir);
+    if (const auto why = unsupported_gguf_tokenizer(gguf); !why.empty())
+      throw Error(fmt::format("{}: {}; {} needs the model's tokenizer", dir.string(), why, command));
+    if (has_gguf_tokenizer(gguf)) return;
+  }
   throw Error(fmt::format("{} has no tokenizer (vocab.txt, tokenizer.json with a WordPiece or byte-level "
                           "BPE model, llama2.c tokenizer.bin, or tokenizer.ggml.* in a GGUF file; "
                           "convert a llama2.c .bin with convert-llama2c --tokenizer): {} needs the "

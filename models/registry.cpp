@@ -48,7 +48,7 @@ const std::vector<Entry>& registry() {
       // llama.cpp's converter writes Mistral as `llama` (the window is refused there).
       {mistral::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
       {phi3::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
-      {gemma3::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
+      {gemma3::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(gemma3::gguf_codec)},
   };
   return entries;
 }

@@ -14,4 +14,8 @@ namespace headprune::models::gemma3 {
 /// by llama::make_model.
 const ModelFamily& family();
 
+/// llama.cpp's `gemma3` architecture: read (norms less 1, no Q/K permutation); writing refused.
+/// Defined in gemma3_gguf.cpp.
+const GgufCodec& gguf_codec();
+
 }  // namespace headprune::models::gemma3

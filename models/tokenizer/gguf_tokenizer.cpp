@@ -51,6 +51,13 @@ const std::set<std::string>& known_keys() {
 
 bool has_gguf_tokenizer(const GgufFile& gguf) { return gguf.header.find("tokenizer.ggml.model") != nullptr; }
 
+std::string unsupported_gguf_tokenizer(const GgufFile& gguf) {
+  const auto* model = find_typed(gguf, "tokenizer.ggml.model", GgufValueType::STRING);
+  if (!model || model->value.get<std::string>() == "gpt2") return "";
+  return fmt::format("its tokenizer (tokenizer.ggml.model '{}', a SentencePiece vocabulary) is not read yet "
+                     "(byte-level BPE 'gpt2' only)", model->value.get<std::string>());
+}
+
 GgufVocabulary read_gguf_vocabulary(const GgufFile& gguf) {
   for (const auto& entry : gguf.header.metadata)
     if (entry.first.rfind("tokenizer.", 0) == 0 && !known_keys().count(entry.first))

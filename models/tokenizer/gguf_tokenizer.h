@@ -22,6 +22,10 @@ GgufVocabulary read_gguf_vocabulary(const GgufFile& gguf);
 /// Whether `gguf` carries a tokenizer (tokenizer.ggml.model is present).
 bool has_gguf_tokenizer(const GgufFile& gguf);
 
+/// Why headprune cannot read `gguf`'s tokenizer, or "" when it can (byte-level BPE, "gpt2") or
+/// there is none: SentencePiece vocabularies ("llama", e.g. Gemma 3's) are not read yet.
+std::string unsupported_gguf_tokenizer(const GgufFile& gguf);
+
 /// The file's tokenizer (byte-level BPE: tokenizer.ggml.model "gpt2").
 /// @throws headprune::Error as read_gguf_vocabulary and ByteLevelBpeTokenizer::from_gguf do
 ///         (another tokenizer model, an unknown pre-tokenizer name).

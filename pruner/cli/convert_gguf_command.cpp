@@ -19,10 +19,10 @@ int run_convert_gguf(const std::vector<std::string>& args, const GlobalOptions&)
   namespace fs = std::filesystem;
   CommandLine line("convert-gguf", "convert-gguf MODEL.gguf -o DIR [--force]");
   std::string model, out;
-  line.positional("model", "MODEL.gguf", &model, "llama.cpp GGUF file of a LLaMA model (F32, F16, BF16, "
+  line.positional("model", "MODEL.gguf", &model, "llama.cpp GGUF file of a LLaMA-style model (architectures llama, gemma3; F32, F16, BF16, "
                   "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K tensors)");
   line.group(group::kRequired).add_options()
-      ("out,o", arg(&out, "DIR")->required(), "folder to write (HF LLaMA layout, float32 weights)");
+      ("out,o", arg(&out, "DIR")->required(), "folder to write (HF layout of the family, float32 weights)");
   line.group(group::kOptions).add_options()
       ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)");
   line.example("convert-gguf SmolLM2-135M-Instruct.Q4_1.gguf -o out/smollm2",
@@ -31,7 +31,11 @@ int run_convert_gguf(const std::vector<std::string>& args, const GlobalOptions&)
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   const auto converted = models::read_gguf_model(model);
-  const auto tokenizer = models::has_gguf_tokenizer(converted.gguf) ? models::gguf_tokenizer(converted.gguf) : nullptr;
+  const auto unsupported = models::unsupported_gguf_tokenizer(converted.gguf);
+  if (!unsupported.empty()) log::warn("{}: {}; the folder is written without tokenizer files", model, unsupported);
+  const auto tokenizer = models::has_gguf_tokenizer(converted.gguf) && unsupported.empty()
+                             ? models::gguf_tokenizer(converted.gguf)
+                             : nullptr;
   const auto tokenizer_files = models::gguf_tokenizer_files(converted.gguf, tokenizer);  // validated before writing
   const auto replaced = pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {
     models::save_safetensors(tmp / "model.safetensors", converted.weights, {{"format", "pt"}});
@@ -42,7 +46,7 @@ int run_convert_gguf(const std::vector<std::string>& args, const GlobalOptions&)
   const auto& c = converted.config;
   log::info("{} -> {}: {} layers, hidden {}, {} query heads sharing {} KV heads, vocab {}{}", model, out,
             c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.vocab_size,
-            tokenizer_files.empty() ? " (the file has no tokenizer)" : "");
+            tokenizer_files.empty() ? " (no tokenizer written)" : "");
   return 0;
 }
 
