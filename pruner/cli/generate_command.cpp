@@ -27,6 +27,7 @@ std::shared_ptr<models::Tokenizer> find_tokenizer(const models::Checkpoint& ckpt
     return std::make_shared<models::Llama2cTokenizer>(
         models::Llama2cTokenizer::from_file(flag, ckpt.model->config().vocab_size));
   if (ckpt.tokenizer) return ckpt.tokenizer;
+  if (std::filesystem::path(model).extension() == ".gguf") models::require_tokenizer_files(model, "generate");  // says why
   if (std::filesystem::is_regular_file(model))
     throw UsageError(fmt::format("{} is a llama2.c .bin file: give its tokenizer with "
                                  "--tokenizer (e.g. the tok512.bin beside it)",
