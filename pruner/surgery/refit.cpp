@@ -23,15 +23,42 @@ struct LayerSample {
   torch::Tensor target;
 };
 
-LayerSample layer_sample(AttentionModel& pruned, AttentionModel& dense, const ModelInputs& in, int64_t layer) {
-  const auto d = dense.forward(in, nullptr).attention_io.at(static_cast<std::size_t>(layer));
+/// r^dense + O^dense(c^dense) [B, T, H] of every layer of `dense` for one batch: the part of the
+/// layers' targets that no refit changes.
+std::vector<torch::Tensor> dense_outputs(AttentionModel& dense, const ModelInputs& in) {
+  std::vector<torch::Tensor> out;
+  const auto io = dense.forward(in, nullptr).attention_io;
+  for (std::size_t l = 0; l < io.size(); ++l)
+    out.push_back(dense.output_projection(static_cast<int64_t>(l))->forward(io[l].context) + io[l].residual);
+  return out;
+}
+
+/// Largest cache of dense outputs kept for a refit (bytes): above it they are recomputed per layer.
+constexpr int64_t kDenseCacheBytes = int64_t{2} << 30;
+
+/// Per batch, dense_outputs (one dense pass per batch instead of one per batch and layer), when
+/// they fit in kDenseCacheBytes; else empty.
+std::vector<std::vector<torch::Tensor>> cached_dense_outputs(AttentionModel& dense, const std::vector<ModelInputs>& batches) {
+  const auto& c = dense.config();
+  int64_t bytes = 0;
+  for (const auto& in : batches) bytes += in.input_ids.numel() * c.hidden_size * c.num_hidden_layers * 4;
+  std::vector<std::vector<torch::Tensor>> out;
+  if (bytes > kDenseCacheBytes) return out;
+  for (const auto& in : batches) out.push_back(dense_outputs(dense, in));
+  return out;
+}
+
+/// `cached`: dense_outputs of this batch, or null to compute them.
+LayerSample layer_sample(AttentionModel& pruned, AttentionModel& dense, const ModelInputs& in, int64_t layer,
+                         const std::vector<torch::Tensor>* cached) {
+  const auto dense_part = cached ? cached->at(static_cast<std::size_t>(layer))
+                                 : dense_outputs(dense, in).at(static_cast<std::size_t>(layer));
   const auto p = pruned.forward(in, nullptr).attention_io.at(static_cast<std::size_t>(layer));
   const auto real = in.attention_mask.reshape({-1}).to(torch::kBool);
   auto flat = [&](const torch::Tensor& t) {
     return t.reshape({t.size(0) * t.size(1), t.size(2)}).index({real}).to(torch::kDouble);
   };
-  auto target = dense.output_projection(layer)->forward(d.context) + d.residual - p.residual;
-  return {flat(p.context), flat(target)};
+  return {flat(p.context), flat(dense_part - p.residual)};
 }
 
 /// A least-squares problem in θ [p, q]: E(θ) = tr(θᵀGθ) − 2 tr(θᵀC) + Σ‖y'‖², started at θ0,
@@ -107,9 +134,11 @@ struct HeadScaleFit {
 /// Accumulates layer `layer` over the batches, solves, writes the fit into `pruned`.
 template <typename Fit>
 LayerRefit refit_layer(const Fit& fit, AttentionModel& pruned, AttentionModel& dense,
-                       const std::vector<ModelInputs>& batches, int64_t layer, double ridge) {
+                       const std::vector<ModelInputs>& batches, const std::vector<std::vector<torch::Tensor>>& cached,
+                       int64_t layer, double ridge) {
   NormalEquations eq;
-  for (const auto& in : batches) fit.add(eq, layer_sample(pruned, dense, in, layer));
+  for (std::size_t b = 0; b < batches.size(); ++b)
+    fit.add(eq, layer_sample(pruned, dense, batches[b], layer, cached.empty() ? nullptr : &cached[b]));
   const auto theta0 = fit.theta0();
   LayerRefit done{layer, theta0.numel(), eq.relative_error(theta0), eq.relative_error(theta0)};
   if (theta0.size(0) == 0) return done;  // no heads and no bias: nothing to fit
@@ -188,11 +217,13 @@ RefitResult refit_pruned_model(AttentionModel& pruned, AttentionModel& dense,
   result.sequences = std::min(sequences.size(), options.max_sequences);
   for (const auto& in : batches) result.tokens += in.attention_mask.sum().item<int64_t>();
   IoRecording record_pruned(pruned), record_dense(dense);
+  const auto cached = cached_dense_outputs(dense, batches);
   for (int64_t l = 0; l < pruned.config().num_hidden_layers; ++l) {
     const auto projection = pruned.output_projection(l);
     const auto layer = options.method == RefitMethod::kOutput
-        ? refit_layer(OutputFit{projection}, pruned, dense, batches, l, options.ridge)
-        : refit_layer(HeadScaleFit{projection, pruned.config().head_dim}, pruned, dense, batches, l, options.ridge);
+        ? refit_layer(OutputFit{projection}, pruned, dense, batches, cached, l, options.ridge)
+        : refit_layer(HeadScaleFit{projection, pruned.config().head_dim}, pruned, dense, batches, cached, l,
+                      options.ridge);
     log::debug("refit layer {}: {} values, relative error {:.4f} -> {:.4f}", l, layer.parameters,
                layer.error_before, layer.error_after);
     result.layers.push_back(layer);
