@@ -69,6 +69,11 @@ void parse_sliding_window(const nlohmann::json& j, const std::string& source, in
   c.sliding_layers.assign(static_cast<size_t>(c.sliding_window > 0 ? c.num_hidden_layers : 0), true);
 }
 
+std::string attention_span(const ModelConfig& c) {
+  return c.sliding_window > 0 ? fmt::format("a sliding window of {} positions", c.sliding_window)
+                              : std::string("full causal attention");
+}
+
 namespace {
 
 /// `headprune.kept_heads`: per layer, the original query heads present (LLaMA configs whose

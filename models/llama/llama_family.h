@@ -101,6 +101,10 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
 void parse_sliding_window(const nlohmann::json& j, const std::string& source, int64_t absent_default,
                           ModelConfig& c);
 
+/// "a sliding window of N positions" or "full causal attention", for descriptions of families
+/// whose every layer attends alike.
+std::string attention_span(const ModelConfig& c);
+
 /// The family's config rules, costs and export notes (llama_family.cpp).
 const ModelFamily& family();
 

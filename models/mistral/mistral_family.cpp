@@ -16,8 +16,7 @@ class MistralFamily final : public llama::LlamaFamily {
   std::string model_type() const override { return "mistral"; }
 
   std::string description(const ModelConfig& c) const override {
-    const auto window = c.sliding_window > 0 ? fmt::format("a sliding window of {} positions", c.sliding_window)
-                                             : std::string("full causal attention");
+    const auto window = llama::attention_span(c);
     return fmt::format("Mistral decoder (HF MistralForCausalLM): {} query heads share {} KV heads "
                        "({} per group) in each layer; {}",
                        c.num_attention_heads, c.num_key_value_heads, c.kv_group_size(), window);

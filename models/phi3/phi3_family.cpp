@@ -40,8 +40,7 @@ class Phi3Family final : public llama::LlamaFamily {
   std::string model_type() const override { return "phi3"; }
 
   std::string description(const ModelConfig& c) const override {
-    const auto window = c.sliding_window > 0 ? fmt::format("a sliding window of {} positions", c.sliding_window)
-                                             : std::string("full causal attention");
+    const auto window = llama::attention_span(c);
     return fmt::format("Phi-3 decoder (HF Phi3ForCausalLM): {} query heads share {} KV heads ({} per "
                        "group) in each layer, fused qkv_proj / gate_up_proj; {}",
                        c.num_attention_heads, c.num_key_value_heads, c.kv_group_size(), window);
