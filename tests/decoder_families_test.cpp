@@ -317,4 +317,12 @@ CATCH_TEST_CASE("Decoder families: GGUF export writes what llama.cpp's llama run
   auto full = models::load_checkpoint(
       edited_config("mistral", "mistral-gguf-full", [](auto& c) { c["sliding_window"] = nullptr; }), torch::kCPU);
   CATCH_CHECK_NOTHROW(models::check_gguf_exportable(full));
+  // ... and the file computes what the folder does (read back as `llama`, Q/K permuted and back).
+  const auto file = testing::temp_dir("mistral-gguf") / "mistral.gguf";
+  models::export_gguf(full, file, false, models::GgufExportType::kF32);
+  auto reloaded = models::load_checkpoint(file, torch::kCPU);
+  CATCH_CHECK(reloaded.model->config().model_type == "llama");
+  const auto expected = logits_of("mistral", *full.model);
+  CATCH_CHECK(max_diff("mistral", logits_of("mistral", *reloaded.model), expected) <=
+              testing::float32_tolerance(full.model->config(), expected));
 }
