@@ -1,11 +1,15 @@
 // LLaMA-architecture decoder (HF LlamaForCausalLM) with grouped-query attention and per-layer
-// sets of query heads; also the model of the families that compute as LLaMA does (Qwen2:
-// q/k/v biases; models/llama/llama_family.h, LlamaFamily).
+// sets of query heads; also the model of the families that compute as LLaMA does with options
+// (models/llama/llama_family.h, LlamaFamily): Qwen2's q/k/v biases, Qwen3's q/k norms, Mistral's
+// and Phi-3's sliding windows, Phi-3's fused file layout (split on load), Gemma 3's (1 + w)
+// sandwich norms, GeGLU, scaled embeddings, query_pre_attn_scalar and per-layer windows / RoPE
+// bases — each a ModelConfig field, none a branch on the family.
 //
 // Module tree mirrors HF transformers `modeling_llama.py`, so named_parameters() are exactly the
 // checkpoint keys:
 //   model.embed_tokens                                   [vocab, H]
 //   model.layers.N.input_layernorm, post_attention_layernorm   RMSNorm weight [H]
+//   model.layers.N.pre_feedforward_layernorm, post_feedforward_layernorm  [H] (Gemma's sandwich_norms)
 //   model.layers.N.self_attn.q_proj   [q_heads*head_dim, H]     (q/k/v biases if the family's
 //   model.layers.N.self_attn.{k,v}_proj [kv_heads*head_dim, H]   has_qkv_bias: attention_bias
 //   model.layers.N.self_attn.o_proj   [H, q_heads*head_dim]     or Qwen2; o_proj's: attention_bias)
