@@ -72,6 +72,10 @@ int64_t ModelConfig::window_of(int64_t layer) const {
   return sliding_window > 0 && l < sliding_layers.size() && sliding_layers[l] ? sliding_window : 0;
 }
 
+double ModelConfig::rope_theta_of(int64_t layer) const {
+  return rope_local_theta > 0 && window_of(layer) > 0 ? rope_local_theta : rope_theta;
+}
+
 bool ModelConfig::has_effective_sliding_window() const {
   for (int64_t l = 0; l < num_hidden_layers; ++l)
     if (window_of(l) > 0 && window_of(l) < max_position_embeddings) return true;

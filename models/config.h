@@ -99,6 +99,9 @@ struct ModelConfig {
 
   /// The window layer `layer` attends through, or 0 for full causal attention.
   int64_t window_of(int64_t layer) const;
+  /// The RoPE base of layer `layer`: rope_local_theta in a sliding-window layer when set
+  /// (Gemma 3), else rope_theta.
+  double rope_theta_of(int64_t layer) const;
   /// Whether some layer attends through a window shorter than max_position_embeddings (a
   /// window as long as the position table changes nothing).
   bool has_effective_sliding_window() const;

@@ -23,15 +23,7 @@ double nested_rope_theta(const nlohmann::json& j, const std::string& layer_type,
   if (!j.contains("rope_parameters") || j.at("rope_parameters").is_null()) return fallback;
   const auto& all = j.at("rope_parameters");
   if (!all.is_object() || !all.contains(layer_type) || all.at(layer_type).is_null()) return fallback;
-  const auto& rope = all.at(layer_type);
-  const auto where = fmt::format("rope_parameters.{}", layer_type);
-  if (!rope.is_object() || rope.value("rope_type", std::string("default")) != "default")
-    throw Error(fmt::format("{}: {} {} is not supported (only plain RoPE, rope_type \"default\")", source, where,
-                            rope.dump()));
-  for (const auto& [name, value] : rope.items())
-    if (name != "rope_type" && name != "rope_theta")
-      throw Error(fmt::format("{}: {}.{} is not supported (plain RoPE takes rope_theta only)", source, where, name));
-  return json_optional<double>(rope, "rope_theta", fallback, source);
+  return llama::plain_rope_theta(all.at(layer_type), "rope_parameters." + layer_type, "default", fallback, source);
 }
 
 /// RoPE: rope_theta (global layers, default 1e6) and rope_local_base_freq (sliding layers,

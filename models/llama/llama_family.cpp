@@ -32,19 +32,9 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
   c.rope_theta = json_optional<double>(j, "rope_theta", 10000.0, source);
   // transformers 5 writes RoPE as rope_parameters (older: rope_scaling); only the default
   // rotary embedding is implemented.
-  for (const char* key : {"rope_scaling", "rope_parameters"}) {
-    if (!j.contains(key) || j.at(key).is_null()) continue;
-    const auto& rope = j.at(key);
-    if (!rope.is_object() || rope.value("rope_type", std::string()) != "default")
-      throw Error(fmt::format("{}: {} {} is not supported (only plain RoPE, rope_type "
-                              "\"default\")",
-                              source, key, rope.dump()));
-    for (const auto& [name, value] : rope.items())
-      if (name != "rope_type" && name != "rope_theta")
-        throw Error(fmt::format("{}: {}.{} is not supported (plain RoPE takes rope_theta only)",
-                                source, key, name));
-    c.rope_theta = json_optional<double>(rope, "rope_theta", c.rope_theta, source);
-  }
+  for (const char* key : {"rope_scaling", "rope_parameters"})
+    if (j.contains(key) && !j.at(key).is_null())
+      c.rope_theta = plain_rope_theta(j.at(key), key, "", c.rope_theta, source);
   c.tie_word_embeddings = json_optional<bool>(j, "tie_word_embeddings", false, source);
   c.attention_bias = json_optional<bool>(j, "attention_bias", false, source);
   c.mlp_bias = json_optional<bool>(j, "mlp_bias", false, source);
@@ -54,6 +44,17 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
     c.eos_token_id = json_integer(j.at("eos_token_id").at(0), source + ": eos_token_id[0]");
   else
     c.eos_token_id = json_optional<int64_t>(j, "eos_token_id", 2, source);
+}
+
+double plain_rope_theta(const nlohmann::json& rope, const std::string& where, const std::string& absent_type,
+                        double fallback, const std::string& source) {
+  if (!rope.is_object() || rope.value("rope_type", absent_type) != "default")
+    throw Error(fmt::format("{}: {} {} is not supported (only plain RoPE, rope_type \"default\")", source, where,
+                            rope.dump()));
+  for (const auto& [name, value] : rope.items())
+    if (name != "rope_type" && name != "rope_theta")
+      throw Error(fmt::format("{}: {}.{} is not supported (plain RoPE takes rope_theta only)", source, where, name));
+  return json_optional<double>(rope, "rope_theta", fallback, source);
 }
 
 void parse_sliding_window(const nlohmann::json& j, const std::string& source, int64_t absent_default,

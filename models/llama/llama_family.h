@@ -94,6 +94,14 @@ class LlamaFamily : public ModelFamily {
 /// @throws headprune::Error naming `source` and the key.
 void parse_llama_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c);
 
+/// The rope_theta of one plain-RoPE object (`rope_scaling` / `rope_parameters`, or one layer
+/// type's entry of Gemma 3's nested `rope_parameters`), else `fallback`; `where` names it in
+/// messages, `absent_type` is the rope_type assumed when the object has none ("" refuses that).
+/// @throws headprune::Error naming `source`: another rope_type, or a key other than rope_type /
+///         rope_theta.
+double plain_rope_theta(const nlohmann::json& rope, const std::string& where, const std::string& absent_type,
+                        double fallback, const std::string& source);
+
 /// Reads `sliding_window` as HF MistralConfig / Phi3Config do: absent -> `absent_default` (4096
 /// for Mistral, none for Phi-3), null -> none, else a positive integer applied to every layer
 /// (ModelConfig::sliding_window / sliding_layers).

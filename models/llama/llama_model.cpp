@@ -68,13 +68,13 @@ torch::Tensor mask_bias_of(const torch::Tensor& allowed, const torch::Tensor& x)
 }
 
 /// The cos/sin tables [T, head_dim] (in `like`'s dtype) of positions past..past+T-1 for each
-/// layer: rope_theta, or rope_local_theta in sliding-window layers (Gemma 3); each base once.
+/// layer (ModelConfig::rope_theta_of), each base computed once.
 class LayerRotary {
  public:
   LayerRotary(const ModelConfig& c, int64_t past, int64_t T, const torch::Tensor& like)
       : c_(c), past_(past), T_(T), like_(like) {}
   const std::pair<torch::Tensor, torch::Tensor>& operator()(int64_t layer) {
-    const double theta = c_.rope_local_theta > 0 && c_.window_of(layer) > 0 ? c_.rope_local_theta : c_.rope_theta;
+    const double theta = c_.rope_theta_of(layer);
     auto& tables = by_theta_[theta];
     if (!tables.first.defined()) {
       auto [cos, sin] = rotary_tables(past_ + T_, c_.head_dim, theta, like_.device());
@@ -88,6 +88,29 @@ class LayerRotary {
   int64_t past_, T_;
   torch::Tensor like_;
   std::map<double, std::pair<torch::Tensor, torch::Tensor>> by_theta_;
+};
+
+/// The additive mask of each layer's window for T new queries after `past` cached positions
+/// (causal_allowed, and the padding mask [B, T] when defined), built once per window; undefined
+/// where every query sees every key (one new token inside its window, no padding), as
+/// attention_context takes it.
+class LayerMasks {
+ public:
+  LayerMasks(int64_t past, const torch::Tensor& ids, const torch::Tensor& padding, const torch::Tensor& like)
+      : past_(past), ids_(ids), padding_(padding), like_(like) {}
+  const torch::Tensor& operator()(int64_t window) {
+    auto& bias = by_window_[window];
+    const int64_t B = ids_.size(0), T = ids_.size(1);
+    if (bias.defined() || !(T > 1 || padding_.defined() || (window > 0 && past_ + T > window))) return bias;
+    auto allowed = causal_allowed(T, past_, window, ids_).view({1, 1, T, past_ + T});
+    if (padding_.defined()) allowed = allowed.logical_and(padding_.to(torch::kBool).view({B, 1, 1, T}));
+    return bias = mask_bias_of(allowed, like_);
+  }
+
+ private:
+  int64_t past_;
+  torch::Tensor ids_, padding_, like_;
+  std::map<int64_t, torch::Tensor> by_window_;
 };
 
 }  // namespace
@@ -246,7 +269,7 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
   if (multipliers && static_cast<int64_t>(multipliers->size()) != config_.num_hidden_layers)
     throw Error(fmt::format("head multipliers for {} layers given, the model has {}",
                             multipliers->size(), config_.num_hidden_layers));
-  const int64_t B = ids.size(0), T = ids.size(1);
+  const int64_t T = ids.size(1);
   if (T > config_.max_position_embeddings)
     throw Error(fmt::format("sequence of {} tokens is longer than max_position_embeddings {}; "
                             "lower --max-length",
@@ -256,15 +279,7 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
     throw Error(fmt::format("attention_mask has shape [{}], input_ids [{}]",
                             fmt::join(inputs.attention_mask.sizes(), ","), fmt::join(ids.sizes(), ",")));
   // Key j is visible to query i when j <= i (and inside the layer's window) and j is not padding.
-  std::map<int64_t, torch::Tensor> mask_biases;  // by window (0: none)
-  auto mask_bias = [&](int64_t window) {
-    auto& bias = mask_biases[window];
-    if (bias.defined()) return bias;
-    auto allowed = causal_allowed(T, 0, window, ids).view({1, 1, T, T});
-    if (inputs.attention_mask.defined())
-      allowed = allowed.logical_and(inputs.attention_mask.to(torch::kBool).view({B, 1, 1, T}));
-    return bias = mask_bias_of(allowed, x);
-  };
+  LayerMasks mask_bias(0, ids, inputs.attention_mask, x);
   LayerRotary rotary(config_, 0, T, x);
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     torch::Tensor m;
@@ -297,14 +312,8 @@ torch::Tensor LlamaModel::forward_cached(const torch::Tensor& ids, KvCache& cach
   cache.values.resize(static_cast<std::size_t>(L));
   auto x = embed(ids);
   // New token i (position past + i) sees the cached keys (inside the layer's window) and the
-  // new keys up to itself; one new token that sees every key needs no mask.
-  std::map<int64_t, torch::Tensor> mask_biases;  // by window (0: none)
-  auto mask_bias = [&](int64_t window) {
-    auto& bias = mask_biases[window];
-    if (!bias.defined() && (T > 1 || (window > 0 && past + T > window)))
-      bias = mask_bias_of(causal_allowed(T, past, window, ids).view({1, 1, T, past + T}), x);
-    return bias;
-  };
+  // new keys up to itself.
+  LayerMasks mask_bias(past, ids, {}, x);
   LayerRotary rotary(config_, past, T, x);
   for (int64_t l = 0; l < L; ++l) {
     const auto& [cos, sin] = rotary(l);

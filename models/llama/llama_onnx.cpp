@@ -122,7 +122,7 @@ OnnxModelOutputs LlamaModel::add_to_onnx(OnnxGraph& g) const {
   for (size_t l = 0; l < layers.size(); ++l) {
     const auto window = config_.window_of(static_cast<int64_t>(l));
     if (!mask_biases.count(window)) mask_biases[window] = causal_bias(g, seq_len, window);
-    const auto theta = config_.rope_local_theta > 0 && window > 0 ? config_.rope_local_theta : config_.rope_theta;
+    const auto theta = config_.rope_theta_of(static_cast<int64_t>(l));
     if (!rotaries.count(theta))
       rotaries[theta] = rotary_to_onnx(g, seq_len, config_.head_dim, theta,
                                        theta == config_.rope_theta ? "rotary.inv_freq" : "rotary.local_inv_freq");
