@@ -12,7 +12,7 @@
 #include "models/formats/llama2c.h"
 #include "models/gguf_model.h"
 #include "models/registry.h"
-#include "models/tokenizer/byte_level_bpe.h"
+#include "models/tokenizer/bpe_tokenizer.h"
 #include "models/tokenizer/gguf_tokenizer.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "models/tokenizer/wordpiece.h"
@@ -105,7 +105,7 @@ Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torc
 Checkpoint load_gguf_checkpoint(const std::filesystem::path& file, const torch::Device& device) {
   const auto converted = read_gguf_model(file);
   auto ckpt = converted_checkpoint(file, converted.config, converted.weights, device);
-  std::shared_ptr<ByteLevelBpeTokenizer> tokenizer;
+  std::shared_ptr<BpeTokenizer> tokenizer;
   // A vocabulary headprune cannot read leaves the checkpoint without a tokenizer: commands that
   // need text refuse (require_tokenizer_files says why), the model itself loads.
   if (has_gguf_tokenizer(converted.gguf) && unsupported_gguf_tokenizer(converted.gguf).empty())
@@ -278,9 +278,9 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   model->eval();
   ckpt.model = model;
   std::shared_ptr<WordPieceTokenizer> wordpiece;
-  if (ByteLevelBpeTokenizer::present_in(dir)) {  // tokenizer.json with a BPE model
-    ckpt.tokenizer = std::make_shared<ByteLevelBpeTokenizer>(
-        ByteLevelBpeTokenizer::from_tokenizer_json(dir / kTokenizerJsonFile));
+  if (BpeTokenizer::present_in(dir)) {  // tokenizer.json with a BPE model
+    ckpt.tokenizer = std::make_shared<BpeTokenizer>(
+        BpeTokenizer::from_tokenizer_json(dir / kTokenizerJsonFile));
   } else if (WordPieceTokenizer::present_in(dir)) {
     wordpiece = std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir));
     ckpt.tokenizer = wordpiece;

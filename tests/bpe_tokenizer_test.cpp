@@ -1,4 +1,4 @@
-// Tests of the byte-level BPE tokenizer (models/tokenizer/byte_level_bpe.h).
+// Tests of the byte-level BPE tokenizer (models/tokenizer/bpe_tokenizer.h).
 //
 // The reference is HF `tokenizers` 0.23.3: tests/fixtures/smollm2/ holds SmolLM2-135M-Instruct's
 // tokenizer.json (built from the GGUF's vocabulary as upstream's), its ids and decodings of 249
@@ -15,11 +15,11 @@
 #include <nlohmann/json.hpp>
 
 #include "models/errors.h"
-#include "models/tokenizer/byte_level_bpe.h"
+#include "models/tokenizer/bpe_tokenizer.h"
 
 namespace bpe_tokenizer_test {
 
-using headprune::models::ByteLevelBpeTokenizer;
+using headprune::models::BpeTokenizer;
 using headprune::models::GgufVocabulary;
 using Ids = std::vector<int64_t>;
 
@@ -38,8 +38,8 @@ const nlohmann::json& smollm2_json() {
   return j;
 }
 
-const ByteLevelBpeTokenizer& smollm2() {
-  static const auto tokenizer = ByteLevelBpeTokenizer::from_tokenizer_json(fixture("tokenizer.json"));
+const BpeTokenizer& smollm2() {
+  static const auto tokenizer = BpeTokenizer::from_tokenizer_json(fixture("tokenizer.json"));
   return tokenizer;
 }
 
@@ -68,7 +68,7 @@ GgufVocabulary smollm2_gguf() {
 }
 
 /// Checks `tokenizer` against every fixture text's HF ids.
-void check_ids(const ByteLevelBpeTokenizer& tokenizer) {
+void check_ids(const BpeTokenizer& tokenizer) {
   for (const auto& c : cases()) {
     const auto text = c.at("text").get<std::string>();
     CATCH_INFO("text " << nlohmann::json(text).dump());
@@ -88,7 +88,7 @@ std::string error_of(const std::function<void()>& run) {
 }  // namespace bpe_tokenizer_test
 
 using bpe_tokenizer_test::Ids;
-using headprune::models::ByteLevelBpeTokenizer;
+using headprune::models::BpeTokenizer;
 using headprune::models::GgufVocabulary;
 
 CATCH_TEST_CASE("SmolLM2 byte-level BPE ids equal HF tokenizers on every fixture text", "[bpe]") {
@@ -116,7 +116,7 @@ CATCH_TEST_CASE("the GPT-2, Llama 3 and Qwen2 pre-tokenizers split and encode as
     j["normalizer"] = variant.at("normalizer");
     j["pre_tokenizer"] = variant.at("pre_tokenizer");
     j["model"]["ignore_merges"] = variant.at("ignore_merges");
-    const auto tokenizer = ByteLevelBpeTokenizer::from_json(j, variant.at("name").get<std::string>());
+    const auto tokenizer = BpeTokenizer::from_json(j, variant.at("name").get<std::string>());
     for (const auto& c : variant.at("cases")) {
       const auto text = c.at("text").get<std::string>();
       CATCH_INFO(variant.at("name").get<std::string>() << ": text " << c.at("text").dump());
@@ -127,7 +127,7 @@ CATCH_TEST_CASE("the GPT-2, Llama 3 and Qwen2 pre-tokenizers split and encode as
 }
 
 CATCH_TEST_CASE("a tokenizer from GGUF metadata encodes as the HF tokenizer.json", "[bpe]") {
-  const auto tokenizer = ByteLevelBpeTokenizer::from_gguf(bpe_tokenizer_test::smollm2_gguf());
+  const auto tokenizer = BpeTokenizer::from_gguf(bpe_tokenizer_test::smollm2_gguf());
   bpe_tokenizer_test::check_ids(tokenizer);
   CATCH_CHECK(tokenizer.pad_id() == 2);
   CATCH_CHECK(tokenizer.vocab_size() == 49152);
@@ -141,14 +141,14 @@ CATCH_TEST_CASE("a tokenizer from GGUF metadata encodes as the HF tokenizer.json
 CATCH_TEST_CASE("to_tokenizer_json round-trips: the written tokenizer.json encodes identically", "[bpe]") {
   auto vocabulary = bpe_tokenizer_test::smollm2_gguf();
   vocabulary.add_bos = true;
-  const auto tokenizer = ByteLevelBpeTokenizer::from_gguf(vocabulary);
+  const auto tokenizer = BpeTokenizer::from_gguf(vocabulary);
   const auto dir = std::filesystem::temp_directory_path() / "headprune-bpe-round-trip";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "tokenizer.json") << tokenizer.to_tokenizer_json().dump();
   std::ofstream(dir / "tokenizer_config.json") << tokenizer.to_tokenizer_config_json().dump();
-  CATCH_CHECK(ByteLevelBpeTokenizer::present_in(dir));
-  CATCH_CHECK_FALSE(ByteLevelBpeTokenizer::present_in(dir / "missing"));
-  const auto again = ByteLevelBpeTokenizer::from_tokenizer_json(dir / "tokenizer.json");
+  CATCH_CHECK(BpeTokenizer::present_in(dir));
+  CATCH_CHECK_FALSE(BpeTokenizer::present_in(dir / "missing"));
+  const auto again = BpeTokenizer::from_tokenizer_json(dir / "tokenizer.json");
   for (const auto& c : bpe_tokenizer_test::cases()) {
     const auto text = c.at("text").get<std::string>();
     auto expected = c.at("ids").get<Ids>();
@@ -163,7 +163,7 @@ CATCH_TEST_CASE("to_tokenizer_json round-trips: the written tokenizer.json encod
 CATCH_TEST_CASE("encode with max_length truncates the text and keeps BOS as HF does", "[bpe]") {
   auto vocabulary = bpe_tokenizer_test::smollm2_gguf();
   vocabulary.add_bos = true;
-  const auto tokenizer = ByteLevelBpeTokenizer::from_gguf(vocabulary);
+  const auto tokenizer = BpeTokenizer::from_gguf(vocabulary);
   const auto full = tokenizer.encode_text("The quick brown fox jumps over the lazy dog.", true);
   CATCH_REQUIRE(full.size() > 5);
   CATCH_CHECK(tokenizer.encode("The quick brown fox jumps over the lazy dog.", 4) == Ids(full.begin(), full.begin() + 4));
@@ -185,18 +185,23 @@ CATCH_TEST_CASE("invalid UTF-8 is refused with its byte offset", "[bpe]") {
 CATCH_TEST_CASE("GGUF vocabularies that are not byte-level BPE, or of unknown pre, are refused by name", "[bpe]") {
   auto v = bpe_tokenizer_test::smollm2_gguf();
   v.pre = "deepseek-coder";
-  CATCH_CHECK_THAT(bpe_tokenizer_test::error_of([&] { ByteLevelBpeTokenizer::from_gguf(v); }),
+  CATCH_CHECK_THAT(bpe_tokenizer_test::error_of([&] { BpeTokenizer::from_gguf(v); }),
                    Catch::Contains("tokenizer.ggml.pre 'deepseek-coder' is not supported"));
   v.pre = "";
-  CATCH_CHECK_THAT(bpe_tokenizer_test::error_of([&] { ByteLevelBpeTokenizer::from_gguf(v); }),
+  CATCH_CHECK_THAT(bpe_tokenizer_test::error_of([&] { BpeTokenizer::from_gguf(v); }),
                    Catch::Contains("tokenizer.ggml.pre '(missing"));
   v.pre = "smollm";
   v.model = "llama";
-  CATCH_CHECK_THAT(bpe_tokenizer_test::error_of([&] { ByteLevelBpeTokenizer::from_gguf(v); }),
-                   Catch::Contains("tokenizer.ggml.model 'llama' is not supported"));
+  v.architecture = "llama";
+  CATCH_CHECK_THAT(bpe_tokenizer_test::error_of([&] { BpeTokenizer::from_gguf(v); }),
+                   Catch::Contains("SentencePiece vocabulary (tokenizer.ggml.model 'llama') of architecture 'llama' "
+                                   "is not supported"));
+  v.model = "t5";
+  CATCH_CHECK_THAT(bpe_tokenizer_test::error_of([&] { BpeTokenizer::from_gguf(v); }),
+                   Catch::Contains("tokenizer.ggml.model 't5' is not supported"));
   v.model = "gpt2";
   v.merges.push_back("no such");
-  CATCH_CHECK_THAT(bpe_tokenizer_test::error_of([&] { ByteLevelBpeTokenizer::from_gguf(v); }),
+  CATCH_CHECK_THAT(bpe_tokenizer_test::error_of([&] { BpeTokenizer::from_gguf(v); }),
                    Catch::Contains("uses a token missing from the vocabulary ('nosuch')"));
 }
 
@@ -206,25 +211,33 @@ CATCH_TEST_CASE("a WordPiece tokenizer.json is not taken for byte-level BPE", "[
   auto j = bpe_tokenizer_test::smollm2_json();
   j["model"]["type"] = "WordPiece";
   std::ofstream(dir / "tokenizer.json") << j.dump();
-  CATCH_CHECK_FALSE(ByteLevelBpeTokenizer::present_in(dir));
+  CATCH_CHECK_FALSE(BpeTokenizer::present_in(dir));
 }
 
-CATCH_TEST_CASE("tokenizer.json features byte-level BPE does not implement are refused by name", "[bpe]") {
+CATCH_TEST_CASE("tokenizer.json features BPE does not implement are refused by name", "[bpe]") {
   const auto refused = [](const std::function<void(nlohmann::json&)>& change) {
     auto j = bpe_tokenizer_test::smollm2_json();
     change(j);
-    return bpe_tokenizer_test::error_of([&] { ByteLevelBpeTokenizer::from_json(j, "tokenizer.json"); });
+    return bpe_tokenizer_test::error_of([&] { BpeTokenizer::from_json(j, "tokenizer.json"); });
   };
   CATCH_CHECK_THAT(refused([](auto& j) { j["model"]["type"] = "WordPiece"; }),
                    Catch::Contains("tokenizer.json: model type 'WordPiece' is not supported"));
-  CATCH_CHECK_THAT(refused([](auto& j) { j["model"]["byte_fallback"] = true; }),
-                   Catch::Contains("BPE byte_fallback true is not supported"));
+  CATCH_CHECK_THAT(refused([](auto& j) { j["model"]["byte_fallback"] = "yes"; }),
+                   Catch::Contains("BPE byte_fallback \"yes\" is not true or false"));
+  CATCH_CHECK_THAT(refused([](auto& j) { j["model"]["unk_token"] = "<nowhere>"; }),
+                   Catch::Contains("BPE unk_token \"<nowhere>\" is not in the vocabulary"));
+  CATCH_CHECK_THAT(refused([](auto& j) { j["model"]["end_of_word_suffix"] = "</w>"; }),
+                   Catch::Contains("BPE end_of_word_suffix \"</w>\" is not supported"));
   CATCH_CHECK_THAT(refused([](auto& j) { j["model"]["dropout"] = 0.1; }),
                    Catch::Contains("BPE dropout 0.1 is not supported"));
   CATCH_CHECK_THAT(refused([](auto& j) { j["model"]["continuing_subword_prefix"] = "##"; }),
                    Catch::Contains("BPE continuing_subword_prefix \"##\" is not supported"));
   CATCH_CHECK_THAT(refused([](auto& j) { j["normalizer"] = {{"type", "Lowercase"}}; }),
-                   Catch::Contains("normalizer 'Lowercase' is not supported"));
+                   Catch::Contains("normalizer {\"type\":\"Lowercase\"} is not supported"));
+  CATCH_CHECK_THAT(refused([](auto& j) {
+                     j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "_"}};
+                   }),
+                   Catch::Contains("normalizer {\"content\":\"_\""));
   CATCH_CHECK_THAT(refused([](auto& j) { j["pre_tokenizer"] = {{"type", "Whitespace"}}; }),
                    Catch::Contains("pre_tokenizer type 'Whitespace' is not supported"));
   CATCH_CHECK_THAT(refused([](auto& j) {
@@ -232,13 +245,15 @@ CATCH_TEST_CASE("tokenizer.json features byte-level BPE does not implement are r
                    }),
                    Catch::Contains("Split behavior 'Removed' is not supported"));
   CATCH_CHECK_THAT(refused([](auto& j) { j["pre_tokenizer"]["pretokenizers"].erase(1); }),
-                   Catch::Contains("must end with ByteLevel"));
+                   Catch::Contains("the ByteLevel decoder does not fit a pre_tokenizer without ByteLevel"));
   CATCH_CHECK_THAT(refused([](auto& j) { j["pre_tokenizer"]["pretokenizers"][0] = {{"type", "Split"}, {"pattern", {{"Regex", "(("}}}, {"behavior", "Isolated"}}; }),
                    Catch::Contains("pattern '((' is not a valid PCRE2 regex"));
   CATCH_CHECK_THAT(refused([](auto& j) { j["added_tokens"][0]["single_word"] = true; }),
                    Catch::Contains("added token '<|endoftext|>' has single_word true"));
   CATCH_CHECK_THAT(refused([](auto& j) { j["decoder"] = nullptr; }),
-                   Catch::Contains("decoder 'none' is not supported"));
+                   Catch::Contains("decoder none is not supported"));
+  CATCH_CHECK_THAT(refused([](auto& j) { j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "Fuse"}}}}}; }),
+                   Catch::Contains("decoder {\"decoders\":[{\"type\":\"Fuse\"}],\"type\":\"Sequence\"} is not supported"));
   CATCH_CHECK_THAT(refused([](auto& j) { j["post_processor"] = {{"type", "BertProcessing"}}; }),
                    Catch::Contains("post_processor 'BertProcessing' is not supported"));
 }
@@ -247,7 +262,7 @@ CATCH_TEST_CASE("added tokens with lstrip and rstrip swallow the whitespace arou
   auto j = bpe_tokenizer_test::smollm2_json();
   j["added_tokens"][1]["lstrip"] = true;  // <|im_start|>
   j["added_tokens"][2]["rstrip"] = true;  // <|im_end|>
-  const auto tokenizer = ByteLevelBpeTokenizer::from_json(j, "tokenizer.json");
+  const auto tokenizer = BpeTokenizer::from_json(j, "tokenizer.json");
   const auto& plain = bpe_tokenizer_test::smollm2();
   CATCH_CHECK(tokenizer.encode_text("a \t <|im_start|>b<|im_end|> \n c", false) ==
               [&] {
@@ -269,7 +284,7 @@ CATCH_TEST_CASE("added tokens match in two passes, raw then normalized, as HF Ad
                                {"rstrip", false}, {"normalized", true}, {"special", false}});
   j["added_tokens"].push_back({{"id", 49153}, {"content", "bc"}, {"single_word", false}, {"lstrip", false},
                                {"rstrip", false}, {"normalized", false}, {"special", false}});
-  const auto tokenizer = ByteLevelBpeTokenizer::from_json(j, "tokenizer.json");
+  const auto tokenizer = BpeTokenizer::from_json(j, "tokenizer.json");
   CATCH_CHECK(tokenizer.encode_text("abc", false) == Ids{81, 24334});
   CATCH_CHECK(tokenizer.encode_text("xab bcd", false) == Ids{104, 369, 216, 24334, 84});
 }

@@ -18,7 +18,7 @@
 #include "models/llama/llama_gguf.h"
 #include "models/llama/llama_gguf_export.h"
 #include "models/llama/llama_model.h"
-#include "models/tokenizer/byte_level_bpe.h"
+#include "models/tokenizer/bpe_tokenizer.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 
@@ -227,8 +227,8 @@ CATCH_TEST_CASE("export-gguf refuses what llama.cpp cannot hold, naming the reas
                           Catch::Contains("'bert' model, which has no llama.cpp GGUF mapping") &&
                               Catch::Contains("GGUF export writes: llama"));
   auto tiny = tiny_llama();  // 256 embedding rows, SmolLM2's 49152 tokens
-  tiny.tokenizer = std::make_shared<models::ByteLevelBpeTokenizer>(
-      models::ByteLevelBpeTokenizer::from_tokenizer_json(testing::fixture_path("smollm2/tokenizer.json")));
+  tiny.tokenizer = std::make_shared<models::BpeTokenizer>(
+      models::BpeTokenizer::from_tokenizer_json(testing::fixture_path("smollm2/tokenizer.json")));
   CATCH_CHECK_THROWS_WITH(models::build_gguf(tiny, GgufExportType::kF32),
                           Catch::Contains("has 49152 tokens but the embedding only 256 rows"));
   CATCH_CHECK_THROWS_WITH(models::parse_gguf_export_type("q4_k"), Catch::Contains("use f32, f16 or q8_0"));

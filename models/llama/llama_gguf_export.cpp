@@ -10,7 +10,7 @@
 #include "models/errors.h"
 #include "models/llama/llama_gguf_names.h"
 #include "models/llama/llama_model.h"
-#include "models/tokenizer/byte_level_bpe.h"
+#include "models/tokenizer/bpe_tokenizer.h"
 
 namespace headprune::models::llama {
 namespace {
@@ -27,7 +27,7 @@ GgmlType matrix_type(GgufExportType type, const torch::Tensor& t) {
 }
 
 /// llama.cpp's pre-tokenizer name of `tok`: the known name whose HF pipeline (as
-/// ByteLevelBpeTokenizer::from_gguf builds it) serialises to the same pre_tokenizer,
+/// BpeTokenizer::from_gguf builds it) serialises to the same pre_tokenizer,
 /// normalizer and ignore_merges as `tok`.
 std::string pre_name(const nlohmann::json& tokenizer_json) {
   for (const char* name : {"smollm", "llama-bpe", "qwen2", "gpt-2"}) {
@@ -35,7 +35,7 @@ std::string pre_name(const nlohmann::json& tokenizer_json) {
     probe.model = "gpt2";
     probe.pre = name;
     probe.tokens = {"a"};
-    const auto j = ByteLevelBpeTokenizer::from_gguf(probe).to_tokenizer_json();
+    const auto j = BpeTokenizer::from_gguf(probe).to_tokenizer_json();
     if (j["pre_tokenizer"] == tokenizer_json["pre_tokenizer"] && j["normalizer"] == tokenizer_json["normalizer"] &&
         j["model"].value("ignore_merges", false) == tokenizer_json["model"].value("ignore_merges", false))
       return name;
@@ -49,7 +49,7 @@ std::string pre_name(const nlohmann::json& tokenizer_json) {
 /// llama.cpp's tokenizer.ggml.* keys (llama-vocab.cpp, LLAMA_VOCAB_TYPE_BPE) for `tok`, with the
 /// token list padded to the model's `n_vocab` embedding rows by "[PADi]" tokens of type 5
 /// (unused), as convert_hf_to_gguf.py pads.
-void add_tokenizer(GgufWriter& w, const ByteLevelBpeTokenizer& tok, const std::string& chat_template,
+void add_tokenizer(GgufWriter& w, const BpeTokenizer& tok, const std::string& chat_template,
                    int64_t n_vocab) {
   const auto j = tok.to_tokenizer_json();
   if (tok.vocab_size() > n_vocab)
@@ -250,7 +250,7 @@ GgufExport build_llama_gguf(const Checkpoint& checkpoint, GgufExportType type, c
   plan_heads(*model, out);
   const auto n_vocab = model->embed_tokens->weight.size(0);
   add_model_metadata(c, n_vocab, type, name, out);
-  const auto tok = std::dynamic_pointer_cast<ByteLevelBpeTokenizer>(checkpoint.tokenizer);
+  const auto tok = std::dynamic_pointer_cast<BpeTokenizer>(checkpoint.tokenizer);
   if (tok) {
     add_tokenizer(out.writer, *tok, checkpoint.chat_template, n_vocab);
     out.has_tokenizer = true;

@@ -1,8 +1,9 @@
-// ByteLevelBpeTokenizer from a GGUF file's tokenizer metadata (llama.cpp `tokenizer.ggml.*`).
+// BpeTokenizer from a GGUF file's byte-level BPE tokenizer metadata (llama.cpp `tokenizer.ggml.*`,
+// tokenizer.ggml.model "gpt2"); the shared special-token ids.
 #include <fmt/format.h>
 
 #include "models/errors.h"
-#include "models/tokenizer/byte_level_bpe.h"
+#include "models/tokenizer/bpe_tokenizer.h"
 
 namespace headprune::models {
 namespace bpe_from_gguf_impl {
@@ -36,11 +37,14 @@ std::optional<int64_t> checked_id(int64_t id, std::size_t size, const char* key)
 
 }  // namespace bpe_from_gguf_impl
 
-ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_gguf(const GgufVocabulary& v) {
+BpeTokenizer BpeTokenizer::from_gguf(const GgufVocabulary& v) {
   namespace impl = bpe_from_gguf_impl;
   const std::string source = "GGUF tokenizer";
+  if (v.model == "llama") return from_sentencepiece_gguf(v);
   if (v.model != "gpt2")
-    throw Error(fmt::format("GGUF tokenizer.ggml.model '{}' is not supported (byte-level BPE 'gpt2' only)", v.model));
+    throw Error(fmt::format("GGUF tokenizer.ggml.model '{}' is not supported (byte-level BPE 'gpt2', or Gemma's "
+                            "SentencePiece 'llama')",
+                            v.model));
   auto pipeline = impl::pipeline_of(v.pre);
   if (!v.token_types.empty() && v.token_types.size() != v.tokens.size())
     throw Error(fmt::format("GGUF tokenizer.ggml.token_type has {} entries for {} tokens", v.token_types.size(),
@@ -68,21 +72,30 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_gguf(const GgufVocabulary& v) 
     merges.push_back(std::move(*pair));
   }
   BpeModel model(std::move(vocab), std::move(merges), pipeline.ignore_merges, source);
-  ByteLevelBpeTokenizer out(std::move(model), BytePreTokenizer(std::move(pipeline.steps), source), pipeline.nfc,
-                            std::move(added));
-  out.bos_id_ = impl::checked_id(v.bos_id, v.tokens.size(), "bos_token_id");
-  out.eos_id_ = impl::checked_id(v.eos_id, v.tokens.size(), "eos_token_id");
-  out.unk_id_ = impl::checked_id(v.unk_id, v.tokens.size(), "unknown_token_id");
-  out.pad_id_ = impl::checked_id(v.pad_id, v.tokens.size(), "padding_token_id");
-  if (v.add_bos) {
-    if (!out.bos_id_) throw Error("GGUF tokenizer.ggml.add_bos_token is true but there is no bos_token_id");
-    out.prefix_ids_.push_back(*out.bos_id_);
+  BpeTokenizer out(std::move(model), BpePreTokenizer(std::move(pipeline.steps), source),
+                   pipeline.nfc ? BpeNormalizer::kNfc : BpeNormalizer::kNone, BpeDecoder::kByteLevel, std::move(added),
+                   source);
+  out.set_special_ids(v);
+  return out;
+}
+
+void BpeTokenizer::set_special_ids(const GgufVocabulary& v) {
+  namespace impl = bpe_from_gguf_impl;
+  bos_id_ = impl::checked_id(v.bos_id, v.tokens.size(), "bos_token_id");
+  eos_id_ = impl::checked_id(v.eos_id, v.tokens.size(), "eos_token_id");
+  unk_id_ = impl::checked_id(v.unk_id, v.tokens.size(), "unknown_token_id");
+  pad_id_ = impl::checked_id(v.pad_id, v.tokens.size(), "padding_token_id");
+  // llama.cpp adds BOS to a SentencePiece vocabulary that does not say otherwise, and so does
+  // transformers (gguf_tokenizer_mapping.get_gguf_tokenizer).
+  const bool add_bos = v.add_bos || (!v.add_bos_given && v.model == "llama");
+  if (add_bos) {
+    if (!bos_id_) throw Error("GGUF tokenizer.ggml.add_bos_token is true but there is no bos_token_id");
+    prefix_ids_.push_back(*bos_id_);
   }
   if (v.add_eos) {
-    if (!out.eos_id_) throw Error("GGUF tokenizer.ggml.add_eos_token is true but there is no eos_token_id");
-    out.suffix_ids_.push_back(*out.eos_id_);
+    if (!eos_id_) throw Error("GGUF tokenizer.ggml.add_eos_token is true but there is no eos_token_id");
+    suffix_ids_.push_back(*eos_id_);
   }
-  return out;
 }
 
 }  // namespace headprune::models

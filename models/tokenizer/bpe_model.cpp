@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <queue>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -9,13 +10,6 @@
 
 namespace headprune::models {
 namespace bpe_model_impl {
-
-/// One symbol of a word being merged (a doubly linked list over a vector; len 0 = merged away).
-struct Symbol {
-  int64_t id;
-  int64_t prev, next;
-  std::size_t len;  ///< bytes of the word it covers
-};
 
 /// A candidate merge in the queue: lowest rank first, then leftmost (HF's `Merge` order).
 struct Candidate {
@@ -38,8 +32,8 @@ std::size_t utf8_length(unsigned char lead) {
 
 BpeModel::BpeModel(std::unordered_map<std::string, int64_t> vocab,
                    std::vector<std::pair<std::string, std::string>> merges, bool ignore_merges,
-                   const std::string& source)
-    : vocab_(std::move(vocab)), merges_(std::move(merges)), ignore_merges_(ignore_merges) {
+                   const std::string& source, BpeUnknowns unknowns)
+    : vocab_(std::move(vocab)), merges_(std::move(merges)), ignore_merges_(ignore_merges), unknowns_(unknowns) {
   for (const auto& [token, id] : vocab_) {
     if (id < 0 || id > (int64_t{1} << 31))
       throw Error(fmt::format("{}: vocab id {} of '{}' is out of range", source, id, token));
@@ -57,11 +51,47 @@ BpeModel::BpeModel(std::unordered_map<std::string, int64_t> vocab,
     // The first (lowest-rank) occurrence of a pair wins, as in HF.
     merge_of_.emplace(pair_key(ia->second, ib->second), Merge{static_cast<int32_t>(rank), ir->second});
   }
+  if (unknowns_.byte_fallback) {
+    byte_ids_.assign(256, -1);
+    for (int byte = 0; byte < 256; ++byte)
+      if (const auto it = vocab_.find(fmt::format("<0x{:02X}>", byte)); it != vocab_.end()) byte_ids_[byte] = it->second;
+  }
+}
+
+void BpeModel::append_symbols(const std::string& word, std::vector<Symbol>& symbols) const {
+  const auto add = [&](int64_t id, std::size_t len) {
+    const auto index = static_cast<int64_t>(symbols.size());
+    symbols.push_back(Symbol{id, index - 1, index + 1, len});
+  };
+  std::optional<std::pair<int64_t, std::size_t>> unk;  // pending unknown: id, bytes covered
+  for (std::size_t pos = 0; pos < word.size();) {
+    const auto len = std::min(bpe_model_impl::utf8_length(static_cast<unsigned char>(word[pos])), word.size() - pos);
+    const auto it = vocab_.find(word.substr(pos, len));
+    if (it != vocab_.end()) {
+      if (unk) add(unk->first, unk->second);
+      unk.reset();
+      add(it->second, len);
+    } else if (unknowns_.byte_fallback &&
+               std::all_of(word.begin() + static_cast<std::ptrdiff_t>(pos),
+                           word.begin() + static_cast<std::ptrdiff_t>(pos + len),
+                           [&](char c) { return byte_ids_[static_cast<unsigned char>(c)] >= 0; })) {
+      // HF adds the byte tokens without first flushing a pending unknown.
+      for (std::size_t i = pos; i < pos + len; ++i) add(byte_ids_[static_cast<unsigned char>(word[i])], 1);
+    } else if (unknowns_.unk_id) {
+      if (unk && unknowns_.fuse_unk) {
+        unk->second += len;
+      } else {
+        if (unk) add(unk->first, unk->second);
+        unk = std::make_pair(*unknowns_.unk_id, len);
+      }
+    }
+    pos += len;
+  }
+  if (unk) add(unk->first, unk->second);
 }
 
 void BpeModel::encode_word(const std::string& word, std::vector<int64_t>& out) const {
   using bpe_model_impl::Candidate;
-  using bpe_model_impl::Symbol;
   if (ignore_merges_) {
     if (const auto it = vocab_.find(word); it != vocab_.end()) {
       out.push_back(it->second);
@@ -70,15 +100,7 @@ void BpeModel::encode_word(const std::string& word, std::vector<int64_t>& out) c
   }
   std::vector<Symbol> symbols;
   symbols.reserve(word.size());
-  for (std::size_t pos = 0; pos < word.size();) {
-    const auto len = std::min(bpe_model_impl::utf8_length(static_cast<unsigned char>(word[pos])), word.size() - pos);
-    const auto it = vocab_.find(word.substr(pos, len));
-    if (it != vocab_.end()) {
-      const auto index = static_cast<int64_t>(symbols.size());
-      symbols.push_back(Symbol{it->second, index - 1, index + 1, len});
-    }
-    pos += len;
-  }
+  append_symbols(word, symbols);
   if (!symbols.empty()) symbols.back().next = -1;
   std::priority_queue<Candidate> queue;
   const auto push = [&](std::size_t left) {
@@ -124,6 +146,57 @@ std::optional<std::pair<std::string, std::string>> split_merge(const std::string
   const auto space = text.find(' ');
   if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos) return std::nullopt;
   return std::make_pair(text.substr(0, space), text.substr(space + 1));
+}
+
+std::vector<std::pair<std::string, std::string>> merges_from_scores(const std::vector<std::string>& tokens,
+                                                                    const std::vector<double>& scores) {
+  if (scores.size() != tokens.size())
+    throw Error(fmt::format("{} scores for {} tokens", scores.size(), tokens.size()));
+  std::unordered_map<std::string, int64_t> id_of;  // the last id of each token, as a Python dict
+  id_of.reserve(tokens.size());
+  for (std::size_t id = 0; id < tokens.size(); ++id) id_of[tokens[id]] = static_cast<int64_t>(id);
+  struct Candidate {
+    std::size_t split;  ///< bytes of the left part
+    std::size_t left_chars, right_chars;
+    double score;
+    std::size_t token;  ///< id whose text is split
+  };
+  std::vector<Candidate> all;
+  std::vector<Candidate> local;
+  std::unordered_set<std::string> seen;
+  for (std::size_t id = 0; id < tokens.size(); ++id) {
+    const auto& token = tokens[id];
+    if (!seen.insert(token).second) continue;  // a dict iterates each key once
+    const auto last = static_cast<std::size_t>(id_of.at(token));
+    local.clear();
+    std::size_t chars = 0;
+    for (std::size_t pos = 0; pos < token.size();)
+      pos += bpe_model_impl::utf8_length(static_cast<unsigned char>(token[pos])), ++chars;
+    std::size_t left_chars = 0;
+    for (std::size_t pos = 0; pos < token.size();) {
+      pos += bpe_model_impl::utf8_length(static_cast<unsigned char>(token[pos]));
+      ++left_chars;
+      if (pos >= token.size()) break;
+      if (id_of.count(token.substr(0, pos)) && id_of.count(token.substr(pos)))
+        local.push_back(Candidate{pos, left_chars, chars - left_chars, scores[last], last});
+    }
+    std::stable_sort(local.begin(), local.end(), [&](const Candidate& a, const Candidate& b) {
+      const auto& t = tokens[a.token];
+      const auto ka = std::make_pair(id_of.at(t.substr(0, a.split)), id_of.at(t.substr(a.split)));
+      const auto kb = std::make_pair(id_of.at(t.substr(0, b.split)), id_of.at(t.substr(b.split)));
+      return ka < kb;
+    });
+    all.insert(all.end(), local.begin(), local.end());
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.score != b.score) return a.score > b.score;
+    if (a.left_chars != b.left_chars) return a.left_chars > b.left_chars;
+    return a.right_chars > b.right_chars;
+  });
+  std::vector<std::pair<std::string, std::string>> merges;
+  merges.reserve(all.size());
+  for (const auto& c : all) merges.emplace_back(tokens[c.token].substr(0, c.split), tokens[c.token].substr(c.split));
+  return merges;
 }
 
 }  // namespace headprune::models

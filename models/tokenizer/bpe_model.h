@@ -1,6 +1,7 @@
-// The BPE model of byte-level BPE tokenizers (HF tokenizers `models::bpe::BPE` with no
-// dropout, no unk token, no byte fallback, no subword prefix / suffix): a vocabulary of
-// byte-level strings and a ranked list of merges.
+// The BPE model of HF tokenizers (`models::bpe::BPE` with no dropout and no subword prefix /
+// suffix): a vocabulary and a ranked list of merges, with an optional unknown token and byte
+// fallback (SentencePiece-style vocabularies such as Gemma's, whose <0x00>..<0xFF> tokens spell
+// characters the vocabulary lacks).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,13 @@
 
 namespace headprune::models {
 
+/// What a BPE model does with a character that is not in its vocabulary (HF `BPE` options).
+struct BpeUnknowns {
+  bool byte_fallback = false;         ///< spell it as its UTF-8 bytes' <0xXX> tokens when all exist
+  std::optional<int64_t> unk_id;      ///< else this id (none: the character is dropped)
+  bool fuse_unk = false;              ///< consecutive unknown characters give one unk id
+};
+
 class BpeModel {
  public:
   BpeModel() = default;
@@ -21,11 +29,11 @@ class BpeModel {
   ///         vocabulary, or an id is negative or above 2^31.
   BpeModel(std::unordered_map<std::string, int64_t> vocab,
            std::vector<std::pair<std::string, std::string>> merges, bool ignore_merges,
-           const std::string& source);
+           const std::string& source, BpeUnknowns unknowns = {});
 
-  /// Appends the ids of one pre-tokenized, byte-level mapped word: its characters, then the
-  /// adjacent pair of lowest merge rank merged first (leftmost among equal ranks), until no
-  /// pair has a merge. Characters missing from the vocabulary are dropped (HF without unk).
+  /// Appends the ids of one pre-tokenized word: its characters (one missing from the vocabulary
+  /// handled as `unknowns` says, in HF `BPE::merge_word`'s order), then the adjacent pair of
+  /// lowest merge rank merged first (leftmost among equal ranks), until no pair has a merge.
   void encode_word(const std::string& word, std::vector<int64_t>& out) const;
 
   std::optional<int64_t> token_to_id(const std::string& token) const;
@@ -35,6 +43,7 @@ class BpeModel {
   const std::unordered_map<std::string, int64_t>& vocab() const { return vocab_; }
   const std::vector<std::pair<std::string, std::string>>& merges() const { return merges_; }
   bool ignore_merges() const { return ignore_merges_; }
+  const BpeUnknowns& unknowns() const { return unknowns_; }
   /// One more than the largest id.
   int64_t id_bound() const { return id_bound_; }
 
@@ -43,6 +52,14 @@ class BpeModel {
     int32_t rank;
     int64_t result;
   };
+  /// One symbol of a word being merged (a doubly linked list over a vector; len 0 = merged away).
+  struct Symbol {
+    int64_t id;
+    int64_t prev, next;
+    std::size_t len;  ///< bytes of the word it covers
+  };
+  /// The word's characters as symbols, unknown ones as `unknowns_` says.
+  void append_symbols(const std::string& word, std::vector<Symbol>& symbols) const;
   static uint64_t pair_key(int64_t a, int64_t b) {
     return (static_cast<uint64_t>(a) << 32) | static_cast<uint64_t>(static_cast<uint32_t>(b));
   }
@@ -52,7 +69,17 @@ class BpeModel {
   std::vector<std::pair<std::string, std::string>> merges_;
   std::unordered_map<uint64_t, Merge> merge_of_;
   bool ignore_merges_ = false;
+  BpeUnknowns unknowns_;
+  std::vector<int64_t> byte_ids_;  ///< byte_fallback: id of <0xXX> for each byte, -1 if absent
 };
+
+/// The merges HF recovers from a vocabulary that lists none (transformers
+/// `tokenization_utils_base.generate_merges` with `vocab_scores`): every split of every token
+/// into two vocabulary tokens (split between code points), ordered by the token's `score`
+/// (highest first), then longest left part first; a token's splits are gathered in the order
+/// of their parts' ids. `tokens` is in id order; a repeated token counts once, at its last id.
+std::vector<std::pair<std::string, std::string>> merges_from_scores(const std::vector<std::string>& tokens,
+                                                                    const std::vector<double>& scores);
 
 /// A merge written as text, "a b" (tokenizer.json before tokenizers 0.20, GGUF
 /// tokenizer.ggml.merges), as (a, b); nullopt unless exactly one space is in it.

@@ -20,14 +20,16 @@ bool flag(const nlohmann::json& step, const char* key, bool fallback, const std:
 
 PreTokenizerStep split_from_json(const nlohmann::json& step, const std::string& source) {
   const auto behavior = step.value("behavior", std::string());
-  if (behavior != "Isolated")
-    throw Error(fmt::format("{}: pre_tokenizer Split behavior '{}' is not supported (only Isolated)",
+  if (behavior != "Isolated" && behavior != "MergedWithPrevious")
+    throw Error(fmt::format("{}: pre_tokenizer Split behavior '{}' is not supported (Isolated or "
+                            "MergedWithPrevious)",
                             source, behavior));
   if (flag(step, "invert", false, source))
     throw Error(fmt::format("{}: pre_tokenizer Split invert true is not supported", source));
   const auto& pattern = step.at("pattern");
   PreTokenizerStep out;
   out.kind = PreTokenizerStep::Kind::kSplit;
+  out.merged_with_previous = behavior == "MergedWithPrevious";
   if (pattern.contains("Regex")) {
     out.pattern = pattern.at("Regex").get<std::string>();
   } else if (pattern.contains("String")) {
@@ -52,7 +54,7 @@ PreTokenizerStep step_from_json(const nlohmann::json& step, const std::string& s
     out.trim_offsets = flag(step, "trim_offsets", true, source);
     return out;
   }
-  throw Error(fmt::format("{}: pre_tokenizer type '{}' is not supported (byte-level BPE reads "
+  throw Error(fmt::format("{}: pre_tokenizer type '{}' is not supported (BPE reads "
                           "ByteLevel, Split, Digits and Sequence)",
                           source, type.empty() ? "none" : type));
 }
@@ -62,7 +64,7 @@ nlohmann::json step_to_json(const PreTokenizerStep& step) {
     case PreTokenizerStep::Kind::kSplit:
       return {{"type", "Split"},
               {"pattern", {{step.literal ? "String" : "Regex", step.pattern}}},
-              {"behavior", "Isolated"},
+              {"behavior", step.merged_with_previous ? "MergedWithPrevious" : "Isolated"},
               {"invert", false}};
     case PreTokenizerStep::Kind::kDigits:
       return {{"type", "Digits"}, {"individual_digits", step.individual_digits}};
@@ -81,6 +83,17 @@ void split_isolated(const Pcre2Regex& regex, const std::string& piece, std::vect
   for (const auto& [begin, end] : regex.find_all(piece)) {
     if (begin > previous) out.push_back(piece.substr(previous, begin - previous));
     out.push_back(piece.substr(begin, end - begin));
+    previous = end;
+  }
+  if (previous < piece.size()) out.push_back(piece.substr(previous));
+}
+
+/// Appends the MergedWithPrevious split of `piece` by `regex`: each match closes the piece before
+/// it (HF `SplitDelimiterBehavior::MergedWithPrevious`; a match right after a match stands alone).
+void split_merged_with_previous(const Pcre2Regex& regex, const std::string& piece, std::vector<std::string>& out) {
+  std::size_t previous = 0;
+  for (const auto& [begin, end] : regex.find_all(piece)) {
+    if (end > previous) out.push_back(piece.substr(previous, end - previous));
     previous = end;
   }
   if (previous < piece.size()) out.push_back(piece.substr(previous));
@@ -110,12 +123,8 @@ PreTokenizerStep PreTokenizerStep::byte_level(bool add_prefix_space, bool use_re
   return step;
 }
 
-BytePreTokenizer::BytePreTokenizer(std::vector<PreTokenizerStep> steps, const std::string& source)
+BpePreTokenizer::BpePreTokenizer(std::vector<PreTokenizerStep> steps, const std::string& source)
     : steps_(std::move(steps)) {
-  if (steps_.empty() || steps_.back().kind != PreTokenizerStep::Kind::kByteLevel)
-    throw Error(fmt::format("{}: the pre_tokenizer must end with ByteLevel (a byte-level BPE "
-                            "vocabulary needs its byte mapping)",
-                            source));
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const auto& step = steps_[i];
     if (step.kind == PreTokenizerStep::Kind::kByteLevel && i + 1 != steps_.size())
@@ -134,10 +143,10 @@ BytePreTokenizer::BytePreTokenizer(std::vector<PreTokenizerStep> steps, const st
   }
 }
 
-BytePreTokenizer BytePreTokenizer::from_json(const nlohmann::json& pre_tokenizer, const std::string& source) {
+BpePreTokenizer BpePreTokenizer::from_json(const nlohmann::json& pre_tokenizer, const std::string& source) {
+  if (pre_tokenizer.is_null()) return BpePreTokenizer({}, source);
   if (!pre_tokenizer.is_object())
-    throw Error(fmt::format("{}: pre_tokenizer {} is not supported (byte-level BPE needs ByteLevel)",
-                            source, pre_tokenizer.dump()));
+    throw Error(fmt::format("{}: pre_tokenizer {} is not an object", source, pre_tokenizer.dump()));
   std::vector<PreTokenizerStep> steps;
   if (pre_tokenizer.value("type", std::string()) == "Sequence") {
     const auto& list = pre_tokenizer.at("pretokenizers");
@@ -147,17 +156,22 @@ BytePreTokenizer BytePreTokenizer::from_json(const nlohmann::json& pre_tokenizer
   } else {
     steps.push_back(bpe_pre_tokenizer_impl::step_from_json(pre_tokenizer, source));
   }
-  return BytePreTokenizer(std::move(steps), source);
+  return BpePreTokenizer(std::move(steps), source);
 }
 
-nlohmann::json BytePreTokenizer::to_json() const {
+bool BpePreTokenizer::byte_level() const {
+  return !steps_.empty() && steps_.back().kind == PreTokenizerStep::Kind::kByteLevel;
+}
+
+nlohmann::json BpePreTokenizer::to_json() const {
+  if (steps_.empty()) return nullptr;
   if (steps_.size() == 1) return bpe_pre_tokenizer_impl::step_to_json(steps_.front());
   auto list = nlohmann::json::array();
   for (const auto& step : steps_) list.push_back(bpe_pre_tokenizer_impl::step_to_json(step));
   return {{"type", "Sequence"}, {"pretokenizers", list}};
 }
 
-std::vector<std::string> BytePreTokenizer::pre_tokenize(const std::string& text) const {
+std::vector<std::string> BpePreTokenizer::pre_tokenize(const std::string& text) const {
   std::vector<std::string> pieces;
   if (!text.empty()) pieces.push_back(text);
   for (std::size_t i = 0; i < steps_.size(); ++i) {
@@ -168,12 +182,15 @@ std::vector<std::string> BytePreTokenizer::pre_tokenize(const std::string& text)
         piece.insert(0, 1, ' ');
       if (step.kind == PreTokenizerStep::Kind::kByteLevel && !step.use_regex)
         next.push_back(std::move(piece));
+      else if (step.merged_with_previous)
+        bpe_pre_tokenizer_impl::split_merged_with_previous(regexes_[i], piece, next);
       else
         bpe_pre_tokenizer_impl::split_isolated(regexes_[i], piece, next);
     }
     pieces = std::move(next);
   }
-  for (auto& piece : pieces) piece = bytes_to_unicode_text(piece);
+  if (byte_level())
+    for (auto& piece : pieces) piece = bytes_to_unicode_text(piece);
   return pieces;
 }
 

@@ -43,8 +43,17 @@ const std::set<std::string>& known_keys() {
       "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
       "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
       "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token",
-      "tokenizer.ggml.add_eos_token", "tokenizer.ggml.add_space_prefix", "tokenizer.chat_template"};
+      "tokenizer.ggml.add_eos_token", "tokenizer.ggml.add_space_prefix", "tokenizer.ggml.add_sep_token",
+      "tokenizer.chat_template",
+      // SentencePiece scores: transformers orders Gemma's merges by file position, not by them.
+      "tokenizer.ggml.scores"};
   return keys;
+}
+
+/// general.architecture, or "" when absent.
+std::string gguf_architecture(const GgufFile& f) {
+  const auto* v = find_typed(f, "general.architecture", GgufValueType::STRING);
+  return v ? v->value.get<std::string>() : std::string();
 }
 
 }  // namespace
@@ -54,8 +63,11 @@ bool has_gguf_tokenizer(const GgufFile& gguf) { return gguf.header.find("tokeniz
 std::string unsupported_gguf_tokenizer(const GgufFile& gguf) {
   const auto* model = find_typed(gguf, "tokenizer.ggml.model", GgufValueType::STRING);
   if (!model || model->value.get<std::string>() == "gpt2") return "";
-  return fmt::format("its tokenizer (tokenizer.ggml.model '{}', a SentencePiece vocabulary) is not read yet "
-                     "(byte-level BPE 'gpt2' only)", model->value.get<std::string>());
+  const auto architecture = gguf_architecture(gguf);
+  if (model->value.get<std::string>() == "llama" && is_gemma_sentencepiece(architecture)) return "";
+  return fmt::format("its tokenizer (tokenizer.ggml.model '{}' of architecture '{}') is not read (byte-level "
+                     "BPE 'gpt2', and Gemma's SentencePiece 'llama', only)",
+                     model->value.get<std::string>(), architecture);
 }
 
 GgufVocabulary read_gguf_vocabulary(const GgufFile& gguf) {
@@ -66,6 +78,7 @@ GgufVocabulary read_gguf_vocabulary(const GgufFile& gguf) {
   const auto* model = find_typed(gguf, "tokenizer.ggml.model", GgufValueType::STRING);
   if (!model) gguf_error(gguf.path, "has no tokenizer (tokenizer.ggml.model is missing)");
   v.model = model->value.get<std::string>();
+  v.architecture = gguf_architecture(gguf);
   if (const auto* pre = find_typed(gguf, "tokenizer.ggml.pre", GgufValueType::STRING))
     v.pre = pre->value.get<std::string>();
   v.tokens = array_or_empty<std::string>(gguf, "tokenizer.ggml.tokens", GgufValueType::STRING);
@@ -80,17 +93,19 @@ GgufVocabulary read_gguf_vocabulary(const GgufFile& gguf) {
   v.unk_id = id_or(gguf, "tokenizer.ggml.unknown_token_id");
   v.pad_id = id_or(gguf, "tokenizer.ggml.padding_token_id");
   v.add_bos = flag_or(gguf, "tokenizer.ggml.add_bos_token", false);
+  v.add_bos_given = gguf.header.find("tokenizer.ggml.add_bos_token") != nullptr;
+  if (flag_or(gguf, "tokenizer.ggml.add_sep_token", false))
+    gguf_error(gguf.path, "tokenizer.ggml.add_sep_token is true: a separator token is not modelled here");
   v.add_eos = flag_or(gguf, "tokenizer.ggml.add_eos_token", false);
   if (flag_or(gguf, "tokenizer.ggml.add_space_prefix", false))
-    gguf_error(gguf.path, "tokenizer.ggml.add_space_prefix is true: a prefix space is not modelled for "
-                          "byte-level BPE here");
+    gguf_error(gguf.path, "tokenizer.ggml.add_space_prefix is true: a prefix space is not modelled here");
   return v;
 }
 
-std::shared_ptr<ByteLevelBpeTokenizer> gguf_tokenizer(const GgufFile& gguf) {
+std::shared_ptr<BpeTokenizer> gguf_tokenizer(const GgufFile& gguf) {
   const auto vocabulary = read_gguf_vocabulary(gguf);  // its errors name the file already
   try {
-    return std::make_shared<ByteLevelBpeTokenizer>(ByteLevelBpeTokenizer::from_gguf(vocabulary));
+    return std::make_shared<BpeTokenizer>(BpeTokenizer::from_gguf(vocabulary));
   } catch (const Error& e) {
     gguf_error(gguf.path, e.what());
   }
@@ -102,7 +117,7 @@ std::string gguf_chat_template(const GgufFile& gguf) {
 }
 
 std::map<std::string, std::string> gguf_tokenizer_files(const GgufFile& gguf,
-                                                        const std::shared_ptr<ByteLevelBpeTokenizer>& tokenizer) {
+                                                        const std::shared_ptr<BpeTokenizer>& tokenizer) {
   if (!tokenizer) return {};
   auto config = tokenizer->to_tokenizer_config_json();
   if (const auto chat = gguf_chat_template(gguf); !chat.empty()) config["chat_template"] = chat;

@@ -9,7 +9,7 @@
 namespace headprune::models {
 
 /// A checkpoint's tokenizer as training and evaluation use it (WordPieceTokenizer for BERT,
-/// Llama2cTokenizer for llama2.c LLaMA, ByteLevelBpeTokenizer for GPT-2-style BPE vocabularies).
+/// Llama2cTokenizer for llama2.c LLaMA, BpeTokenizer for GPT-2-style BPE vocabularies).
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;

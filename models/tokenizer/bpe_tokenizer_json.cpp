@@ -1,14 +1,14 @@
-// ByteLevelBpeTokenizer <-> HF tokenizer.json (huggingface/tokenizers `Tokenizer` serialisation).
+// BpeTokenizer <-> HF tokenizer.json (huggingface/tokenizers `Tokenizer` serialisation).
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "models/errors.h"
-#include "models/tokenizer/byte_level_bpe.h"
+#include "models/tokenizer/bpe_tokenizer.h"
 
 namespace headprune::models {
-namespace byte_level_bpe_json_impl {
+namespace bpe_tokenizer_json_impl {
 
 /// `section`'s "type", or "" when absent / null.
 std::string section_type(const nlohmann::json& tokenizer, const char* section) {
@@ -17,13 +17,28 @@ std::string section_type(const nlohmann::json& tokenizer, const char* section) {
   return it->is_object() ? it->value("type", std::string("?")) : std::string("?");
 }
 
+const nlohmann::json kReplaceSpace = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+const nlohmann::json kByteFallbackDecoder = {
+    {"type", "Sequence"},
+    {"decoders",
+     {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}}, {{"type", "ByteFallback"}},
+      {{"type", "Fuse"}}}}};
+
+/// A boolean option of the BPE model (absent or null: false). @throws Error on a non-boolean.
+bool flag(const nlohmann::json& model, const char* key, const std::string& source) {
+  const auto it = model.find(key);
+  if (it == model.end() || it->is_null()) return false;
+  if (!it->is_boolean()) throw Error(fmt::format("{}: BPE {} {} is not true or false", source, key, it->dump()));
+  return it->get<bool>();
+}
+
 /// Refuses a BPE model option that is set to anything but its neutral value.
 void refuse_option(const nlohmann::json& model, const char* key, const std::string& source) {
   const auto it = model.find(key);
   if (it == model.end() || it->is_null() || (it->is_boolean() && !it->get<bool>()) ||
       (it->is_string() && it->get<std::string>().empty()))
     return;
-  throw Error(fmt::format("{}: BPE {} {} is not supported (byte-level BPE without it only)", source, key, it->dump()));
+  throw Error(fmt::format("{}: BPE {} {} is not supported (BPE without it only)", source, key, it->dump()));
 }
 
 std::vector<std::pair<std::string, std::string>> read_merges(const nlohmann::json& merges, const std::string& source) {
@@ -47,11 +62,10 @@ std::vector<std::pair<std::string, std::string>> read_merges(const nlohmann::jso
 BpeModel read_model(const nlohmann::json& tokenizer, const std::string& source) {
   const auto type = section_type(tokenizer, "model");
   if (type != "BPE")
-    throw Error(fmt::format("{}: model type '{}' is not supported by the byte-level BPE tokenizer (BPE only)",
+    throw Error(fmt::format("{}: model type '{}' is not supported by the BPE tokenizer (BPE only)",
                             source, type.empty() ? "none" : type));
   const auto& model = tokenizer.at("model");
-  for (const char* key : {"dropout", "unk_token", "byte_fallback", "continuing_subword_prefix",
-                          "end_of_word_suffix", "fuse_unk"})
+  for (const char* key : {"dropout", "continuing_subword_prefix", "end_of_word_suffix"})
     refuse_option(model, key, source);
   std::unordered_map<std::string, int64_t> vocab;
   const auto& map = model.at("vocab");
@@ -64,22 +78,42 @@ BpeModel read_model(const nlohmann::json& tokenizer, const std::string& source) 
   }
   const auto& merges = model.at("merges");
   if (!merges.is_array()) throw Error(fmt::format("{}: model.merges is not a list", source));
-  const auto ignore = model.find("ignore_merges");
-  return BpeModel(std::move(vocab), read_merges(merges, source),
-                  ignore != model.end() && ignore->is_boolean() && ignore->get<bool>(), source);
+  BpeUnknowns unknowns;
+  unknowns.byte_fallback = flag(model, "byte_fallback", source);
+  unknowns.fuse_unk = flag(model, "fuse_unk", source);
+  if (const auto unk = model.find("unk_token"); unk != model.end() && !unk->is_null()) {
+    const auto it = unk->is_string() ? vocab.find(unk->get<std::string>()) : vocab.end();
+    if (it == vocab.end())
+      throw Error(fmt::format("{}: BPE unk_token {} is not in the vocabulary", source, unk->dump()));
+    unknowns.unk_id = it->second;
+  }
+  return BpeModel(std::move(vocab), read_merges(merges, source), flag(model, "ignore_merges", source), source,
+                  unknowns);
 }
 
-/// Whether the normalizer is NFC (true) or none (false). @throws Error on any other.
-bool read_normalizer(const nlohmann::json& tokenizer, const std::string& source) {
+/// The normalizer, or the one step of a Sequence of one. @throws Error on any other.
+BpeNormalizer read_normalizer(const nlohmann::json& tokenizer, const std::string& source) {
   const auto type = section_type(tokenizer, "normalizer");
-  if (type.empty()) return false;
-  if (type == "NFC") return true;
+  if (type.empty()) return BpeNormalizer::kNone;
+  auto step = tokenizer.at("normalizer");
   if (type == "Sequence") {
-    const auto& list = tokenizer.at("normalizer").at("normalizers");
-    if (list.is_array() && list.empty()) return false;
-    if (list.is_array() && list.size() == 1 && list[0].value("type", std::string()) == "NFC") return true;
+    const auto& list = step.at("normalizers");
+    if (list.is_array() && list.empty()) return BpeNormalizer::kNone;
+    if (list.is_array() && list.size() == 1) step = list[0];
   }
-  throw Error(fmt::format("{}: normalizer '{}' is not supported (byte-level BPE reads none or NFC)", source, type));
+  if (step == nlohmann::json{{"type", "NFC"}}) return BpeNormalizer::kNfc;
+  if (step == kReplaceSpace) return BpeNormalizer::kSpaceToMetaspace;
+  throw Error(fmt::format("{}: normalizer {} is not supported (none, NFC, or Replace \" \" with \"\u2581\")", source,
+                          tokenizer.at("normalizer").dump()));
+}
+
+BpeDecoder read_decoder(const nlohmann::json& tokenizer, const std::string& source) {
+  const auto type = section_type(tokenizer, "decoder");
+  if (type == "ByteLevel") return BpeDecoder::kByteLevel;
+  if (tokenizer.at("decoder") == kByteFallbackDecoder) return BpeDecoder::kByteFallback;
+  throw Error(fmt::format("{}: decoder {} is not supported (ByteLevel, or Replace \"\u2581\" with \" \" + "
+                          "ByteFallback + Fuse)",
+                          source, type.empty() ? "none" : tokenizer.at("decoder").dump()));
 }
 
 /// Prefix / suffix ids of a TemplateProcessing "single" template: SpecialTokens around $A.
@@ -137,20 +171,17 @@ std::optional<std::string> config_token(const nlohmann::json& config, const char
   return std::nullopt;
 }
 
-}  // namespace byte_level_bpe_json_impl
+}  // namespace bpe_tokenizer_json_impl
 
-ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_json(const nlohmann::json& tokenizer, const std::string& source,
+BpeTokenizer BpeTokenizer::from_json(const nlohmann::json& tokenizer, const std::string& source,
                                                        const nlohmann::json& config) {
-  namespace impl = byte_level_bpe_json_impl;
+  namespace impl = bpe_tokenizer_json_impl;
   try {
     if (!tokenizer.is_object()) throw Error(fmt::format("{}: not a tokenizer.json object", source));
     auto model = impl::read_model(tokenizer, source);
-    const bool nfc = impl::read_normalizer(tokenizer, source);
-    const auto decoder = impl::section_type(tokenizer, "decoder");
-    if (decoder != "ByteLevel")
-      throw Error(fmt::format("{}: decoder '{}' is not supported (ByteLevel only)", source,
-                              decoder.empty() ? "none" : decoder));
-    auto pre = BytePreTokenizer::from_json(tokenizer.value("pre_tokenizer", nlohmann::json()), source);
+    const auto normalizer = impl::read_normalizer(tokenizer, source);
+    const auto decoder = impl::read_decoder(tokenizer, source);
+    auto pre = BpePreTokenizer::from_json(tokenizer.value("pre_tokenizer", nlohmann::json()), source);
     std::vector<AddedToken> added;
     if (const auto it = tokenizer.find("added_tokens"); it != tokenizer.end() && !it->is_null())
       for (const auto& token : *it) {
@@ -158,7 +189,7 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_json(const nlohmann::json& tok
         // HF AddedVocabulary: a content already in the model's vocabulary keeps the model's id.
         if (const auto id = model.token_to_id(added.back().content)) added.back().id = *id;
       }
-    ByteLevelBpeTokenizer out(std::move(model), std::move(pre), nfc, std::move(added));
+    BpeTokenizer out(std::move(model), std::move(pre), normalizer, decoder, std::move(added), source);
     impl::read_post_processor(tokenizer.value("post_processor", nlohmann::json()), source, out.prefix_ids_,
                               out.suffix_ids_);
     const auto id_of = [&](const char* key) -> std::optional<int64_t> {
@@ -171,27 +202,27 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_json(const nlohmann::json& tok
     out.pad_id_ = id_of("pad_token");
     return out;
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: not a byte-level BPE tokenizer.json ({})", source, e.what()));
+    throw Error(fmt::format("{}: not a BPE tokenizer.json ({})", source, e.what()));
   }
 }
 
-ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_tokenizer_json(const std::filesystem::path& file) {
-  const auto tokenizer = byte_level_bpe_json_impl::read_file(file);
+BpeTokenizer BpeTokenizer::from_tokenizer_json(const std::filesystem::path& file) {
+  const auto tokenizer = bpe_tokenizer_json_impl::read_file(file);
   const auto config_file = file.parent_path() / "tokenizer_config.json";
-  const auto config = std::filesystem::is_regular_file(config_file) ? byte_level_bpe_json_impl::read_file(config_file)
+  const auto config = std::filesystem::is_regular_file(config_file) ? bpe_tokenizer_json_impl::read_file(config_file)
                                                                     : nlohmann::json();
   return from_json(tokenizer, file.string(), config);
 }
 
-bool ByteLevelBpeTokenizer::present_in(const std::filesystem::path& dir) {
+bool BpeTokenizer::present_in(const std::filesystem::path& dir) {
   const auto file = dir / kTokenizerJsonFile;
   if (!std::filesystem::is_regular_file(file)) return false;
   std::ifstream in(file, std::ios::binary);
   const auto j = nlohmann::json::parse(in, nullptr, false);
-  return !j.is_discarded() && byte_level_bpe_json_impl::section_type(j, "model") == "BPE";
+  return !j.is_discarded() && bpe_tokenizer_json_impl::section_type(j, "model") == "BPE";
 }
 
-nlohmann::json ByteLevelBpeTokenizer::post_processor_json() const {
+nlohmann::json BpeTokenizer::post_processor_json() const {
   auto single = nlohmann::json::array(), pair = nlohmann::json::array();
   nlohmann::json specials = nlohmann::json::object();
   const auto special = [&](int64_t id, nlohmann::json& list, int type_id) {
@@ -215,20 +246,33 @@ nlohmann::json ByteLevelBpeTokenizer::post_processor_json() const {
   return {{"type", "TemplateProcessing"}, {"single", single}, {"pair", pair}, {"special_tokens", specials}};
 }
 
-nlohmann::json ByteLevelBpeTokenizer::to_tokenizer_json() const {
+nlohmann::json BpeTokenizer::normalizer_json() const {
+  switch (normalizer_) {
+    case BpeNormalizer::kNfc:
+      return {{"type", "NFC"}};
+    case BpeNormalizer::kSpaceToMetaspace:
+      return bpe_tokenizer_json_impl::kReplaceSpace;
+    case BpeNormalizer::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+nlohmann::json BpeTokenizer::to_tokenizer_json() const {
   auto added = nlohmann::json::array();
   for (const auto& token : added_) added.push_back(token.to_json());
   nlohmann::json vocab = nlohmann::json::object();
   for (const auto& [token, id] : model_.vocab()) vocab[token] = id;
   auto merges = nlohmann::json::array();
   for (const auto& [a, b] : model_.merges()) merges.push_back({a, b});
+  const auto& unknowns = model_.unknowns();
   const nlohmann::json model = {{"type", "BPE"},
                                 {"dropout", nullptr},
-                                {"unk_token", nullptr},
+                                {"unk_token", unknowns.unk_id ? nlohmann::json(token_text(*unknowns.unk_id)) : nullptr},
                                 {"continuing_subword_prefix", nullptr},
                                 {"end_of_word_suffix", nullptr},
-                                {"fuse_unk", false},
-                                {"byte_fallback", false},
+                                {"fuse_unk", unknowns.fuse_unk},
+                                {"byte_fallback", unknowns.byte_fallback},
                                 {"ignore_merges", model_.ignore_merges()},
                                 {"vocab", vocab},
                                 {"merges", merges}};
@@ -236,14 +280,17 @@ nlohmann::json ByteLevelBpeTokenizer::to_tokenizer_json() const {
           {"truncation", nullptr},
           {"padding", nullptr},
           {"added_tokens", added},
-          {"normalizer", nfc_ ? nlohmann::json{{"type", "NFC"}} : nlohmann::json()},
+          {"normalizer", normalizer_json()},
           {"pre_tokenizer", pre_tokenizer_.to_json()},
           {"post_processor", post_processor_json()},
-          {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+          {"decoder", decoder_ == BpeDecoder::kByteFallback
+                          ? bpe_tokenizer_json_impl::kByteFallbackDecoder
+                          : nlohmann::json{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
+                                           {"use_regex", true}}},
           {"model", model}};
 }
 
-nlohmann::json ByteLevelBpeTokenizer::to_tokenizer_config_json() const {
+nlohmann::json BpeTokenizer::to_tokenizer_config_json() const {
   nlohmann::json config = {{"tokenizer_class", "PreTrainedTokenizerFast"}};
   const auto put = [&](const char* key, const std::optional<int64_t>& id) {
     if (id) config[key] = token_text(*id);

@@ -1,22 +1,27 @@
-// GPT-2-style byte-level BPE tokenizer (GPT-2, Llama 3, Qwen2, SmolLM), identical in ids to HF
-// `tokenizers` (checked against tokenizers 0.23.3 on SmolLM2-135M-Instruct: tests/
-// bpe_tokenizer_test.cpp, fixtures by tools/make_bpe_fixtures.py).
+// BPE tokenizer as HF `tokenizers` runs it, in two flavours, identical in ids to HF:
+//   byte-level (GPT-2, Llama 3, Qwen2, SmolLM): ByteLevel pre-tokenizer and decoder; checked
+//     against tokenizers 0.23.3 on SmolLM2-135M-Instruct (tests/bpe_tokenizer_test.cpp, fixtures
+//     by tools/make_bpe_fixtures.py);
+//   SentencePiece-style (Gemma): normalizer Replace(" ", "▁"), the text one word, byte fallback
+//     to <0xXX> tokens, decoder Replace("▁", " ") + ByteFallback + Fuse; checked against
+//     transformers 5.24's GemmaTokenizer built from a GGUF (tests/spm_tokenizer_test.cpp,
+//     fixtures by tools/make_spm_fixtures.py).
 //
 // Pipeline (HF tokenizers `TokenizerImpl::encode`):
 //   1. added tokens with normalized false are found verbatim in the raw text (added_vocabulary.h);
-//   2. each stretch between them is normalized (null or NFC), then searched for the added
-//      tokens with normalized true;
+//   2. each stretch between them is normalized (none, NFC or Replace(" ", "▁")), then searched
+//      for the added tokens with normalized true;
 //   3. each plain stretch is pre-tokenized (bpe_pre_tokenizer.h: Split / Digits / ByteLevel,
-//      regexes run by PCRE2) into byte-level mapped words;
+//      regexes run by PCRE2) into words;
 //   4. each word is BPE-merged by rank (bpe_model.h);
 //   5. the post-processor adds its special tokens (TemplateProcessing, e.g. Llama 3's BOS).
-// decode() is HF's ByteLevel decoder. Input must be UTF-8: invalid bytes throw
-// headprune::Error naming their byte offset.
-// Refused by name (headprune::Error): models other than BPE, BPE dropout / unk_token /
-// byte_fallback / continuing_subword_prefix / end_of_word_suffix, normalizers other than null
-// and NFC, pre-tokenizers other than ByteLevel / Split(Isolated) / Digits / Sequence, decoders
-// other than ByteLevel, post-processors other than ByteLevel / TemplateProcessing / Sequence of
-// them, added tokens with single_word true.
+// Input must be UTF-8: invalid bytes throw headprune::Error naming their byte offset.
+// Refused by name (headprune::Error): models other than BPE, BPE dropout /
+// continuing_subword_prefix / end_of_word_suffix, an unk_token missing from the vocabulary,
+// normalizers other than those above, pre-tokenizers other than ByteLevel / Split / Digits /
+// Sequence, decoders other than the two above or not matching the pre-tokenizer, post-processors
+// other than ByteLevel / TemplateProcessing / Sequence of them, added tokens with single_word
+// true.
 #pragma once
 
 #include <cstdint>
@@ -39,34 +44,49 @@ namespace headprune::models {
 /// The tokenizer part of a GGUF file's metadata (llama.cpp `tokenizer.ggml.*`), as a GGUF reader
 /// fills it.
 struct GgufVocabulary {
-  std::string model;  ///< tokenizer.ggml.model: "gpt2" for byte-level BPE
+  std::string architecture;  ///< general.architecture (chooses the SentencePiece conversion)
+  std::string model;  ///< tokenizer.ggml.model: "gpt2" for byte-level BPE, "llama" for SentencePiece
   std::string pre;    ///< tokenizer.ggml.pre ("smollm", "llama-bpe", "qwen2", "gpt-2"), may be empty
   std::vector<std::string> tokens;   ///< tokenizer.ggml.tokens, index = id
-  std::vector<int32_t> token_types;  ///< tokenizer.ggml.token_type: 1 normal, 3 control, 4 user-defined
+  std::vector<int32_t> token_types;  ///< tokenizer.ggml.token_type: 1 normal, 3 control, 4 user-defined, 6 byte
   std::vector<std::string> merges;   ///< tokenizer.ggml.merges, "a b", rank order
   int64_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
   bool add_bos = false, add_eos = false;  ///< tokenizer.ggml.add_bos_token / add_eos_token
+  bool add_bos_given = false;             ///< whether the file states add_bos_token
 };
 
-class ByteLevelBpeTokenizer : public Tokenizer {
+/// Whether a GGUF of `architecture` ("gemma", "gemma2", "gemma3") has the SentencePiece
+/// vocabulary BpeTokenizer::from_gguf builds as transformers' GemmaTokenizer.
+bool is_gemma_sentencepiece(const std::string& architecture);
+
+/// The normalizers BpeTokenizer runs (HF `normalizers`): none, NFC, or Replace(" ", "▁").
+enum class BpeNormalizer { kNone, kNfc, kSpaceToMetaspace };
+/// The decoders (HF `decoders`): ByteLevel, or Sequence[Replace("▁", " "), ByteFallback, Fuse].
+enum class BpeDecoder { kByteLevel, kByteFallback };
+
+class BpeTokenizer : public Tokenizer {
  public:
   /// Reads HF `tokenizer.json` and, if present beside it, `tokenizer_config.json` for the
   /// names of bos_token / eos_token / pad_token (only to know pad_id(); which special tokens
   /// encode() adds is the tokenizer.json post-processor's business, as in HF's fast tokenizers).
   /// @throws headprune::Error naming the file and what is missing, malformed or unsupported.
-  static ByteLevelBpeTokenizer from_tokenizer_json(const std::filesystem::path& file);
+  static BpeTokenizer from_tokenizer_json(const std::filesystem::path& file);
   /// The same from parsed JSON; `source` names it in messages; `config` is tokenizer_config.json
   /// (or null).
-  static ByteLevelBpeTokenizer from_json(const nlohmann::json& tokenizer, const std::string& source,
+  static BpeTokenizer from_json(const nlohmann::json& tokenizer, const std::string& source,
                                          const nlohmann::json& config = nullptr);
-  /// From a GGUF vocabulary: llama.cpp's `pre` name chooses the pre-tokenizer as in upstream HF
+  /// From a GGUF vocabulary.
+  /// Byte-level ("gpt2"): llama.cpp's `pre` name chooses the pre-tokenizer as in upstream HF
   /// tokenizer.json (llama-vocab.cpp): "gpt-2"/"gpt2" -> ByteLevel(use_regex); "llama-bpe"/
   /// "llama3"/"llama-v3" -> Split(Llama 3 regex) + ByteLevel, ignore_merges; "qwen2" -> NFC,
   /// Split(Qwen2 regex) + ByteLevel; "smollm" -> Digits(individual) + ByteLevel(use_regex).
   /// Control tokens (type 3) become special added tokens, user-defined ones (4) plain added
   /// tokens; add_bos / add_eos become a TemplateProcessing post-processor.
+  /// SentencePiece ("llama") of a Gemma architecture (gemma, gemma2, gemma3): as transformers
+  /// 5.24's `gguf_tokenizer_mapping.gemma_tokenizer` builds GemmaTokenizer (see
+  /// spm_from_gguf.cpp); other SentencePiece vocabularies are refused with the architecture.
   /// @throws headprune::Error naming the model, pre name or id that is not supported / invalid.
-  static ByteLevelBpeTokenizer from_gguf(const GgufVocabulary& vocabulary);
+  static BpeTokenizer from_gguf(const GgufVocabulary& vocabulary);
   /// Whether `dir` holds a tokenizer.json whose model.type is "BPE".
   static bool present_in(const std::filesystem::path& dir);
 
@@ -83,9 +103,10 @@ class ByteLevelBpeTokenizer : public Tokenizer {
   /// ids cut to max_length minus the post-processor's tokens, then those added.
   /// @throws headprune::Error on invalid UTF-8 or a max_length below the added tokens' count.
   std::vector<int64_t> encode(const std::string& text, std::size_t max_length) const override;
-  /// HF `decode(ids, skip_special_tokens)` with the ByteLevel decoder: token texts joined, each
-  /// mapped back to bytes, invalid UTF-8 replaced by U+FFFD. Ids with no token are skipped, as HF
-  /// does (model embeddings are often padded beyond the vocabulary).
+  /// HF `decode(ids, skip_special_tokens)`: ByteLevel (token texts joined, each mapped back to
+  /// bytes, invalid UTF-8 replaced by U+FFFD) or ByteFallback (▁ -> space, runs of <0xXX> tokens
+  /// joined into their UTF-8, or one U+FFFD per byte when invalid). Ids with no token are
+  /// skipped, as HF does (model embeddings are often padded beyond the vocabulary).
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens = false) const;
 
   /// Generation: the post-processor's tokens before the text (BOS where it adds one), none after.
@@ -98,6 +119,8 @@ class ByteLevelBpeTokenizer : public Tokenizer {
   /// The pre-tokenizer's pieces of `text` (HF `pre_tokenizer.pre_tokenize_str` after the
   /// normalizer), for tests and debugging. @throws headprune::Error on invalid UTF-8.
   std::vector<std::string> pre_tokenize(const std::string& text) const;
+  /// `text` after the normalizer (HF `normalizer.normalize_str`).
+  std::string normalize(const std::string& text) const;
 
   /// Padding id: pad token, else eos token, else 0.
   int64_t pad_id() const override;
@@ -111,15 +134,23 @@ class ByteLevelBpeTokenizer : public Tokenizer {
   std::optional<int64_t> eos_id() const { return eos_id_; }
 
  private:
-  ByteLevelBpeTokenizer(BpeModel model, BytePreTokenizer pre_tokenizer, bool nfc,
-                        std::vector<AddedToken> added);
+  /// @throws headprune::Error naming `source` when the decoder does not fit the pre-tokenizer
+  ///         (ByteLevel goes with ByteLevel), or a normalized added token contains a space the
+  ///         Replace normalizer would change.
+  BpeTokenizer(BpeModel model, BpePreTokenizer pre_tokenizer, BpeNormalizer normalizer, BpeDecoder decoder,
+               std::vector<AddedToken> added, const std::string& source);
+  static BpeTokenizer from_sentencepiece_gguf(const GgufVocabulary& vocabulary);
+  void set_special_ids(const GgufVocabulary& vocabulary);
+  std::string decode_tokens(const std::vector<const std::string*>& tokens) const;
   void append_plain_ids(const std::string& text, std::vector<int64_t>& out) const;
   const AddedToken* added_token(int64_t id) const;
   nlohmann::json post_processor_json() const;
+  nlohmann::json normalizer_json() const;
 
   BpeModel model_;
-  BytePreTokenizer pre_tokenizer_;
-  bool nfc_ = false;  ///< normalizer NFC (else none)
+  BpePreTokenizer pre_tokenizer_;
+  BpeNormalizer normalizer_ = BpeNormalizer::kNone;
+  BpeDecoder decoder_ = BpeDecoder::kByteLevel;
   std::vector<AddedToken> added_;
   std::unordered_map<int64_t, std::size_t> added_index_;  ///< id -> index in added_ (first one)
   std::unordered_set<std::string> special_contents_;      ///< contents of special added tokens

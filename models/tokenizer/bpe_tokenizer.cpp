@@ -1,0 +1,224 @@
+#include "models/tokenizer/bpe_tokenizer.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "models/errors.h"
+#include "models/tokenizer/byte_level.h"
+
+namespace headprune::models {
+
+namespace bpe_tokenizer_impl {
+
+constexpr const char* kMetaspace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
+    text.replace(pos, from.size(), to);
+  return text;
+}
+
+/// The byte of a ByteFallback token "<0xXX>" (HF `decoders::ByteFallback`), or -1.
+int fallback_byte(const std::string& token) {
+  if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token.back() != '>') return -1;
+  const auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  const int hi = hex(token[3]), lo = hex(token[4]);
+  return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+/// HF ByteLevel decoder of one token: each character back to its byte, or the token's own UTF-8
+/// when a character is outside the byte map (an added token such as "<|im_start|>").
+std::string byte_level_token(const std::string& text) {
+  std::string mapped;
+  for (std::size_t pos = 0; pos < text.size();) {
+    char32_t c = 0;
+    pos += utf8_next(text, pos, c);
+    const auto byte = unicode_to_byte(c);
+    if (!byte) return text;
+    mapped += static_cast<char>(*byte);
+  }
+  return mapped;
+}
+
+/// HF Sequence[Replace("▁", " "), ByteFallback, Fuse] over the tokens.
+std::string byte_fallback_tokens(const std::vector<const std::string*>& tokens) {
+  std::string out, bytes;
+  const auto flush = [&] {
+    if (bytes.empty()) return;
+    if (utf8_lossy(bytes) == bytes) {  // valid UTF-8
+      out += bytes;
+    } else {
+      for (std::size_t i = 0; i < bytes.size(); ++i) out += "\xEF\xBF\xBD";  // one U+FFFD per byte
+    }
+    bytes.clear();
+  };
+  for (const auto* token : tokens) {
+    const auto text = replace_all(*token, kMetaspace, " ");
+    if (const int byte = fallback_byte(text); byte >= 0) {
+      bytes += static_cast<char>(byte);
+      continue;
+    }
+    flush();
+    out += text;
+  }
+  flush();
+  return out;
+}
+
+}  // namespace bpe_tokenizer_impl
+
+BpeTokenizer::BpeTokenizer(BpeModel model, BpePreTokenizer pre_tokenizer, BpeNormalizer normalizer,
+                           BpeDecoder decoder, std::vector<AddedToken> added, const std::string& source)
+    : model_(std::move(model)),
+      pre_tokenizer_(std::move(pre_tokenizer)),
+      normalizer_(normalizer),
+      decoder_(decoder),
+      added_(std::move(added)) {
+  if ((decoder_ == BpeDecoder::kByteLevel) != pre_tokenizer_.byte_level())
+    throw Error(fmt::format("{}: the {} decoder does not fit a pre_tokenizer {} ByteLevel (supported: ByteLevel "
+                            "with ByteLevel, ByteFallback without)",
+                            source, decoder_ == BpeDecoder::kByteLevel ? "ByteLevel" : "ByteFallback",
+                            pre_tokenizer_.byte_level() ? "ending in" : "without"));
+  std::vector<AddedToken> raw, normalized;
+  for (std::size_t i = 0; i < added_.size(); ++i) {
+    const auto& token = added_[i];
+    if (token.normalized && normalizer_ == BpeNormalizer::kSpaceToMetaspace && token.content.find(' ') != std::string::npos)
+      throw Error(fmt::format("{}: added token '{}' is normalized and contains a space (not supported with the "
+                              "Replace normalizer)",
+                              source, token.content));
+    added_index_.emplace(token.id, i);
+    if (token.special) special_contents_.insert(token.content);
+    (token.normalized ? normalized : raw).push_back(token);  // two passes, as HF, even without a normalizer
+  }
+  raw_matcher_ = AddedTokenMatcher(std::move(raw));
+  normalized_matcher_ = AddedTokenMatcher(std::move(normalized));
+}
+
+void BpeTokenizer::append_plain_ids(const std::string& text, std::vector<int64_t>& out) const {
+  for (const auto& word : pre_tokenizer_.pre_tokenize(text)) model_.encode_word(word, out);
+}
+
+std::vector<int64_t> BpeTokenizer::prompt_ids(const std::string& text) const {
+  auto ids = prefix_ids_;
+  const auto body = encode_text(text, false);
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
+std::vector<int64_t> BpeTokenizer::end_of_text_ids() const {
+  return eos_id_ ? std::vector<int64_t>{*eos_id_} : std::vector<int64_t>{};
+}
+
+std::vector<int64_t> BpeTokenizer::encode_text(const std::string& text, bool add_special_tokens) const {
+  require_utf8(text, "BPE tokenizer");
+  std::vector<int64_t> ids;
+  if (add_special_tokens) ids = prefix_ids_;
+  for (const auto& segment : raw_matcher_.split(text, 0, text.size())) {
+    if (segment.id >= 0) {
+      ids.push_back(segment.id);
+      continue;
+    }
+    const auto plain = text.substr(segment.begin, segment.end - segment.begin);
+    const auto normalized = normalize(plain);
+    for (const auto& inner : normalized_matcher_.split(normalized, 0, normalized.size())) {
+      if (inner.id >= 0)
+        ids.push_back(inner.id);
+      else
+        append_plain_ids(normalized.substr(inner.begin, inner.end - inner.begin), ids);
+    }
+  }
+  if (add_special_tokens) ids.insert(ids.end(), suffix_ids_.begin(), suffix_ids_.end());
+  return ids;
+}
+
+std::vector<int64_t> BpeTokenizer::encode(const std::string& text, std::size_t max_length) const {
+  const auto added = prefix_ids_.size() + suffix_ids_.size();
+  if (max_length < added || max_length == 0)
+    throw Error(fmt::format("BPE tokenizer: max_length {} leaves no room for the text "
+                            "(the tokenizer adds {} special token(s))",
+                            max_length, added));
+  auto ids = encode_text(text, false);
+  if (ids.size() > max_length - added) ids.resize(max_length - added);
+  ids.insert(ids.begin(), prefix_ids_.begin(), prefix_ids_.end());
+  ids.insert(ids.end(), suffix_ids_.begin(), suffix_ids_.end());
+  return ids;
+}
+
+std::vector<std::string> BpeTokenizer::pre_tokenize(const std::string& text) const {
+  require_utf8(text, "BPE tokenizer");
+  return pre_tokenizer_.pre_tokenize(normalize(text));
+}
+
+std::string BpeTokenizer::normalize(const std::string& text) const {
+  switch (normalizer_) {
+    case BpeNormalizer::kNfc:
+      return nfc(text);
+    case BpeNormalizer::kSpaceToMetaspace:
+      return bpe_tokenizer_impl::replace_all(text, " ", bpe_tokenizer_impl::kMetaspace);
+    case BpeNormalizer::kNone:
+      break;
+  }
+  return text;
+}
+
+const AddedToken* BpeTokenizer::added_token(int64_t id) const {
+  const auto it = added_index_.find(id);
+  return it == added_index_.end() ? nullptr : &added_[it->second];
+}
+
+std::string BpeTokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+  std::vector<const std::string*> tokens;
+  tokens.reserve(ids.size());
+  for (const auto id : ids) {
+    const auto* added = added_token(id);
+    const std::string* text = added ? &added->content : model_.id_to_token(id);
+    if (!text) continue;  // HF skips ids it has no token for
+    if (skip_special_tokens && special_contents_.count(*text)) continue;  // HF compares contents
+    tokens.push_back(text);
+  }
+  return decode_tokens(tokens);
+}
+
+std::string BpeTokenizer::decode_tokens(const std::vector<const std::string*>& tokens) const {
+  if (decoder_ == BpeDecoder::kByteFallback) return bpe_tokenizer_impl::byte_fallback_tokens(tokens);
+  std::string bytes;
+  for (const auto* token : tokens) bytes += bpe_tokenizer_impl::byte_level_token(*token);
+  return utf8_lossy(bytes);
+}
+
+int64_t BpeTokenizer::pad_id() const {
+  if (pad_id_) return *pad_id_;
+  if (eos_id_) return *eos_id_;
+  return 0;
+}
+
+std::string BpeTokenizer::token_text(int64_t id) const {
+  if (const auto* added = added_token(id)) return added->content;
+  if (const auto* token = model_.id_to_token(id)) return *token;
+  throw Error(fmt::format("BPE tokenizer: no token has id {} (vocabulary size {})", id, vocab_size()));
+}
+
+bool BpeTokenizer::is_special(int64_t id) const {
+  const auto* added = added_token(id);
+  return added && added->special;
+}
+
+std::optional<int64_t> BpeTokenizer::token_to_id(const std::string& token) const {
+  for (const auto& added : added_)
+    if (added.content == token) return added.id;
+  return model_.token_to_id(token);
+}
+
+int64_t BpeTokenizer::vocab_size() const {
+  int64_t bound = model_.id_bound();
+  for (const auto& token : added_) bound = std::max(bound, token.id + 1);
+  return bound;
+}
+
+}  // namespace headprune::models
