@@ -305,7 +305,8 @@ CATCH_TEST_CASE("Decoder families: what headprune does not implement is refused 
 CATCH_TEST_CASE("Decoder families: GGUF export writes what llama.cpp's llama runs and refuses the rest by name",
                 "[decoder-families]") {
   auto gemma = models::load_checkpoint(fixture("gemma3_text"), torch::kCPU);
-  CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(gemma), Catch::Contains("writing llama.cpp's gemma3 architecture is not implemented"));
+  CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(gemma),
+                          Catch::Contains("layer 1 is full attention; llama.cpp's gemma3 makes every 6th layer global"));
   for (const std::string name : {"qwen2", "qwen3", "phi3"}) {
     auto ckpt = models::load_checkpoint(fixture(name), torch::kCPU);
     CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(ckpt),
@@ -325,4 +326,33 @@ CATCH_TEST_CASE("Decoder families: GGUF export writes what llama.cpp's llama run
   const auto expected = logits_of("mistral", *full.model);
   CATCH_CHECK(max_diff("mistral", logits_of("mistral", *reloaded.model), expected) <=
               testing::float32_tolerance(full.model->config(), expected));
+}
+
+CATCH_TEST_CASE("Decoder families: Gemma 3 exports as llama.cpp's gemma3 and reads back with the same logits",
+                "[decoder-families]") {
+  // The fixture as llama.cpp's gemma3 graph computes it: every 6th layer global (here none of
+  // 3), the attention scale 1/sqrt(head_dim).
+  const auto dir = edited_config("gemma3_text", "gemma3-gguf", [](auto& c) {
+    c["layer_types"] = {"sliding_attention", "sliding_attention", "sliding_attention"};
+    c["query_pre_attn_scalar"] = 24;
+  });
+  auto dense = models::load_checkpoint(dir, torch::kCPU);
+  auto pruned = models::load_checkpoint(dir, torch::kCPU);
+  for (int64_t l = 0; l < 3; ++l) pruned.model->prune_heads(l, {1}, {});  // 3 of 4 query heads, KV groups 1 and 2
+  for (auto* ckpt : {&dense, &pruned}) {
+    const auto file = testing::temp_dir("gemma3-gguf-out") / "gemma3.gguf";
+    const auto written = models::export_gguf(*ckpt, file, true, models::GgufExportType::kF32);
+    CATCH_CHECK(written.architecture == "gemma3");
+    const auto f = models::read_gguf(file);
+    CATCH_CHECK(f.header.find("gemma3.attention.sliding_window")->value == 8);
+    CATCH_CHECK(f.header.find("gemma3.attention.head_count")->value == ckpt->model->config().kept_heads[0].size());
+    auto reloaded = models::load_checkpoint(file, torch::kCPU);  // norms 1 + w there, w here
+    const auto expected = logits_of("gemma3_text", *ckpt->model);
+    CATCH_CHECK(max_diff("gemma3_text", logits_of("gemma3_text", *reloaded.model), expected) <=
+                testing::float32_tolerance(ckpt->model->config(), expected));
+  }
+  auto uneven = models::load_checkpoint(dir, torch::kCPU);
+  uneven.model->prune_heads(0, {1}, {});
+  CATCH_CHECK_THROWS_WITH(models::build_gguf(uneven, models::GgufExportType::kF32),
+                          Catch::Contains("llama.cpp's gemma3 architecture cannot hold"));
 }

@@ -135,7 +135,7 @@ class Gemma3Family final : public llama::LlamaFamily {
   }
 
  protected:
-  std::string native_readers() const override { return "transformers 4.50+ and 5.x"; }
+  std::string v4_versions() const override { return "4.50+"; }
 };
 
 }  // namespace

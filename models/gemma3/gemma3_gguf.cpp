@@ -1,6 +1,8 @@
-// Gemma 3's GgufCodec (models/gguf_model.h): llama.cpp's `gemma3` architecture read through the
-// shared LLaMA-style reader (models/llama/llama_gguf.h) with Gemma's layout. Writing is not
-// implemented yet and is refused.
+// Gemma 3's GgufCodec (models/gguf_model.h): llama.cpp's `gemma3` architecture read and written
+// through the shared LLaMA-style reader and writer (models/llama/llama_gguf.h,
+// llama_gguf_export.h) with Gemma's layout. Writing needs what llama.cpp's gemma3 graph assumes
+// (below) and the same heads in every layer (one attention.head_count); anything else is
+// refused with the reason.
 //
 // Names (llama.cpp gguf-py tensor_mapping.py, MODEL_ARCH.GEMMA3): blk.N.{attn_norm, attn_q,
 // attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm, post_attention_norm, ffn_norm,
@@ -17,6 +19,8 @@
 #include "models/errors.h"
 #include "models/gguf_model.h"
 #include "models/llama/llama_gguf.h"
+#include "models/llama/llama_gguf_export.h"
+#include "models/llama/llama_model.h"
 
 namespace headprune::models::gemma3 {
 namespace {
@@ -55,6 +59,32 @@ nlohmann::json config_json(const GgufFile& f, bool tied) {
           {"torch_dtype", "float32"}};
 }
 
+void extra_metadata(const ModelConfig& c, GgufWriter& w) {
+  w.add("gemma3.attention.sliding_window", gguf_u32(static_cast<uint32_t>(c.sliding_window)));
+}
+
+/// Why llama.cpp's gemma3 graph would compute `c` differently, or "".
+std::string unlike_llama_cpp(const ModelConfig& c) {
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const bool sliding = !c.sliding_layers.empty() && c.sliding_layers[static_cast<std::size_t>(l)];
+    if (sliding != ((l + 1) % 6 != 0))
+      return fmt::format("layer {} is {} attention; llama.cpp's gemma3 makes every 6th layer global and the others "
+                         "sliding",
+                         l, sliding ? "sliding" : "full");
+  }
+  if (c.num_hidden_layers == 62)
+    return "it has 62 layers (the 27B), whose attention scale llama.cpp takes from hidden / heads, which pruning "
+           "changes";
+  if (c.query_pre_attn_scalar != static_cast<double>(c.head_dim))
+    return fmt::format("query_pre_attn_scalar {} is not head_dim {} (llama.cpp's scale)", c.query_pre_attn_scalar,
+                       c.head_dim);
+  if (c.rope_local_theta != 10000.0)
+    return fmt::format("rope_local_base_freq {} is not llama.cpp's fixed 10000", c.rope_local_theta);
+  if (c.hidden_act != "gelu_pytorch_tanh") return fmt::format("hidden_activation '{}' is not gelu_pytorch_tanh", c.hidden_act);
+  if (c.attention_bias || c.qkv_bias || c.mlp_bias) return "it has attention or MLP biases";
+  return "";
+}
+
 const llama::GgufDecoderLayout& layout() {
   static const llama::GgufDecoderLayout l = [] {
     llama::GgufDecoderLayout out;
@@ -75,6 +105,7 @@ const llama::GgufDecoderLayout& layout() {
     out.permute_qk = false;
     out.norms_hold_one_plus_weight = true;
     out.config_json = config_json;
+    out.extra_metadata = extra_metadata;
     return out;
   }();
   return l;
@@ -85,13 +116,14 @@ class Gemma3GgufCodec final : public GgufCodec {
   std::vector<std::string> architectures() const override { return {"gemma3"}; }
   GgufModel read(GgufFile file) const override { return llama::read_decoder_gguf(std::move(file), layout()); }
   void check_exportable(const Checkpoint& checkpoint) const override {
-    throw Error(fmt::format("export-gguf: {} is a Gemma 3 model; writing llama.cpp's gemma3 architecture is not "
-                            "implemented yet (export the HF folder, which llama.cpp's convert_hf_to_gguf.py reads)",
-                            checkpoint.dir.string()));
+    if (const auto why = unlike_llama_cpp(checkpoint.model->config()); !why.empty())
+      throw Error(fmt::format("export-gguf: {}: llama.cpp's gemma3 architecture would compute this model "
+                              "differently: {}",
+                              checkpoint.dir.string(), why));
   }
-  GgufExport build(const Checkpoint& checkpoint, GgufExportType, const std::string&) const override {
+  GgufExport build(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) const override {
     check_exportable(checkpoint);
-    return {};
+    return llama::build_decoder_gguf(checkpoint, type, name, layout());
   }
 };
 

@@ -124,14 +124,14 @@ bool head_count_fits(NativeHeadDim rule, const ModelConfig& c) {
 /// The layout warning of a uniform export that one major version of transformers loads
 /// natively and the other refuses (`rule` says which), pointing to `route`.
 std::string partial_native_warning(NativeHeadDim rule, const ModelConfig& c, const std::string& hf_class,
-                                   const std::string& route) {
+                                   const std::string& v4_reader, const std::string& route) {
   if (rule == NativeHeadDim::kDividesHiddenIn5)
     return fmt::format(
-        "every layer keeps {} query heads, which do not divide hidden_size {}: transformers "
-        "4.x loads this config natively (explicit head_dim), transformers 5's {} config "
-        "refuses it (\"hidden size is not a multiple of the number of attention heads\"); {}; "
-        "keep a head count that divides {} for a folder both load natively",
-        uniform_heads(c), c.hidden_size, hf_class, route, c.hidden_size);
+        "every layer keeps {} query heads, which do not divide hidden_size {}: {} loads this "
+        "config natively (explicit head_dim), transformers 5's {} config refuses it (\"hidden "
+        "size is not a multiple of the number of attention heads\"); {}; keep a head count that "
+        "divides {} for a folder both load natively",
+        uniform_heads(c), c.hidden_size, v4_reader, hf_class, route, c.hidden_size);
   return fmt::format(
       "every layer keeps {} query heads of {}, not hidden_size {}: transformers 5's {} loads "
       "this config natively (explicit head_dim), 4.x's refuses it (its head size is hidden_size "
@@ -214,7 +214,7 @@ std::optional<std::string> LlamaFamily::layout_warning(const ModelConfig& c) con
         "the same pattern in every layer)",
         hf_class(), remote_code_route(), display_name());
   if (uniform_heads(c) > 0 && !head_count_fits(head_dim_rule_, c))
-    return partial_native_warning(head_dim_rule_, c, hf_class(), remote_code_route());
+    return partial_native_warning(head_dim_rule_, c, hf_class(), partial_native_reader(), remote_code_route());
   return {};
 }
 std::string LlamaFamily::export_note(const ModelConfig& c) const {
@@ -234,13 +234,14 @@ bool LlamaFamily::loads_natively(const ModelConfig& c) const {
   return c.uniform_groups() && uniform_heads(c) > 0 && head_count_fits(head_dim_rule_, c);
 }
 std::string LlamaFamily::partial_native_reader() const {
-  return head_dim_rule_ == NativeHeadDim::kFillsHiddenIn4 ? "transformers 5" : "transformers 4.x";
+  return head_dim_rule_ == NativeHeadDim::kFillsHiddenIn4 ? "transformers 5" : "transformers " + v4_versions();
 }
+std::string LlamaFamily::native_readers() const { return fmt::format("transformers {} and 5.x", v4_versions()); }
 
 std::string LlamaFamily::remote_code_route() const {
   return fmt::format("AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) loads it in "
-                     "transformers 4.x and 5.x ({}, registered in auto_map)",
-                     remote_code()->auto_map.at("AutoModelForCausalLM").get<std::string>());
+                     "{} ({}, registered in auto_map)",
+                     native_readers(), remote_code()->auto_map.at("AutoModelForCausalLM").get<std::string>());
 }
 
 const ModelFamily& family() {

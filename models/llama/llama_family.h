@@ -76,7 +76,9 @@ class LlamaFamily : public ModelFamily {
   /// Who loads a uniform export that is not loads_natively ("transformers 4.x").
   std::string partial_native_reader() const;
   /// Who loads a loads_natively export ("transformers 4.x and 5.x").
-  virtual std::string native_readers() const { return "transformers 4.x and 5.x"; }
+  std::string native_readers() const;
+  /// The transformers 4 releases that have the family's class ("4.x"; Gemma 3: "4.50+").
+  virtual std::string v4_versions() const { return "4.x"; }
   /// "AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True) loads it ...", naming
   /// remote_code()'s class.
   std::string remote_code_route() const;

@@ -91,21 +91,6 @@ nlohmann::json llama_config_json(const GgufFile& f, bool tied) {
           {"torch_dtype", "float32"}};
 }
 
-const GgufDecoderLayout& llama_layout() {
-  static const GgufDecoderLayout layout = [] {
-    GgufDecoderLayout l;
-    l.architecture = "llama";
-    l.family = "LLaMA";
-    for (const auto& [gguf, hf] : kGgufLayerNames) l.layer_names.emplace_back(gguf, hf);
-    l.modelled_keys = {"llama.context_length", "llama.embedding_length", "llama.block_count",
-                       "llama.feed_forward_length", "llama.attention.head_count", "llama.attention.head_count_kv",
-                       "llama.rope.freq_base", "llama.attention.layer_norm_rms_epsilon", "llama.rope.dimension_count",
-                       "llama.vocab_size", "llama.attention.key_length", "llama.attention.value_length"};
-    l.config_json = llama_config_json;
-    return l;
-  }();
-  return layout;
-}
 
 /// Permutes q/k rows back to HF's rotary halves and checks their shapes.
 void permute_query_key_rows(GgufModel& out) {
@@ -124,6 +109,23 @@ void permute_query_key_rows(GgufModel& out) {
 }
 
 }  // namespace
+
+const GgufDecoderLayout& llama_layout() {
+  static const GgufDecoderLayout layout = [] {
+    GgufDecoderLayout l;
+    l.architecture = "llama";
+    l.family = "LLaMA";
+    for (const auto& [gguf, hf] : kGgufLayerNames) l.layer_names.emplace_back(gguf, hf);
+    l.modelled_keys = {"llama.context_length", "llama.embedding_length", "llama.block_count",
+                       "llama.feed_forward_length", "llama.attention.head_count", "llama.attention.head_count_kv",
+                       "llama.rope.freq_base", "llama.attention.layer_norm_rms_epsilon", "llama.rope.dimension_count",
+                       "llama.vocab_size", "llama.attention.key_length", "llama.attention.value_length"};
+    l.config_json = llama_config_json;
+    l.uneven_as_deci = true;
+    return l;
+  }();
+  return layout;
+}
 
 int64_t gguf_integer(const GgufFile& f, const std::string& key) {
   const auto& v = required(f, key);

@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/config.h"
+#include "models/formats/gguf_writer.h"
 #include "models/gguf_model.h"
 
 namespace headprune::models::llama {
@@ -38,7 +40,14 @@ struct GgufDecoderLayout {
   bool norms_hold_one_plus_weight = false;
   /// The HF config.json of the file (`tied`: the file has no output.weight).
   nlohmann::json (*config_json)(const GgufFile& file, bool tied) = nullptr;
+  /// Writing: layers with different head counts go to llama.cpp's `deci` (LLaMA) or are refused.
+  bool uneven_as_deci = false;
+  /// Writing: the architecture's keys beyond the shared ones (Gemma 3's sliding_window), or null.
+  void (*extra_metadata)(const ModelConfig& c, GgufWriter& w) = nullptr;
 };
+
+/// LLaMA's layout (architecture `llama`).
+const GgufDecoderLayout& llama_layout();
 
 /// Reads `file` (header read, architecture layout.architecture) into HF conventions: names by
 /// the layout's tables (token_embd, output_norm, output as LLaMA's), q/k rows permuted back where

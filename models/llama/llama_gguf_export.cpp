@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/llama/llama_gguf.h"
 #include "models/llama/llama_gguf_names.h"
 #include "models/llama/llama_model.h"
 #include "models/tokenizer/bpe_tokenizer.h"
@@ -49,8 +50,8 @@ std::string pre_name(const nlohmann::json& tokenizer_json) {
 /// llama.cpp's tokenizer.ggml.* keys (llama-vocab.cpp, LLAMA_VOCAB_TYPE_BPE) for `tok`, with the
 /// token list padded to the model's `n_vocab` embedding rows by "[PADi]" tokens of type 5
 /// (unused), as convert_hf_to_gguf.py pads.
-void add_tokenizer(GgufWriter& w, const BpeTokenizer& tok, const std::string& chat_template,
-                   int64_t n_vocab) {
+void add_byte_level_tokenizer(GgufWriter& w, const BpeTokenizer& tok, const std::string& chat_template,
+                              int64_t n_vocab) {
   const auto j = tok.to_tokenizer_json();
   if (tok.vocab_size() > n_vocab)
     throw Error(fmt::format("export-gguf: the tokenizer has {} tokens but the embedding only {} rows; llama.cpp "
@@ -104,6 +105,29 @@ void add_tokenizer(GgufWriter& w, const BpeTokenizer& tok, const std::string& ch
   if (!chat_template.empty()) w.add("tokenizer.chat_template", gguf_string(chat_template));
 }
 
+/// llama.cpp's tokenizer.ggml.* keys of a Gemma SentencePiece vocabulary (model "llama":
+/// tokens, scores, token types; no merges), as gemma_gguf_vocabulary recovers them.
+void add_sentencepiece_tokenizer(GgufWriter& w, const BpeTokenizer& tok, const std::string& chat_template,
+                                 int64_t n_vocab) {
+  const auto v = gemma_gguf_vocabulary(tok);
+  if (static_cast<int64_t>(v.tokens.size()) != n_vocab)
+    throw Error(fmt::format("export-gguf: the tokenizer has {} tokens but the embedding {} rows; llama.cpp's "
+                            "SentencePiece vocabulary needs one row per token",
+                            v.tokens.size(), n_vocab));
+  w.add("tokenizer.ggml.model", gguf_string(v.model));
+  w.add("tokenizer.ggml.pre", gguf_string(v.pre));
+  w.add("tokenizer.ggml.tokens", gguf_string_array(v.tokens));
+  w.add("tokenizer.ggml.scores", gguf_f32_array(v.scores));
+  w.add("tokenizer.ggml.token_type", gguf_i32_array(std::vector<int64_t>(v.token_types.begin(), v.token_types.end())));
+  for (auto [key, id] : {std::pair{"bos_token_id", v.bos_id}, std::pair{"eos_token_id", v.eos_id},
+                         std::pair{"unknown_token_id", v.unk_id}, std::pair{"padding_token_id", v.pad_id}})
+    if (id >= 0) w.add(fmt::format("tokenizer.ggml.{}", key), gguf_u32(static_cast<uint32_t>(id)));
+  w.add("tokenizer.ggml.add_bos_token", gguf_bool(v.add_bos));
+  w.add("tokenizer.ggml.add_eos_token", gguf_bool(v.add_eos));
+  w.add("tokenizer.ggml.add_space_prefix", gguf_bool(false));
+  if (!chat_template.empty()) w.add("tokenizer.chat_template", gguf_string(chat_template));
+}
+
 }  // namespace
 
 GgufLayerHeads llama_cpp_layer_heads(const std::vector<int64_t>& kv_of_query) {
@@ -128,8 +152,9 @@ torch::Tensor interleave_rotary_rows(const torch::Tensor& w, int64_t n_heads, in
 
 namespace {
 
-/// The layers' llama.cpp head layout, the architecture it needs and the warnings it brings.
-void plan_heads(const LlamaModel& model, GgufExport& out) {
+/// The layers' llama.cpp head layout, the architecture it needs and the warnings it brings:
+/// `layout`'s when every layer has the same heads, else `deci` where the layout allows it.
+void plan_heads(const LlamaModel& model, const GgufDecoderLayout& layout, GgufExport& out) {
   for (const auto& layer : model.layers) out.layers.push_back(llama_cpp_layer_heads(layer->self_attn->kv_of_query));
   if (out.layers.at(0).n_head == 0)
     throw Error("export-gguf: layer 0 has no attention heads left; llama.cpp (deci) takes the head size from layer "
@@ -144,13 +169,18 @@ void plan_heads(const LlamaModel& model, GgufExport& out) {
                                          "written as {} copies (exact; a larger KV cache in llama.cpp)",
                                          l, kv_before, h.n_head_kv));
   }
-  out.architecture = uniform ? "llama" : "deci";
+  if (!uniform && !layout.uneven_as_deci)
+    throw Error(fmt::format("export-gguf: the layers keep different query/KV head counts, which llama.cpp's {} "
+                            "architecture cannot hold (one attention.head_count for all layers); keep the same heads "
+                            "per layer (--uniform-layers) for a GGUF, or use the HF folder or ONNX",
+                            layout.architecture));
+  out.architecture = uniform ? layout.architecture : "deci";
   out.per_layer_heads = !uniform;
 }
 
 /// general.* and the architecture's keys.
 void add_model_metadata(const ModelConfig& c, int64_t n_vocab, GgufExportType type, const std::string& name,
-                        GgufExport& out) {
+                        const GgufDecoderLayout& layout, GgufExport& out) {
   const auto& arch = out.architecture;
   const bool uniform = !out.per_layer_heads;
   auto& w = out.writer;
@@ -185,34 +215,45 @@ void add_model_metadata(const ModelConfig& c, int64_t n_vocab, GgufExportType ty
     w.add(key("attention.key_length"), u32(c.head_dim));
     w.add(key("attention.value_length"), u32(c.head_dim));
   }
+  if (layout.extra_metadata) layout.extra_metadata(c, w);
 }
 
-/// The tensors, by the shared name table: K/V heads copied per the layout, q/k interleaved.
-void add_tensors(const LlamaModel& model, GgufExportType type, GgufExport& out) {
+/// Whether an HF tensor name is a norm weight (input_layernorm, q_norm, model.norm, ...).
+bool is_norm(const std::string& hf_name) {
+  const std::string suffix = "norm.weight";
+  return hf_name.size() >= suffix.size() && hf_name.compare(hf_name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// The tensors, by the layout's name table: K/V heads copied per the head layout, q/k
+/// interleaved and norms stored as 1 + w where the layout says so.
+void add_tensors(const LlamaModel& model, const GgufDecoderLayout& layout, GgufExportType type, GgufExport& out) {
   const auto& c = model.config();
   const auto hd = c.head_dim;
   const auto weights = state_dict(model);
+  const auto weight = [&](const std::string& hf_name) {
+    const auto& t = weights.at(hf_name);
+    return layout.norms_hold_one_plus_weight && is_norm(hf_name) ? t + 1.0F : t;
+  };
   const auto put = [&](const std::string& gguf_name, const torch::Tensor& t) {
     out.writer.add_tensor(gguf_name, t, matrix_type(type, t));
   };
-  put(kGgufGlobalNames[0].first, weights.at(kGgufGlobalNames[0].second));
+  put(kGgufGlobalNames[0].first, weight(kGgufGlobalNames[0].second));
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const auto& h = out.layers[static_cast<std::size_t>(l)];
-    for (const auto& [part, module] : kGgufLayerNames) {
-      const std::string p = part;
+    for (const auto& [p, module] : layout.layer_names) {
       if (p.rfind("attn_", 0) == 0 && h.n_head == 0) continue;  // deci: an attention-free layer has none
-      auto t = weights.at(fmt::format("model.layers.{}.{}.weight", l, module));
+      auto t = weight(fmt::format("model.layers.{}.{}.weight", l, module));
       if (p == "attn_k" || p == "attn_v") {
         const auto src = torch::tensor(h.kv_source, torch::kLong);
         t = t.reshape({-1, hd, t.size(1)}).index_select(0, src).reshape({h.n_head_kv * hd, t.size(-1)});
       }
-      if (p == "attn_q") t = interleave_rotary_rows(t, h.n_head, hd);
-      if (p == "attn_k") t = interleave_rotary_rows(t, h.n_head_kv, hd);
+      if (layout.permute_qk && p == "attn_q") t = interleave_rotary_rows(t, h.n_head, hd);
+      if (layout.permute_qk && p == "attn_k") t = interleave_rotary_rows(t, h.n_head_kv, hd);
       put(fmt::format("blk.{}.{}.weight", l, p), t);
     }
   }
-  put(kGgufGlobalNames[1].first, weights.at(kGgufGlobalNames[1].second));
-  if (!c.tie_word_embeddings) put(kGgufGlobalNames[2].first, weights.at(kGgufGlobalNames[2].second));
+  put(kGgufGlobalNames[1].first, weight(kGgufGlobalNames[1].second));
+  if (!c.tie_word_embeddings) put(kGgufGlobalNames[2].first, weight(kGgufGlobalNames[2].second));
 }
 
 }  // namespace
@@ -244,24 +285,31 @@ void check_llama_gguf_exportable(const Checkpoint& checkpoint) {
 
 GgufExport build_llama_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) {
   check_llama_gguf_exportable(checkpoint);
+  return build_decoder_gguf(checkpoint, type, name, llama_layout());
+}
+
+GgufExport build_decoder_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name,
+                              const GgufDecoderLayout& layout) {
   const auto* model = dynamic_cast<const LlamaModel*>(checkpoint.model.get());
+  if (!model) throw Error(fmt::format("export-gguf: {} is not a LLaMA-style decoder", checkpoint.dir.string()));
   const auto& c = model->config();
   GgufExport out;
-  plan_heads(*model, out);
+  plan_heads(*model, layout, out);
   const auto n_vocab = model->embed_tokens->weight.size(0);
-  add_model_metadata(c, n_vocab, type, name, out);
+  add_model_metadata(c, n_vocab, type, name, layout, out);
   const auto tok = std::dynamic_pointer_cast<BpeTokenizer>(checkpoint.tokenizer);
   if (tok) {
-    add_tokenizer(out.writer, *tok, checkpoint.chat_template, n_vocab);
+    (tok->decoder() == BpeDecoder::kByteFallback ? add_sentencepiece_tokenizer : add_byte_level_tokenizer)(
+        out.writer, *tok, checkpoint.chat_template, n_vocab);
     out.has_tokenizer = true;
   } else {
     out.warnings.push_back(checkpoint.tokenizer
-                               ? "the checkpoint's tokenizer is not byte-level BPE: no tokenizer is written, and "
+                               ? "the checkpoint's tokenizer is not BPE: no tokenizer is written, and "
                                  "llama.cpp cannot run a GGUF file without one"
                                : "the checkpoint has no tokenizer: none is written, and llama.cpp cannot run a GGUF "
                                  "file without one");
   }
-  add_tensors(*model, type, out);
+  add_tensors(*model, layout, type, out);
   return out;
 }
 

@@ -28,6 +28,7 @@
 
 #include "models/checkpoint.h"
 #include "models/gguf_model.h"
+#include "models/llama/llama_gguf.h"
 
 namespace headprune::models::llama {
 
@@ -55,5 +56,13 @@ void check_llama_gguf_exportable(const Checkpoint& checkpoint);
 ///         pre-tokenizer, special tokens other than one BOS prefix / one EOS suffix, more tokens
 ///         than embedding rows).
 GgufExport build_llama_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name);
+
+/// The GGUF of a LLaMA-style `checkpoint` in `layout`'s architecture (names, q/k permutation,
+/// norms as 1 + w, its extra metadata), after the family's own checks: what build_llama_gguf
+/// does for `llama`. Uneven layers are written as `deci` when layout.uneven_as_deci, else refused.
+/// With a Gemma SentencePiece tokenizer, llama.cpp's "llama" vocabulary (gemma_gguf_vocabulary).
+/// @throws headprune::Error as build_llama_gguf, or uneven layers the layout cannot hold.
+GgufExport build_decoder_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name,
+                              const GgufDecoderLayout& layout);
 
 }  // namespace headprune::models::llama

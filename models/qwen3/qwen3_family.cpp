@@ -40,7 +40,7 @@ class Qwen3Family final : public llama::LlamaFamily {
   }
 
  protected:
-  std::string native_readers() const override { return "transformers 4.51+ and 5.x"; }
+  std::string v4_versions() const override { return "4.51+"; }
 };
 
 }  // namespace

@@ -50,6 +50,7 @@ struct GgufVocabulary {
   std::vector<std::string> tokens;   ///< tokenizer.ggml.tokens, index = id
   std::vector<int32_t> token_types;  ///< tokenizer.ggml.token_type: 1 normal, 3 control, 4 user-defined, 6 byte
   std::vector<std::string> merges;   ///< tokenizer.ggml.merges, "a b", rank order
+  std::vector<float> scores;         ///< tokenizer.ggml.scores (SentencePiece; filled when writing)
   int64_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
   bool add_bos = false, add_eos = false;  ///< tokenizer.ggml.add_bos_token / add_eos_token
   bool add_bos_given = false;             ///< whether the file states add_bos_token
@@ -63,6 +64,20 @@ bool is_gemma_sentencepiece(const std::string& architecture);
 enum class BpeNormalizer { kNone, kNfc, kSpaceToMetaspace };
 /// The decoders (HF `decoders`): ByteLevel, or Sequence[Replace("▁", " "), ByteFallback, Fuse].
 enum class BpeDecoder { kByteLevel, kByteFallback };
+
+class BpeTokenizer;
+
+/// The llama.cpp SentencePiece vocabulary of a Gemma tokenizer (BpeTokenizer::from_gguf's
+/// inverse): tokens by id, token types (6 for the <0xXX> bytes, 3 for special added tokens, 4
+/// for the other added tokens and for the "▁" runs transformers respelled, which go back to
+/// spaces), scores in the order Gemma's files give them (normal tokens -0, -1, -2, ... by id,
+/// control and user-defined -1000, bytes 0), no merges, the special ids and add_bos / add_eos
+/// from what encode() adds. On Gemma 3 270M's file (tools/check_gemma3_gguf.py) tokens and
+/// types are identical and the scores order every pair of tokens as the file's do (llama.cpp
+/// only compares them); the values differ from id 236743 on, where the file's step down by 31.
+/// @throws headprune::Error when `tokenizer` is not the SentencePiece flavour, has id gaps, or
+///         adds anything but one BOS before / one EOS after the text.
+GgufVocabulary gemma_gguf_vocabulary(const BpeTokenizer& tokenizer);
 
 class BpeTokenizer : public Tokenizer {
  public:
@@ -131,6 +146,7 @@ class BpeTokenizer : public Tokenizer {
   /// One more than the largest id of the vocabulary and the added tokens.
   int64_t vocab_size() const;
   std::optional<int64_t> bos_id() const { return bos_id_; }
+  BpeDecoder decoder() const { return decoder_; }
   std::optional<int64_t> eos_id() const { return eos_id_; }
 
  private:

@@ -122,4 +122,50 @@ BpeTokenizer BpeTokenizer::from_sentencepiece_gguf(const GgufVocabulary& v) {
   return out;
 }
 
+GgufVocabulary gemma_gguf_vocabulary(const BpeTokenizer& tokenizer) {
+  namespace impl = spm_from_gguf_impl;
+  if (tokenizer.decoder() != BpeDecoder::kByteFallback)
+    throw Error("GGUF SentencePiece vocabulary: the tokenizer is byte-level BPE, not SentencePiece-style");
+  const auto j = tokenizer.to_tokenizer_json();
+  GgufVocabulary v;
+  v.architecture = "gemma3";
+  v.model = "llama";
+  v.pre = "default";
+  const auto n = static_cast<std::size_t>(tokenizer.vocab_size());
+  v.tokens.assign(n, std::string());
+  v.token_types.assign(n, 0);
+  for (const auto& [text, id] : j.at("model").at("vocab").items()) {
+    const auto i = id.get<std::size_t>();
+    const bool spaces = text.size() >= 6 && text.size() % 3 == 0 && impl::respelled(std::string(text.size() / 3, ' ')) == text;
+    v.tokens[i] = spaces ? std::string(text.size() / 3, ' ') : text;
+    v.token_types[i] = spaces ? 4 : text.size() == 6 && text.compare(0, 3, "<0x") == 0 ? 6 : 1;
+  }
+  for (const auto& added : j.at("added_tokens")) {
+    const auto i = added.at("id").get<std::size_t>();
+    v.tokens.at(i) = added.at("content").get<std::string>();
+    v.token_types.at(i) = added.at("special").get<bool>() ? 3 : 4;
+  }
+  float rank = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (v.token_types[i] == 0) throw Error(fmt::format("GGUF SentencePiece vocabulary: no token has id {}", i));
+    v.scores.push_back(v.token_types[i] == 1 ? -rank++ : v.token_types[i] == 6 ? 0.0F : -1000.0F);
+  }
+  const auto id_or = [](const std::optional<int64_t>& id) { return id.value_or(-1); };
+  v.bos_id = id_or(tokenizer.bos_id());
+  v.eos_id = id_or(tokenizer.eos_id());
+  const auto config = tokenizer.to_tokenizer_config_json();
+  const auto named = [&](const char* key) {
+    return config.contains(key) ? id_or(tokenizer.token_to_id(config.at(key).get<std::string>())) : int64_t{-1};
+  };
+  v.unk_id = named("unk_token");
+  v.pad_id = named("pad_token");
+  const auto plain = tokenizer.encode_text("a", false), full = tokenizer.encode_text("a", true);
+  v.add_bos = full.size() > plain.size() && full.front() == v.bos_id;
+  v.add_eos = full.size() > plain.size() && full.back() == v.eos_id;
+  if (full.size() != plain.size() + (v.add_bos ? 1 : 0) + (v.add_eos ? 1 : 0))
+    throw Error("GGUF SentencePiece vocabulary: the tokenizer adds more than one BOS before and one EOS after the "
+                "text, which llama.cpp cannot express");
+  return v;
+}
+
 }  // namespace headprune::models
