@@ -9,8 +9,8 @@ gemma3-270m puts it in .cache/models), against transformers' own GGUF loading.
 Reference: transformers 5.24 loads the GGUF itself (`from_pretrained(dir, gguf_file=...)`: it
 dequantises every tensor, subtracts 1 from the norms, and builds GemmaTokenizer from the file's
 SentencePiece vocabulary) and computes float32 logits with eager attention on a WikiText-2 line
-(tokenized by that tokenizer: headprune does not read SentencePiece GGUF vocabularies yet) and
-a right-padded batch. Checks, each reported as max |logits - reference|:
+(tokenized by that tokenizer) and a right-padded batch. Checks, each reported as max
+|logits - reference| (or the number of differing ids / entries):
   1. `headprune convert-gguf`: the folder loads in transformers' Gemma3ForCausalLM with no
      missing / unexpected / mismatched keys, and its logits equal the reference (the conversion:
      names, norms, config);
@@ -19,7 +19,14 @@ a right-padded batch. Checks, each reported as max |logits - reference|:
   3. `headprune apply` removing heads unevenly (4, 3, 2, 1 query heads of 4 over the layers, KV
      head kept): the folder loads with trust_remote_code=True (HeadpruneGemma3ForCausalLM), and
      ONNX Runtime on headprune's ONNX of it gives the same logits; the perplexity of both models
-     on the line is printed (how much those heads mattered, not a quality claim).
+     on the line is printed (how much those heads mattered, not a quality claim);
+  4. the tokenizer: the convert-gguf folder's tokenizer.json equals the one transformers builds
+     from the GGUF and saves (vocab, 514,906 recovered merges, added tokens, pipeline), and
+     transformers loading that folder's tokenizer gives the reference ids;
+  5. a greedy chat answer (16 tokens, Gemma's turn markers): `headprune generate` on the GGUF
+     gives transformers' `generate` ids;
+  6. `headprune export-gguf` of the folder: tokens and token types equal the original file's,
+     its scores order every pair of tokens as the file's do (llama.cpp only compares them).
 Bounds: float32 rounding over 18 layers at the logits' scale (|logits| up to ~40):
 1e-3 absolute for the same computation in another order.
 
@@ -76,6 +83,50 @@ def perplexity(logits, ids, mask):
     return float(torch.exp((nll * mask[0, 1:]).sum() / mask[0, 1:].sum()))
 
 
+def tokenizer_checks(exe, gguf, folder, tokenizer, lines, work):
+    ours = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    with tempfile.TemporaryDirectory() as scratch:
+        tokenizer.save_pretrained(scratch)
+        theirs = json.loads((Path(scratch) / "tokenizer.json").read_text(encoding="utf-8"))
+    added = lambda t: sorted((a["id"], a["content"], a["special"], a["normalized"]) for a in t["added_tokens"])
+    differing = [k for k in ("normalizer", "pre_tokenizer", "decoder", "post_processor") if ours[k] != theirs[k]]
+    differing += [k for k in ("vocab", "merges", "byte_fallback", "unk_token", "fuse_unk") if ours["model"][k] != theirs["model"][k]]
+    differing += ["added_tokens"] if added(ours) != added(theirs) else []
+    reloaded = transformers.AutoTokenizer.from_pretrained(str(folder))
+    texts = lines[:20]
+    wrong = sum(reloaded(t).input_ids != tokenizer(t).input_ids for t in texts)
+    exported = work / "dense.gguf"
+    run([exe, "export-gguf", folder, "-o", exported, "--force"])
+    from gguf import GGUFReader  # noqa: E402 - llama.cpp's reader, in .venv-current
+    def vocabulary(path):
+        r = GGUFReader(str(path))
+        tokens = [bytes(r.fields["tokenizer.ggml.tokens"].parts[i]).decode() for i in r.fields["tokenizer.ggml.tokens"].data]
+        types = [int(r.fields["tokenizer.ggml.token_type"].parts[i][0]) for i in r.fields["tokenizer.ggml.token_type"].data]
+        scores = np.array([float(r.fields["tokenizer.ggml.scores"].parts[i][0]) for i in r.fields["tokenizer.ggml.scores"].data])
+        return tokens, types, np.unique(scores, return_inverse=True)[1]  # each score's rank
+    a, b = vocabulary(gguf), vocabulary(exported)
+    vocab_diff = sum(x != y for x, y in zip(a[0], b[0])) + sum(x != y for x, y in zip(a[1], b[1])) + int((a[2] != b[2]).sum())
+    return [(f"tokenizer.json vs transformers' ({', '.join(differing) or 'all equal'})", float(len(differing)), {}),
+            (f"folder tokenizer ids vs the GGUF's, {len(texts)} lines", float(wrong), {}),
+            ("export-gguf vocabulary: tokens, types, score order", float(vocab_diff), {})]
+
+
+def greedy_check(exe, gguf, tokenizer):
+    prompt = "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n"
+    proc = run([exe, "--log-level", "debug", "generate", gguf, "--prompt", prompt, "--temperature", "0",
+                "--max-new-tokens", "16"])
+    import re  # noqa: E402
+    ours = [int(t) for t in re.search(r"token ids: ([0-9 ]+)", proc.stderr).group(1).split()]
+    ids = tokenizer(prompt, return_tensors="pt").input_ids
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32,
+                                                              attn_implementation="eager").eval()
+    with torch.no_grad():
+        theirs = model.generate(ids, max_new_tokens=16, do_sample=False, eos_token_id=tokenizer.eos_token_id)[0].tolist()
+    print(f"  greedy answer: {tokenizer.decode(theirs[ids.shape[1]:])!r}", flush=True)
+    n = min(len(ours), len(theirs))
+    return ("greedy chat ids: headprune generate vs transformers", float(ours[:n] != theirs[:n] or n < ids.shape[1] + 1), {})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--headprune", default=str(REPO / "build" / "headprune"))
@@ -128,6 +179,9 @@ def main():
     del remote
     ours = onnx_logits(exe, pruned, work / "uneven.onnx", batch)
     results.append(("uneven prune: ONNX Runtime vs remote code", max_diff(ours, remote_logits, mask), problems))
+
+    results += tokenizer_checks(exe, gguf, folder, tokenizer, lines, work)
+    results.append(greedy_check(exe, gguf, tokenizer))
 
     ids = batch["input_ids"][:1]
     print(f"\nperplexity on the first line ({int(mask[0].sum())} tokens): dense {perplexity(reference[:1], ids, mask[:1]):.2f}, "

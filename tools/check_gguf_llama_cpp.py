@@ -11,10 +11,13 @@ llama.cpp: greedy token ids of llama.cpp (tools/build-llama-cpp's llama-greedy) 
 headprune runs the GGUF file itself unless --headprune-model names another checkpoint (the HF
 folder: headprune reads GGUF architecture `llama` only, so a `deci` file is compared with the
 folder it came from). --transformers also runs transformers' GGUF loading
-(`LlamaForCausalLM.from_pretrained(dir, gguf_file=...)`, float32, greedy, on llama.cpp's prompt
-ids; architecture `llama` only) and compares its ids too. The prompt is raw text; special tokens
-in it (ChatML) are parsed as specials by both sides. Prints a JSON summary; exit status 1 on any
-difference.
+(`AutoModelForCausalLM.from_pretrained(dir, gguf_file=...)`, float32, greedy, on llama.cpp's
+prompt ids; architectures transformers maps: `llama`, `gemma3` with a head count dividing the
+width) and compares its ids too. The prompt is raw text; special tokens in it (ChatML, Gemma's
+<start_of_turn>) are parsed as specials by both sides (--gemma-chat: Gemma's turn markers
+around the question instead of ChatML). When llama.cpp stops at an end-of-generation token
+other than EOS (Gemma's <end_of_turn>), the others' ids are compared up to and including it.
+Prints a JSON summary; exit status 1 on any difference.
 """
 import argparse
 import json
@@ -25,6 +28,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHATML = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
+GEMMA_CHAT = "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n<start_of_turn>model\n"
 
 
 def llama_cpp_ids(binary, gguf, prompt, n):
@@ -54,8 +58,8 @@ def headprune_ids(binary, model, prompt, n):
 
 def transformers_ids(gguf, prompt_ids, n, eos):
     import torch
-    from transformers import LlamaForCausalLM
-    model = LlamaForCausalLM.from_pretrained(os.path.dirname(os.path.abspath(gguf)), gguf_file=os.path.basename(gguf),
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(os.path.dirname(os.path.abspath(gguf)), gguf_file=os.path.basename(gguf),
                                              torch_dtype=torch.float32).eval()
     with torch.no_grad():
         out = model.generate(torch.tensor([prompt_ids]), max_new_tokens=n, do_sample=False, eos_token_id=eos,
@@ -72,7 +76,10 @@ def main():
     ap.add_argument("--headprune-model", help="checkpoint headprune runs (default: the GGUF file)")
     ap.add_argument("--llama-greedy", default=os.path.join(ROOT, ".cache", "llama.cpp", "bin", "llama-greedy"))
     ap.add_argument("--transformers", action="store_true", help="also compare transformers' GGUF loading")
+    ap.add_argument("--gemma-chat", action="store_true", help="Gemma's turn markers instead of ChatML")
     a = ap.parse_args()
+    if a.gemma_chat:
+        a.prompt = GEMMA_CHAT
     l_prompt, l_gen, l_text = llama_cpp_ids(a.llama_greedy, a.gguf, a.prompt, a.max_new_tokens)
     h_prompt, h_gen, h_text = headprune_ids(a.headprune, a.headprune_model or a.gguf, a.prompt, a.max_new_tokens)
     # llama.cpp's ids end with the end-of-generation token when it stopped early; headprune stops
@@ -81,6 +88,9 @@ def main():
     if l_stopped:
         summary_eog = l_gen[-1]
         l_gen = l_gen[:-1]
+        # headprune stops at EOS only: after another end-of-generation token it goes on.
+        if len(h_gen) > len(l_gen) and h_gen[len(l_gen)] == summary_eog:
+            h_gen = h_gen[:len(l_gen)]
     same = l_prompt == h_prompt and l_gen == h_gen
     agree = next((i for i, (x, y) in enumerate(zip(l_gen, h_gen)) if x != y), min(len(l_gen), len(h_gen)))
     summary = {"gguf": a.gguf, "prompt_ids_equal": l_prompt == h_prompt, "prompt_tokens": len(l_prompt),
@@ -89,8 +99,8 @@ def main():
                "first_difference": None if same else agree, "llama_cpp_text": l_text, "headprune_text": h_text}
     if a.transformers:
         t_gen = transformers_ids(a.gguf, l_prompt, a.max_new_tokens, summary_eog if l_stopped else None)
-        if l_stopped and t_gen and t_gen[-1] == summary_eog:
-            t_gen = t_gen[:-1]
+        if l_stopped and summary_eog in t_gen:
+            t_gen = t_gen[:t_gen.index(summary_eog)]
         summary["transformers"] = " ".join(map(str, t_gen))
         same = same and t_gen == l_gen
     summary["identical"] = same
