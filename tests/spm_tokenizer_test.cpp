@@ -8,7 +8,6 @@
 // wrote them.
 
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <string>
 #include <utility>
@@ -17,10 +16,12 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "models/config.h"
 #include "models/errors.h"
 #include "models/formats/gguf.h"
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "models/tokenizer/gguf_tokenizer.h"
+#include "tests/test_support.h"
 
 namespace spm_tokenizer_test {
 
@@ -29,14 +30,10 @@ using headprune::models::GgufVocabulary;
 using Ids = std::vector<int64_t>;
 
 std::filesystem::path fixture(const std::string& name) {
-  return std::filesystem::path(HEADPRUNE_SOURCE_DIR) / "tests" / "fixtures" / "gemma3_tokenizer" / name;
+  return headprune::testing::fixture_path("gemma3_tokenizer/" + name);
 }
 
-nlohmann::json read_json(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  CATCH_REQUIRE(in);
-  return nlohmann::json::parse(in);
-}
+nlohmann::json read_json(const std::filesystem::path& file) { return headprune::models::read_json_file(file); }
 
 const nlohmann::json& cases() {
   static const auto j = read_json(fixture("encodings.json")).at("cases");
@@ -73,15 +70,6 @@ std::vector<std::string> added_tokens(const nlohmann::json& tokenizer) {
   std::vector<std::string> out;
   for (const auto& [id, rest] : sorted) out.push_back(std::to_string(id) + " " + rest);
   return out;
-}
-
-std::string error_of(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const headprune::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 }  // namespace spm_tokenizer_test
@@ -122,20 +110,20 @@ CATCH_TEST_CASE("transformers' saved Gemma tokenizer.json reads back with the sa
 CATCH_TEST_CASE("Gemma GGUF vocabularies headprune cannot build exactly are refused by name", "[spm]") {
   auto v = spm_tokenizer_test::vocabulary();
   v.architecture = "llama";
-  CATCH_CHECK_THAT(spm_tokenizer_test::error_of([&] { BpeTokenizer::from_gguf(v); }),
-                   Catch::Contains("of architecture 'llama' is not supported (Gemma's only"));
+  CATCH_CHECK_THROWS_WITH(BpeTokenizer::from_gguf(v),
+                          Catch::Contains("of architecture 'llama' is not supported (Gemma's only"));
   v = spm_tokenizer_test::vocabulary();
   v.unk_id = -1;
-  CATCH_CHECK_THAT(spm_tokenizer_test::error_of([&] { BpeTokenizer::from_gguf(v); }),
-                   Catch::Contains("tokenizer.ggml.unknown_token_id (missing) is not a token"));
+  CATCH_CHECK_THROWS_WITH(BpeTokenizer::from_gguf(v),
+                          Catch::Contains("tokenizer.ggml.unknown_token_id (missing) is not a token"));
   v = spm_tokenizer_test::vocabulary();
   v.merges.push_back("a b");
-  CATCH_CHECK_THAT(spm_tokenizer_test::error_of([&] { BpeTokenizer::from_gguf(v); }),
-                   Catch::Contains("tokenizer.ggml.merges in a Gemma SentencePiece vocabulary is not modelled"));
+  CATCH_CHECK_THROWS_WITH(BpeTokenizer::from_gguf(v),
+                          Catch::Contains("tokenizer.ggml.merges in a Gemma SentencePiece vocabulary is not modelled"));
   v = spm_tokenizer_test::vocabulary();
   v.tokens.at(4) = "<nomask>";  // transformers would add "<mask>" as a new token
-  CATCH_CHECK_THAT(spm_tokenizer_test::error_of([&] { BpeTokenizer::from_gguf(v); }),
-                   Catch::Contains("special token '<mask>' is not in the vocabulary"));
+  CATCH_CHECK_THROWS_WITH(BpeTokenizer::from_gguf(v),
+                          Catch::Contains("special token '<mask>' is not in the vocabulary"));
 }
 
 CATCH_TEST_CASE("byte fallback spells a character the vocabulary lacks as its UTF-8 bytes, else unk", "[spm]") {

