@@ -158,7 +158,8 @@ std::vector<std::pair<std::string, std::string>> merges_from_scores(const std::v
     std::size_t split;  ///< bytes of the left part
     std::size_t left_chars, right_chars;
     double score;
-    std::size_t token;  ///< id whose text is split
+    std::size_t token;               ///< id whose text is split
+    std::pair<int64_t, int64_t> parts;  ///< ids of the left and right parts
   };
   std::vector<Candidate> all;
   std::vector<Candidate> local;
@@ -176,15 +177,12 @@ std::vector<std::pair<std::string, std::string>> merges_from_scores(const std::v
       pos += bpe_model_impl::utf8_length(static_cast<unsigned char>(token[pos]));
       ++left_chars;
       if (pos >= token.size()) break;
-      if (id_of.count(token.substr(0, pos)) && id_of.count(token.substr(pos)))
-        local.push_back(Candidate{pos, left_chars, chars - left_chars, scores[last], last});
+      const auto left = id_of.find(token.substr(0, pos)), right = id_of.find(token.substr(pos));
+      if (left != id_of.end() && right != id_of.end())
+        local.push_back(Candidate{pos, left_chars, chars - left_chars, scores[last], last, {left->second, right->second}});
     }
-    std::stable_sort(local.begin(), local.end(), [&](const Candidate& a, const Candidate& b) {
-      const auto& t = tokens[a.token];
-      const auto ka = std::make_pair(id_of.at(t.substr(0, a.split)), id_of.at(t.substr(a.split)));
-      const auto kb = std::make_pair(id_of.at(t.substr(0, b.split)), id_of.at(t.substr(b.split)));
-      return ka < kb;
-    });
+    std::stable_sort(local.begin(), local.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.parts < b.parts; });
     all.insert(all.end(), local.begin(), local.end());
   }
   std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {

@@ -11,8 +11,6 @@ namespace headprune::models {
 
 namespace bpe_tokenizer_impl {
 
-constexpr const char* kMetaspace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
-
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
   for (auto pos = text.find(from); pos != std::string::npos; pos = text.find(from, pos + to.size()))
     text.replace(pos, from.size(), to);
@@ -160,7 +158,7 @@ std::string BpeTokenizer::normalize(const std::string& text) const {
     case BpeNormalizer::kNfc:
       return nfc(text);
     case BpeNormalizer::kSpaceToMetaspace:
-      return bpe_tokenizer_impl::replace_all(text, " ", bpe_tokenizer_impl::kMetaspace);
+      return bpe_tokenizer_impl::replace_all(text, " ", kMetaspace);
     case BpeNormalizer::kNone:
       break;
   }

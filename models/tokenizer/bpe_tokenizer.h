@@ -60,6 +60,9 @@ struct GgufVocabulary {
 /// vocabulary BpeTokenizer::from_gguf builds as transformers' GemmaTokenizer.
 bool is_gemma_sentencepiece(const std::string& architecture);
 
+/// SentencePiece's space, U+2581 "▁", as UTF-8.
+inline constexpr const char* kMetaspace = "\xE2\x96\x81";
+
 /// The normalizers BpeTokenizer runs (HF `normalizers`): none, NFC, or Replace(" ", "▁").
 enum class BpeNormalizer { kNone, kNfc, kSpaceToMetaspace };
 /// The decoders (HF `decoders`): ByteLevel, or Sequence[Replace("▁", " "), ByteFallback, Fuse].

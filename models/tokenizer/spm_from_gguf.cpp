@@ -24,8 +24,6 @@
 namespace headprune::models {
 namespace spm_from_gguf_impl {
 
-constexpr const char* kMetaspace = "\xE2\x96\x81";  // U+2581
-
 /// Python's str.isspace of one character: Unicode White_Space and U+001C..U+001F.
 bool python_space(char32_t c) { return is_white_space(c) || (c >= 0x1C && c <= 0x1F); }
 
