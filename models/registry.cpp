@@ -43,11 +43,11 @@ const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
       {bert::family(), HEADPRUNE_FACTORY(bert::make_model), nullptr},
       {llama::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
-      {qwen2::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
-      {qwen3::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
+      {qwen2::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(qwen2::gguf_codec)},
+      {qwen3::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(qwen3::gguf_codec)},
       // llama.cpp's converter writes Mistral as `llama` (the window is refused there).
       {mistral::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
-      {phi3::family(), HEADPRUNE_FACTORY(llama::make_model), nullptr},
+      {phi3::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(phi3::gguf_codec)},
       {gemma3::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(gemma3::gguf_codec)},
   };
   return entries;

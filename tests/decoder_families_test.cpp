@@ -307,11 +307,9 @@ CATCH_TEST_CASE("Decoder families: GGUF export writes what llama.cpp's llama run
   auto gemma = models::load_checkpoint(fixture("gemma3_text"), torch::kCPU);
   CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(gemma),
                           Catch::Contains("layer 1 is full attention; llama.cpp's gemma3 makes every 6th layer global"));
-  for (const std::string name : {"qwen2", "qwen3", "phi3"}) {
-    auto ckpt = models::load_checkpoint(fixture(name), torch::kCPU);
-    CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(ckpt),
-                            Catch::Contains("'" + name + "' model, which has no llama.cpp GGUF mapping"));
-  }
+  auto phi3 = models::load_checkpoint(fixture("phi3"), torch::kCPU);
+  CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(phi3),
+                          Catch::Contains("sliding window of 8 positions") && Catch::Contains("llama.cpp's phi3"));
   // Mistral is written as `llama`, as llama.cpp's converter does, unless its window would matter.
   auto windowed = models::load_checkpoint(fixture("mistral"), torch::kCPU);
   CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(windowed), Catch::Contains("sliding window of 8 positions"));
@@ -355,4 +353,40 @@ CATCH_TEST_CASE("Decoder families: Gemma 3 exports as llama.cpp's gemma3 and rea
   uneven.model->prune_heads(0, {1}, {});
   CATCH_CHECK_THROWS_WITH(models::build_gguf(uneven, models::GgufExportType::kF32),
                           Catch::Contains("llama.cpp's gemma3 architecture cannot hold"));
+}
+
+CATCH_TEST_CASE("Decoder families: Qwen2, Qwen3 and Phi-3 export as llama.cpp's own architectures (llama where "
+                "pruning leaves its shapes) and read back with the same logits",
+                "[decoder-families]") {
+  struct Case {
+    std::string family;
+    std::string dense_arch, uniform_arch;  ///< written architecture: all heads / 3 of 4 in each layer
+  };
+  for (const auto& [family, dense_arch, uniform_arch] :
+       {Case{"qwen2", "qwen2", "llama"}, Case{"qwen3", "qwen3", "qwen3"}, Case{"phi3", "phi3", "llama"}}) {
+    CATCH_INFO(family);
+    // Phi-3's window of 8 is refused (llama.cpp attends to every position): the fixture without it.
+    const auto dir = edited_config(family, family + "-gguf", [](auto& c) { c["sliding_window"] = nullptr; });
+    auto dense = models::load_checkpoint(dir, torch::kCPU);
+    auto uniform = models::load_checkpoint(dir, torch::kCPU);
+    for (int64_t l = 0; l < 3; ++l) uniform.model->prune_heads(l, {1}, {});  // KV groups then used unevenly
+    for (auto [ckpt, arch] : {std::pair{&dense, dense_arch}, std::pair{&uniform, uniform_arch}}) {
+      const auto file = testing::temp_dir(family + "-gguf-out") / "model.gguf";
+      const auto written = models::export_gguf(*ckpt, file, true, models::GgufExportType::kF32);
+      CATCH_CHECK(written.architecture == arch);
+      auto reloaded = models::load_checkpoint(file, torch::kCPU);
+      CATCH_CHECK(reloaded.model->config().model_type == (arch == "llama" && family == "phi3" ? "llama" : family));
+      const auto expected = logits_of(family, *ckpt->model);
+      CATCH_CHECK(max_diff(family, logits_of(family, *reloaded.model), expected) <=
+                  testing::float32_tolerance(ckpt->model->config(), expected));
+    }
+    auto uneven = models::load_checkpoint(dir, torch::kCPU);
+    uneven.model->prune_heads(0, {1}, {});
+    if (family == "qwen3") {
+      CATCH_CHECK_THROWS_WITH(models::build_gguf(uneven, models::GgufExportType::kF32),
+                              Catch::Contains("llama.cpp's qwen3 architecture cannot hold"));
+    } else {
+      CATCH_CHECK(models::build_gguf(uneven, models::GgufExportType::kF32).architecture == "deci");
+    }
+  }
 }

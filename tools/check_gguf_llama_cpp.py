@@ -12,8 +12,10 @@ headprune runs the GGUF file itself unless --headprune-model names another check
 folder: headprune reads GGUF architecture `llama` only, so a `deci` file is compared with the
 folder it came from). --transformers also runs transformers' GGUF loading
 (`AutoModelForCausalLM.from_pretrained(dir, gguf_file=...)`, float32, greedy, on llama.cpp's
-prompt ids; architectures transformers maps: `llama`, `gemma3` with a head count dividing the
-width) and compares its ids too. The prompt is raw text; special tokens in it (ChatML, Gemma's
+prompt ids; architectures transformers maps: `llama`, `qwen2`, `phi3`, `qwen3` with head_dim
+128 (its mapping ignores attention.key_length), `gemma3` with a head count dividing the width)
+and compares its ids too. llama.cpp looks up "</s>" in any vocabulary whose general.name
+contains "phi3" (llama-vocab.cpp), so name a Phi-3 fixture's folder otherwise. The prompt is raw text; special tokens in it (ChatML, Gemma's
 <start_of_turn>) are parsed as specials by both sides (--gemma-chat: Gemma's turn markers
 around the question instead of ChatML). When llama.cpp stops at an end-of-generation token
 other than EOS (Gemma's <end_of_turn>), the others' ids are compared up to and including it.
@@ -32,7 +34,7 @@ GEMMA_CHAT = "<start_of_turn>user\nWhat is the capital of France?<end_of_turn>\n
 
 
 def llama_cpp_ids(binary, gguf, prompt, n):
-    out = subprocess.run([binary, gguf, str(n), prompt], capture_output=True, text=True)
+    out = subprocess.run([binary, gguf, str(n), prompt], capture_output=True, text=True, errors="replace")
     if out.returncode != 0:
         sys.exit(f"check_gguf_llama_cpp: llama.cpp failed on {gguf}:\n{out.stderr[-3000:]}")
     lines = out.stdout.split("\n", 2)
@@ -44,7 +46,7 @@ def llama_cpp_ids(binary, gguf, prompt, n):
 def headprune_ids(binary, model, prompt, n):
     out = subprocess.run([binary, "--log-level", "debug", "generate", model, "--temperature", "0",
                           "--prompt", prompt, "--max-new-tokens", str(n)],
-                         capture_output=True, text=True, env=dict(os.environ, OPENBLAS_CORETYPE="SkylakeX"))
+                         capture_output=True, text=True, errors="replace", env=dict(os.environ, OPENBLAS_CORETYPE="SkylakeX"))
     if out.returncode != 0:
         sys.exit(f"check_gguf_llama_cpp: headprune generate failed on {model}:\n{out.stderr[-3000:]}")
     ids = re.search(r"token ids: ([0-9 ]+)", out.stderr)

@@ -25,7 +25,7 @@
 namespace headprune::models::gemma3 {
 namespace {
 
-nlohmann::json config_json(const GgufFile& f, bool tied) {
+nlohmann::json config_json(const GgufFile& f, const std::set<std::string>& names) {
   const auto layers = llama::gguf_integer(f, "gemma3.block_count");
   const auto hidden = llama::gguf_integer(f, "gemma3.embedding_length");
   const auto heads = llama::gguf_integer(f, "gemma3.attention.head_count");
@@ -49,7 +49,7 @@ nlohmann::json config_json(const GgufFile& f, bool tied) {
           {"rope_local_base_freq", 10000.0},
           {"sliding_window", llama::gguf_integer(f, "gemma3.attention.sliding_window")},
           {"layer_types", layer_types},
-          {"tie_word_embeddings", tied},
+          {"tie_word_embeddings", names.count("lm_head.weight") == 0},
           {"attention_bias", false},
           {"final_logit_softcapping", nullptr},
           {"attn_logit_softcapping", nullptr},

@@ -36,18 +36,22 @@ bool is_integer(const GgufValue& v) {
   }
 }
 
-/// The HF name of GGUF tensor `name` under `layout`, or "" when it has no such tensor.
+/// The HF name of GGUF tensor `name` under `layout`, or "" when it has no such tensor: global
+/// and per-layer weights by the tables, per-layer biases of the layout's bias_parts.
 std::string hf_name(const std::string& name, int64_t layers, const GgufDecoderLayout& layout) {
   for (const auto& [gguf, hf] : kGgufGlobalNames)
     if (name == gguf) return hf;
   int64_t layer = -1;
   char part[32] = {0};
+  char kind[8] = {0};
   int consumed = 0;
-  if (std::sscanf(name.c_str(), "blk.%ld.%31[a-z_].weight%n", &layer, part, &consumed) != 2 ||
+  if (std::sscanf(name.c_str(), "blk.%ld.%31[a-z_].%7[a-z]%n", &layer, part, kind, &consumed) != 3 ||
       consumed != static_cast<int>(name.size()) || layer < 0 || layer >= layers)
     return "";
+  const std::string suffix = kind;
+  if (suffix != "weight" && !(suffix == "bias" && layout.bias_parts.count(part))) return "";
   for (const auto& [gguf, hf] : layout.layer_names)
-    if (part == gguf) return fmt::format("model.layers.{}.{}.weight", layer, hf);
+    if (part == gguf) return fmt::format("model.layers.{}.{}.{}", layer, hf, suffix);
   return "";
 }
 
@@ -67,30 +71,26 @@ void check_architecture_keys(const GgufFile& f, const GgufDecoderLayout& layout)
   }
 }
 
-nlohmann::json llama_config_json(const GgufFile& f, bool tied) {
-  const auto heads = gguf_integer(f, "llama.attention.head_count");
-  return {{"architectures", {"LlamaForCausalLM"}},
-          {"model_type", "llama"},
-          {"vocab_size", gguf_vocab_size(f, "llama")},
-          {"hidden_size", gguf_integer(f, "llama.embedding_length")},
-          {"intermediate_size", gguf_integer(f, "llama.feed_forward_length")},
-          {"num_hidden_layers", gguf_integer(f, "llama.block_count")},
-          {"num_attention_heads", heads},
-          {"num_key_value_heads", gguf_integer_or(f, "llama.attention.head_count_kv", heads)},
-          {"head_dim", gguf_head_dim(f, "llama")},
-          {"max_position_embeddings", gguf_integer(f, "llama.context_length")},
-          {"hidden_act", "silu"},
-          {"rms_norm_eps", gguf_real_or(f, "llama.attention.layer_norm_rms_epsilon", 1e-6)},
-          {"rope_theta", gguf_real_or(f, "llama.rope.freq_base", 10000.0)},
-          {"tie_word_embeddings", tied},
-          {"attention_bias", false},
-          {"mlp_bias", false},
-          {"bos_token_id", gguf_integer_or(f, "tokenizer.ggml.bos_token_id", 1)},
-          {"eos_token_id", gguf_integer_or(f, "tokenizer.ggml.eos_token_id", 2)},
-          {"pad_token_id", gguf_integer_or(f, "tokenizer.ggml.padding_token_id", gguf_integer_or(f, "tokenizer.ggml.eos_token_id", 2))},
-          {"torch_dtype", "float32"}};
+/// LlamaConfig of a `llama` file: attention_bias when it has q/k/v and output biases, mlp_bias
+/// with MLP biases. q/k/v biases without an output bias are a Qwen2 (Qwen2Attention) whose
+/// heads no longer fill the width, which headprune writes as `llama` (llama.cpp's qwen2 needs
+/// heads × head_dim = width): read back as Qwen2, LlamaConfig having no such option.
+nlohmann::json llama_config_json(const GgufFile& f, const std::set<std::string>& names) {
+  const bool qkv_bias = names.count("model.layers.0.self_attn.q_proj.bias") > 0;
+  const bool o_bias = names.count("model.layers.0.self_attn.o_proj.bias") > 0;
+  const bool qwen2 = qkv_bias && !o_bias;
+  auto j = gguf_decoder_config(f, "llama", names);
+  j["architectures"] = {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
+  j["model_type"] = qwen2 ? "qwen2" : "llama";
+  if (!qwen2) {
+    j["attention_bias"] = o_bias;
+    j["mlp_bias"] = names.count("model.layers.0.mlp.gate_proj.bias") > 0;
+  }
+  if (!j.contains("bos_token_id")) j["bos_token_id"] = 1;
+  if (!j.contains("eos_token_id")) j["eos_token_id"] = 2;
+  if (!j.contains("pad_token_id")) j["pad_token_id"] = j["eos_token_id"];
+  return j;
 }
-
 
 /// Permutes q/k rows back to HF's rotary halves and checks their shapes.
 void permute_query_key_rows(GgufModel& out) {
@@ -104,6 +104,9 @@ void permute_query_key_rows(GgufModel& out) {
         gguf_error(out.gguf.path, fmt::format("tensor '{}' has shape [{}], expected {} rows ({} heads of {})", key(proj),
                                               fmt::join(it->second.sizes(), ", "), heads * c.head_dim, heads, c.head_dim));
       it->second = permute_rotary_rows(it->second, heads, c.head_dim);
+      const auto bias = out.weights.find(fmt::format("model.layers.{}.self_attn.{}.bias", l, proj));
+      if (bias != out.weights.end() && bias->second.numel() == heads * c.head_dim)
+        bias->second = permute_rotary_rows(bias->second.unsqueeze(1), heads, c.head_dim).squeeze(1);
     }
   }
 }
@@ -116,10 +119,8 @@ const GgufDecoderLayout& llama_layout() {
     l.architecture = "llama";
     l.family = "LLaMA";
     for (const auto& [gguf, hf] : kGgufLayerNames) l.layer_names.emplace_back(gguf, hf);
-    l.modelled_keys = {"llama.context_length", "llama.embedding_length", "llama.block_count",
-                       "llama.feed_forward_length", "llama.attention.head_count", "llama.attention.head_count_kv",
-                       "llama.rope.freq_base", "llama.attention.layer_norm_rms_epsilon", "llama.rope.dimension_count",
-                       "llama.vocab_size", "llama.attention.key_length", "llama.attention.value_length"};
+    l.modelled_keys = decoder_gguf_keys("llama");
+    l.bias_parts = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
     l.config_json = llama_config_json;
     l.uneven_as_deci = true;
     return l;
@@ -170,6 +171,39 @@ int64_t gguf_vocab_size(const GgufFile& f, const std::string& arch) {
   return gguf_integer_or(f, arch + ".vocab_size", tokens ? static_cast<int64_t>(tokens->value.size()) : 0);
 }
 
+std::set<std::string> decoder_gguf_keys(const std::string& arch) {
+  std::set<std::string> keys;
+  for (const char* key : {"context_length", "embedding_length", "block_count", "feed_forward_length",
+                          "attention.head_count", "attention.head_count_kv", "rope.freq_base",
+                          "attention.layer_norm_rms_epsilon", "rope.dimension_count", "vocab_size",
+                          "attention.key_length", "attention.value_length"})
+    keys.insert(fmt::format("{}.{}", arch, key));
+  return keys;
+}
+
+nlohmann::json gguf_decoder_config(const GgufFile& f, const std::string& arch, const std::set<std::string>& names) {
+  const auto key = [&](const char* k) { return fmt::format("{}.{}", arch, k); };
+  const auto heads = gguf_integer(f, key("attention.head_count"));
+  nlohmann::json j = {{"vocab_size", gguf_vocab_size(f, arch)},
+                      {"hidden_size", gguf_integer(f, key("embedding_length"))},
+                      {"intermediate_size", gguf_integer(f, key("feed_forward_length"))},
+                      {"num_hidden_layers", gguf_integer(f, key("block_count"))},
+                      {"num_attention_heads", heads},
+                      {"num_key_value_heads", gguf_integer_or(f, key("attention.head_count_kv"), heads)},
+                      {"head_dim", gguf_head_dim(f, arch)},
+                      {"max_position_embeddings", gguf_integer(f, key("context_length"))},
+                      {"hidden_act", "silu"},
+                      {"rms_norm_eps", gguf_real_or(f, key("attention.layer_norm_rms_epsilon"), 1e-6)},
+                      {"rope_theta", gguf_real_or(f, key("rope.freq_base"), 10000.0)},
+                      {"tie_word_embeddings", names.count("lm_head.weight") == 0},
+                      {"torch_dtype", "float32"}};
+  for (const char* id : {"bos", "eos", "padding"})
+    if (f.header.find(fmt::format("tokenizer.ggml.{}_token_id", id)))
+      j[fmt::format("{}_token_id", id == std::string("padding") ? "pad" : id)] =
+          gguf_integer(f, fmt::format("tokenizer.ggml.{}_token_id", id));
+  return j;
+}
+
 const std::set<std::string>& modelled_gguf_keys() { return llama_layout().modelled_keys; }
 
 GgufModel read_llama_gguf(const std::filesystem::path& file) { return read_llama_gguf(read_gguf(file)); }
@@ -182,14 +216,14 @@ GgufModel read_decoder_gguf(GgufFile file, const GgufDecoderLayout& layout) {
   const auto& path = f.path;
   check_architecture_keys(f, layout);
   const auto layers = gguf_integer(f, layout.architecture + ".block_count");
-  bool tied = true;
+  std::set<std::string> names;
   for (const auto& info : f.header.tensors) {
     const auto name = hf_name(info.name, layers, layout);
     if (name.empty())
       gguf_error(path, fmt::format("tensor '{}' is not part of the {} architecture as mapped here "
-                                   "(biases, RoPE frequency tables and other extras are refused)",
+                                   "(biases it does not model, RoPE frequency tables and other extras are refused)",
                                    info.name, layout.family));
-    tied = tied && name != "lm_head.weight";
+    names.insert(name);
     auto tensor = read_gguf_tensor(f, info);
     const std::string suffix = "norm.weight";
     const bool norm = name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -197,7 +231,7 @@ GgufModel read_decoder_gguf(GgufFile file, const GgufDecoderLayout& layout) {
     out.weights[name] = tensor;
     out.source_types[name] = ggml_type_traits(info.type).name;
   }
-  out.config_json = layout.config_json(f, tied);
+  out.config_json = layout.config_json(f, names);
   out.config = ModelConfig::from_json(out.config_json, path.string());
   if (layout.permute_qk) permute_query_key_rows(out);
   return out;

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -38,8 +39,14 @@ struct GgufDecoderLayout {
   bool permute_qk = true;
   /// Norm weights stored as 1 + w (llama.cpp's converter for Gemma adds 1): 1 is subtracted.
   bool norms_hold_one_plus_weight = false;
-  /// The HF config.json of the file (`tied`: the file has no output.weight).
-  nlohmann::json (*config_json)(const GgufFile& file, bool tied) = nullptr;
+  /// Per-layer parts whose `blk.N.<part>.bias` is read too (Qwen2's attn_q/k/v); others' are refused.
+  std::set<std::string> bias_parts;
+  /// Fused HF modules (Phi-3's self_attn.qkv_proj, mlp.gate_up_proj) -> the split modules whose
+  /// rows they hold in order; the writer concatenates those (after K/V copies and permutation).
+  std::map<std::string, std::vector<std::string>> fused_modules;
+  /// The HF config.json of the file, given the HF names of its tensors (no lm_head.weight:
+  /// tied embeddings; biases present or not).
+  nlohmann::json (*config_json)(const GgufFile& file, const std::set<std::string>& hf_names) = nullptr;
   /// Writing: layers with different head counts go to llama.cpp's `deci` (LLaMA) or are refused.
   bool uneven_as_deci = false;
   /// Writing: the architecture's keys beyond the shared ones (Gemma 3's sliding_window), or null.
@@ -64,6 +71,18 @@ GgufModel read_decoder_gguf(GgufFile file, const GgufDecoderLayout& layout);
 /// read_decoder_gguf with LLaMA's layout (architecture `llama`).
 GgufModel read_llama_gguf(const std::filesystem::path& file);
 GgufModel read_llama_gguf(GgufFile file);
+
+/// The `<arch>.*` keys every LLaMA-style layout reads: context_length, embedding_length,
+/// block_count, feed_forward_length, attention.head_count[_kv], rope.freq_base,
+/// attention.layer_norm_rms_epsilon, rope.dimension_count, vocab_size, attention.key_length /
+/// value_length (gguf.md "LLM").
+std::set<std::string> decoder_gguf_keys(const std::string& arch);
+
+/// The HF config keys those give (sizes, head_dim, rope_theta, rms_norm_eps, hidden_act silu,
+/// tie_word_embeddings when `hf_names` has no lm_head.weight, bos/eos/pad ids from the
+/// tokenizer keys present); the family adds architectures, model_type and its own keys.
+/// @throws headprune::Error as gguf_integer and gguf_head_dim.
+nlohmann::json gguf_decoder_config(const GgufFile& f, const std::string& arch, const std::set<std::string>& hf_names);
 
 /// The `llama.*` metadata keys read_llama_gguf models (for messages and tests).
 const std::set<std::string>& modelled_gguf_keys();

@@ -27,8 +27,20 @@ GgmlType matrix_type(GgufExportType type, const torch::Tensor& t) {
   return GgmlType::F32;
 }
 
+/// A pre_tokenizer's JSON without ByteLevel's `trim_offsets`, which moves offsets only, never
+/// ids (Qwen2's tokenizer.json says false, the ByteLevel default true).
+nlohmann::json without_trim_offsets(nlohmann::json j) {
+  if (j.is_object()) {
+    j.erase("trim_offsets");
+    for (auto& [key, value] : j.items()) value = without_trim_offsets(value);
+  } else if (j.is_array()) {
+    for (auto& value : j) value = without_trim_offsets(value);
+  }
+  return j;
+}
+
 /// llama.cpp's pre-tokenizer name of `tok`: the known name whose HF pipeline (as
-/// BpeTokenizer::from_gguf builds it) serialises to the same pre_tokenizer,
+/// BpeTokenizer::from_gguf builds it) serialises to the same pre_tokenizer (offsets aside),
 /// normalizer and ignore_merges as `tok`.
 std::string pre_name(const nlohmann::json& tokenizer_json) {
   for (const char* name : {"smollm", "llama-bpe", "qwen2", "gpt-2"}) {
@@ -37,7 +49,8 @@ std::string pre_name(const nlohmann::json& tokenizer_json) {
     probe.pre = name;
     probe.tokens = {"a"};
     const auto j = BpeTokenizer::from_gguf(probe).to_tokenizer_json();
-    if (j["pre_tokenizer"] == tokenizer_json["pre_tokenizer"] && j["normalizer"] == tokenizer_json["normalizer"] &&
+    if (without_trim_offsets(j["pre_tokenizer"]) == without_trim_offsets(tokenizer_json["pre_tokenizer"]) &&
+        j["normalizer"] == tokenizer_json["normalizer"] &&
         j["model"].value("ignore_merges", false) == tokenizer_json["model"].value("ignore_merges", false))
       return name;
   }
@@ -224,63 +237,112 @@ bool is_norm(const std::string& hf_name) {
   return hf_name.size() >= suffix.size() && hf_name.compare(hf_name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// The tensors, by the layout's name table: K/V heads copied per the head layout, q/k
-/// interleaved and norms stored as 1 + w where the layout says so.
+/// Layer l's `kind` ("weight" / "bias") of HF module `module` as llama.cpp holds it: K/V heads
+/// copied per the head layout `h`, q/k rows interleaved where the layout permutes, norms as
+/// 1 + w where it says so; a fused module (layout.fused_modules) as its parts' rows in order.
+/// Undefined when the model has no such tensor (a bias it does not have).
+torch::Tensor layer_tensor(const TensorMap& weights, const GgufDecoderLayout& layout, const GgufLayerHeads& h,
+                           int64_t l, int64_t hd, const std::string& module, const std::string& kind) {
+  if (const auto fused = layout.fused_modules.find(module); fused != layout.fused_modules.end()) {
+    std::vector<torch::Tensor> parts;
+    for (const auto& part : fused->second) parts.push_back(layer_tensor(weights, layout, h, l, hd, part, kind));
+    for (const auto& t : parts)
+      if (!t.defined()) return {};
+    return torch::cat(parts, 0);
+  }
+  const auto name = fmt::format("model.layers.{}.{}.{}", l, module, kind);
+  const auto it = weights.find(name);
+  if (it == weights.end()) return {};
+  auto t = layout.norms_hold_one_plus_weight && is_norm(name) ? it->second + 1.0F : it->second;
+  const bool key = module == "self_attn.k_proj";
+  if (key || module == "self_attn.v_proj") {
+    const auto src = torch::tensor(h.kv_source, torch::kLong);
+    const auto cols = t.dim() == 2 ? t.size(1) : 1;
+    t = t.reshape({-1, hd, cols}).index_select(0, src).reshape({h.n_head_kv * hd, cols});
+    if (kind == "bias") t = t.squeeze(1);
+  }
+  if (layout.permute_qk && (key || module == "self_attn.q_proj"))
+    t = interleave_rotary_rows(t, key ? h.n_head_kv : h.n_head, hd);
+  return t;
+}
+
+/// The tensors, by the layout's name table (layer_tensor for each layer's weights and biases).
+/// @throws headprune::Error on a bias the layout does not write.
 void add_tensors(const LlamaModel& model, const GgufDecoderLayout& layout, GgufExportType type, GgufExport& out) {
   const auto& c = model.config();
-  const auto hd = c.head_dim;
   const auto weights = state_dict(model);
-  const auto weight = [&](const std::string& hf_name) {
-    const auto& t = weights.at(hf_name);
-    return layout.norms_hold_one_plus_weight && is_norm(hf_name) ? t + 1.0F : t;
-  };
   const auto put = [&](const std::string& gguf_name, const torch::Tensor& t) {
     out.writer.add_tensor(gguf_name, t, matrix_type(type, t));
   };
-  put(kGgufGlobalNames[0].first, weight(kGgufGlobalNames[0].second));
+  const auto global = [&](std::size_t i) {
+    const auto& [gguf, hf] = kGgufGlobalNames.at(i);
+    const auto& t = weights.at(hf);
+    put(gguf, layout.norms_hold_one_plus_weight && is_norm(hf) ? t + 1.0F : t);
+  };
+  global(0);
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const auto& h = out.layers[static_cast<std::size_t>(l)];
     for (const auto& [p, module] : layout.layer_names) {
       if (p.rfind("attn_", 0) == 0 && h.n_head == 0) continue;  // deci: an attention-free layer has none
-      auto t = weight(fmt::format("model.layers.{}.{}.weight", l, module));
-      if (p == "attn_k" || p == "attn_v") {
-        const auto src = torch::tensor(h.kv_source, torch::kLong);
-        t = t.reshape({-1, hd, t.size(1)}).index_select(0, src).reshape({h.n_head_kv * hd, t.size(-1)});
-      }
-      if (layout.permute_qk && p == "attn_q") t = interleave_rotary_rows(t, h.n_head, hd);
-      if (layout.permute_qk && p == "attn_k") t = interleave_rotary_rows(t, h.n_head_kv, hd);
-      put(fmt::format("blk.{}.{}.weight", l, p), t);
+      put(fmt::format("blk.{}.{}.weight", l, p), layer_tensor(weights, layout, h, l, c.head_dim, module, "weight"));
+      const auto bias = layer_tensor(weights, layout, h, l, c.head_dim, module, "bias");
+      if (!bias.defined()) continue;
+      if (!layout.bias_parts.count(p))
+        throw Error(fmt::format("export-gguf: layer {}'s {} has a bias, which llama.cpp's {} does not take", l,
+                                module, layout.architecture));
+      put(fmt::format("blk.{}.{}.bias", l, p), bias);
     }
   }
-  put(kGgufGlobalNames[1].first, weight(kGgufGlobalNames[1].second));
-  if (!c.tie_word_embeddings) put(kGgufGlobalNames[2].first, weight(kGgufGlobalNames[2].second));
+  global(1);
+  if (!c.tie_word_embeddings) global(2);
 }
 
 }  // namespace
 
-void check_llama_gguf_exportable(const Checkpoint& checkpoint) {
-  // LlamaModel computes other families too: what llama.cpp's `llama` cannot run is refused
-  // below by what it is (Mistral without an effective window is written as `llama`, as
-  // llama.cpp's converter does).
+void check_decoder_gguf_exportable(const Checkpoint& checkpoint, const std::string& architecture) {
   if (!dynamic_cast<const LlamaModel*>(checkpoint.model.get()))
     throw Error(fmt::format("export-gguf: {} is a '{}' model; GGUF export writes LLaMA-style decoders only",
                             checkpoint.dir.string(), checkpoint.model->config().model_type));
   const auto& c = checkpoint.model->config();
-  if (c.qk_norm)
-    throw Error(fmt::format("export-gguf: {} normalises each query/key head (q_norm / k_norm), which "
-                            "llama.cpp's llama architecture does not", checkpoint.dir.string()));
   if (c.has_effective_sliding_window())
     throw Error(fmt::format("export-gguf: {} attends through a sliding window of {} positions (shorter "
-                            "than max_position_embeddings {}); llama.cpp's llama architecture attends to "
+                            "than max_position_embeddings {}); llama.cpp's {} architecture attends to "
                             "every position, so the file would compute differently past {} tokens",
-                            checkpoint.dir.string(), c.sliding_window, c.max_position_embeddings,
+                            checkpoint.dir.string(), c.sliding_window, c.max_position_embeddings, architecture,
                             c.sliding_window));
-  if (c.attention_bias || c.qkv_bias || c.mlp_bias)
-    throw Error(fmt::format("export-gguf: {} has attention or MLP biases, which headprune's GGUF export does not "
-                            "write (llama.cpp's optional bias tensors are not mapped)", checkpoint.dir.string()));
   if (c.hidden_act != "silu")
-    throw Error(fmt::format("export-gguf: {} uses hidden_act '{}'; llama.cpp's llama runs silu only",
-                            checkpoint.dir.string(), c.hidden_act));
+    throw Error(fmt::format("export-gguf: {} uses hidden_act '{}'; llama.cpp's {} runs silu only",
+                            checkpoint.dir.string(), c.hidden_act, architecture));
+}
+
+void check_llama_gguf_exportable(const Checkpoint& checkpoint) {
+  // LlamaModel computes other families too: what llama.cpp's `llama` cannot run is refused by
+  // what it is (Mistral without an effective window is written as `llama`, as llama.cpp's
+  // converter does; biases are llama.cpp's optional bias tensors).
+  check_decoder_gguf_exportable(checkpoint, "llama");
+  if (checkpoint.model->config().qk_norm)
+    throw Error(fmt::format("export-gguf: {} normalises each query/key head (q_norm / k_norm), which "
+                            "llama.cpp's llama architecture does not", checkpoint.dir.string()));
+}
+
+bool heads_fill_width(const ModelConfig& c) {
+  for (const auto& kept : c.kept_heads)
+    if (static_cast<int64_t>(kept.size()) * c.head_dim != c.hidden_size) return false;
+  return true;
+}
+
+GgufExport build_fitting_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name,
+                              const GgufDecoderLayout& own) {
+  if (heads_fill_width(checkpoint.model->config())) {
+    check_decoder_gguf_exportable(checkpoint, own.architecture);
+    return build_decoder_gguf(checkpoint, type, name, own);
+  }
+  auto out = build_llama_gguf(checkpoint, type, name);
+  out.warnings.push_back(fmt::format("written as llama.cpp's {} architecture, which computes the same: its {} "
+                                     "needs query heads × head_dim = hidden_size in every layer, which the "
+                                     "pruned layers no longer have",
+                                     out.architecture, own.architecture));
+  return out;
 }
 
 GgufExport build_llama_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) {

@@ -43,9 +43,25 @@ GgufLayerHeads llama_cpp_layer_heads(const std::vector<int64_t>& kv_of_query);
 /// inverse of permute_rotary_rows (models/formats/llama2c.h). w: [n_heads * head_dim, in].
 torch::Tensor interleave_rotary_rows(const torch::Tensor& w, int64_t n_heads, int64_t head_dim);
 
-/// The checks build_llama_gguf makes before looking at heads (what pruning cannot change).
-/// @throws headprune::Error: not a LLaMA checkpoint, biases, an activation other than silu.
+/// The checks every LLaMA-style GGUF export makes before looking at heads (what pruning cannot
+/// change), `architecture` named in the message.
+/// @throws headprune::Error: not a LLaMA-style checkpoint, a sliding window shorter than
+///         max_position_embeddings (llama.cpp attends to every position), an activation other than silu.
+void check_decoder_gguf_exportable(const Checkpoint& checkpoint, const std::string& architecture);
+
+/// check_decoder_gguf_exportable for `llama`, and q/k norms refused (llama.cpp's llama has none).
 void check_llama_gguf_exportable(const Checkpoint& checkpoint);
+
+/// Whether every layer's query heads × head_dim equal hidden_size: llama.cpp's qwen2 and phi3
+/// size q_proj / o_proj as hidden × hidden (llama.cpp src/models/qwen2.cpp, phi3.cpp).
+bool heads_fill_width(const ModelConfig& c);
+
+/// The GGUF in `own`'s architecture (after check_decoder_gguf_exportable) when the heads fill
+/// the width, else build_llama_gguf's `llama` / `deci` (the same computation: rotate-half RoPE
+/// with q/k rows interleaved, q/k/v biases optional there) with a warning saying why.
+/// @throws headprune::Error as build_decoder_gguf / build_llama_gguf.
+GgufExport build_fitting_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name,
+                              const GgufDecoderLayout& own);
 
 /// Builds the GGUF of `checkpoint` after check_llama_gguf_exportable; `name`
 /// goes to general.name. Architecture `llama` when every layer has the same (n_head,

@@ -13,4 +13,7 @@ namespace headprune::models::phi3 {
 /// llama::make_model.
 const ModelFamily& family();
 
+/// llama.cpp's `phi3` architecture, read and written (phi3_gguf.cpp).
+const GgufCodec& gguf_codec();
+
 }  // namespace headprune::models::phi3

@@ -23,4 +23,7 @@ const ModelFamily& family();
 /// @throws headprune::Error naming `source` and the key.
 void parse_sliding_window_keys(const nlohmann::json& j, const std::string& source, const ModelConfig& c);
 
+/// llama.cpp's `qwen2` architecture, read and written (qwen2_gguf.cpp).
+const GgufCodec& gguf_codec();
+
 }  // namespace headprune::models::qwen2

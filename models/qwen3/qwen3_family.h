@@ -13,4 +13,7 @@ namespace headprune::models::qwen3 {
 /// llama::make_model.
 const ModelFamily& family();
 
+/// llama.cpp's `qwen3` architecture, read and written (qwen3_gguf.cpp).
+const GgufCodec& gguf_codec();
+
 }  // namespace headprune::models::qwen3

@@ -174,7 +174,7 @@ const std::vector<Command>& commands() {
       {"launch", "start the ranks of a data-parallel train-gates or prune on this machine", run_launch},
       {"apply", "remove heads (from gates or a list) and write a smaller checkpoint", run_apply},
       {"export-onnx", "write a checkpoint as one ONNX model for ONNX Runtime", run_export_onnx},
-      {"export-gguf", "write a LLaMA, Mistral or Gemma 3 checkpoint as one GGUF file for llama.cpp", run_export_gguf},
+      {"export-gguf", "write a LLaMA-style decoder (LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma 3) as one GGUF file for llama.cpp", run_export_gguf},
       {"bench", "time a dense and a pruned checkpoint side by side", run_bench},
       {"bench-training", "time a gate-training step against a plain dense forward+backward",
        run_bench_training},

@@ -15,7 +15,7 @@ namespace headprune::cli {
 int run_export_gguf(const std::vector<std::string>& args, const GlobalOptions& globals) {
   CommandLine line("export-gguf", "export-gguf MODEL -o FILE.gguf [--type f32|f16|q8_0] [--force] [--json]");
   std::string model, out, type = "f32";
-  line.positional("model", "MODEL", &model, "LLaMA, Mistral or Gemma 3 checkpoint folder (or .gguf / llama2.c .bin file), pruned or not");
+  line.positional("model", "MODEL", &model, "LLaMA, Mistral, Qwen2, Qwen3, Phi-3 or Gemma 3 checkpoint folder (or .gguf / llama2.c .bin file), pruned or not");
   line.group(group::kRequired).add_options()
       ("out,o", arg(&out, "FILE")->required(), "the .gguf file to write (new, or --force)");
   line.group(group::kOutput).add_options()
