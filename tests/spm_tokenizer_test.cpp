@@ -6,6 +6,12 @@
 // tokenizer.json transformers built from it and saved, and its ids and decodings of 294 texts
 // (hard cases, chat turns, byte-fallback characters, WikiText-2 lines); tools/make_spm_fixtures.py
 // wrote them.
+//
+// "[llama-spm]": the LLaMA-style flavour (LLaMA 2, Mistral, Phi-3 tokenizer.json): tests/fixtures/
+// mistral_tokenizer/ holds Mistral 7B v0.1's real vocabulary as transformers' LlamaConverter
+// writes it (legacy: Prepend + Replace normalizer), the non-legacy pipeline's normalizer and
+// Metaspace pre-tokenizer, and both pipelines' ids and decodings of the same 294 texts by the
+// `tokenizers` library (tools/make_llama_spm_fixtures.py).
 
 #include <filesystem>
 #include <set>
@@ -72,9 +78,69 @@ std::vector<std::string> added_tokens(const nlohmann::json& tokenizer) {
   return out;
 }
 
+/// The Mistral fixture: its legacy tokenizer.json, or the non-legacy one (normalizer and
+/// pre_tokenizer swapped for those encodings.json records).
+nlohmann::json mistral_json(bool legacy) {
+  const auto dir = headprune::testing::fixture_path("mistral_tokenizer");
+  auto j = read_json(dir / "tokenizer.json");
+  if (!legacy)
+    for (const char* key : {"normalizer", "pre_tokenizer"})
+      j[key] = read_json(dir / "encodings.json").at("non_legacy").at(key);
+  return j;
+}
+
+BpeTokenizer mistral(bool legacy) {
+  const auto dir = headprune::testing::fixture_path("mistral_tokenizer");
+  return BpeTokenizer::from_json(mistral_json(legacy), "mistral tokenizer.json",
+                                 read_json(dir / "tokenizer_config.json"));
+}
+
 }  // namespace spm_tokenizer_test
 
 using headprune::models::BpeTokenizer;
+
+CATCH_TEST_CASE("Mistral's SentencePiece tokenizer.json, legacy and not, encodes and decodes as HF tokenizers",
+                "[spm][llama-spm]") {
+  const auto cases = spm_tokenizer_test::read_json(
+      headprune::testing::fixture_path("mistral_tokenizer/encodings.json")).at("cases");
+  for (const bool legacy : {true, false}) {
+    const auto tokenizer = spm_tokenizer_test::mistral(legacy);
+    const char* key = legacy ? "legacy" : "non_legacy";
+    for (const auto& c : cases) {
+      const auto text = c.at("text").get<std::string>();
+      CATCH_INFO(key << " text " << nlohmann::json(text).dump());
+      const auto& ref = c.at(key);
+      const auto ids = ref.at("ids").get<spm_tokenizer_test::Ids>();
+      CATCH_CHECK(tokenizer.encode_text(text, true) == ids);
+      CATCH_CHECK(tokenizer.decode(ids, false) == ref.at("decoded").get<std::string>());
+      CATCH_CHECK(tokenizer.decode(ids, true) == ref.at("decoded_skip").get<std::string>());
+    }
+    CATCH_CHECK(tokenizer.bos_id() == 1);
+    CATCH_CHECK(tokenizer.end_of_text_ids() == spm_tokenizer_test::Ids{2});
+    // What headprune writes is the same pipeline.
+    const auto ours = tokenizer.to_tokenizer_json();
+    const auto theirs = spm_tokenizer_test::mistral_json(legacy);
+    for (const char* section : {"normalizer", "pre_tokenizer", "decoder"}) {
+      CATCH_INFO(section);
+      CATCH_CHECK(ours.at(section) == theirs.at(section));
+    }
+  }
+}
+
+CATCH_TEST_CASE("LLaMA-style SentencePiece pipelines headprune does not model are refused by name", "[spm][llama-spm]") {
+  auto j = spm_tokenizer_test::mistral_json(false);
+  j["pre_tokenizer"]["split"] = true;
+  CATCH_CHECK_THROWS_WITH(BpeTokenizer::from_json(j, "t"), Catch::Contains("pre_tokenizer Metaspace with split true"));
+  j = spm_tokenizer_test::mistral_json(false);
+  j["pre_tokenizer"]["prepend_scheme"] = "sometimes";
+  CATCH_CHECK_THROWS_WITH(BpeTokenizer::from_json(j, "t"), Catch::Contains("prepend_scheme 'sometimes'"));
+  j = spm_tokenizer_test::mistral_json(true);
+  j["decoder"]["decoders"][3]["start"] = 2;
+  CATCH_CHECK_THROWS_WITH(BpeTokenizer::from_json(j, "t"), Catch::Contains("decoder") && Catch::Contains("Strip"));
+  j = spm_tokenizer_test::mistral_json(true);
+  j["normalizer"]["normalizers"][0]["prepend"] = "_";
+  CATCH_CHECK_THROWS_WITH(BpeTokenizer::from_json(j, "t"), Catch::Contains("normalizer") && Catch::Contains("Prepend"));
+}
 
 CATCH_TEST_CASE("a Gemma GGUF vocabulary encodes and decodes as transformers' GemmaTokenizer of it", "[spm]") {
   const auto& tokenizer = spm_tokenizer_test::from_gguf();

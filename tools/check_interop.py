@@ -521,6 +521,21 @@ def decoder_greedy(exe, folder, model, steps=16):
 DECODER_CLASSES = {"qwen2": "Qwen2", "qwen3": "Qwen3", "mistral": "Mistral", "phi3": "Phi3", "gemma3": "Gemma3"}
 # Families whose transformers 4.x class takes the head size as hidden_size / heads.
 HEAD_DIM_FROM_HIDDEN_IN_4 = {"qwen2", "phi3"}
+# Fixtures export-gguf writes as is (Mistral's and Phi-3's window of 8 and Gemma's layer pattern
+# are refused, as llama.cpp would compute them differently).
+GGUF_ROUND_TRIP = {"qwen2", "qwen3"}
+
+
+def check_gguf_round_trip(case, exe, folder, native, work, tag):
+    """`export-gguf` of `folder`, then `convert-gguf` of the file (both in `work`): the folder it
+    gives loads in transformers' own class and decodes as headprune does."""
+    gguf = work / f"{tag}.gguf"
+    converted = work / f"{tag}-from-gguf"
+    run_headprune(["export-gguf", str(folder), "-o", str(gguf), "--force"], exe, "export-gguf")
+    run_headprune(["convert-gguf", str(gguf), "-o", str(converted), "--force"], exe, "convert-gguf")
+    with captured_transformers_log():
+        model = native.from_pretrained(str(converted))
+    case.notes.append(f"{tag} export-gguf -> convert-gguf, native: {decoder_greedy(exe, converted, model)} identical")
 
 
 def case_decoder_family(case, exe, work, family):
@@ -530,7 +545,8 @@ def case_decoder_family(case, exe, work, family):
     case runs in the current environment only), except a Qwen2 / Phi-3 uniform prune in 4.x,
     whose class takes the head size as hidden / heads (2 x 16 != 64): refused natively as the
     export note says, and loaded with trust_remote_code=True (the export carries the code for
-    it). Uneven: remote code only. Every route decodes 16 greedy tokens as headprune does (past
+    it). Uneven: remote code only. Qwen2 / Qwen3: dense and (where native) uniform also through
+    export-gguf and convert-gguf. Every route decodes 16 greedy tokens as headprune does (past
     Mistral's and Phi-3's window of 8)."""
     fixture = REPO / "tests" / "fixtures" / family
     native = getattr(transformers, f"{DECODER_CLASSES[family]}ForCausalLM")
@@ -538,12 +554,16 @@ def case_decoder_family(case, exe, work, family):
     with captured_transformers_log():
         dense = native.from_pretrained(str(fixture))
     case.notes.append(f"dense native: {decoder_greedy(exe, fixture, dense)} greedy tokens identical")
+    if family in GGUF_ROUND_TRIP:
+        check_gguf_round_trip(case, exe, fixture, native, work, f"{family}-dense")
     uniform = work / f"{family}-uniform"
     headprune_apply(exe, fixture, {"0": [0, 2], "1": [1, 3], "2": [0, 3]}, uniform)
     if REMOTE or family not in HEAD_DIM_FROM_HIDDEN_IN_4:
         with captured_transformers_log():
             model = native.from_pretrained(str(uniform))
         case.notes.append(f"uniform native: {decoder_greedy(exe, uniform, model)} identical")
+        if family in GGUF_ROUND_TRIP:  # Qwen2's: written as llama.cpp's `llama`, read back as Qwen2
+            check_gguf_round_trip(case, exe, uniform, native, work, f"{family}-uniform")
     else:
         refusal = native_llama_refused(uniform, native)
         if refusal is None:

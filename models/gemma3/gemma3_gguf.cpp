@@ -111,26 +111,17 @@ const llama::GgufDecoderLayout& layout() {
   return l;
 }
 
-class Gemma3GgufCodec final : public GgufCodec {
- public:
-  std::vector<std::string> architectures() const override { return {"gemma3"}; }
-  GgufModel read(GgufFile file) const override { return llama::read_decoder_gguf(std::move(file), layout()); }
-  void check_exportable(const Checkpoint& checkpoint) const override {
-    if (const auto why = unlike_llama_cpp(checkpoint.model->config()); !why.empty())
-      throw Error(fmt::format("export-gguf: {}: llama.cpp's gemma3 architecture would compute this model "
-                              "differently: {}",
-                              checkpoint.dir.string(), why));
-  }
-  GgufExport build(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) const override {
-    check_exportable(checkpoint);
-    return llama::build_decoder_gguf(checkpoint, type, name, layout());
-  }
-};
+void check(const Checkpoint& checkpoint) {
+  if (const auto why = unlike_llama_cpp(checkpoint.model->config()); !why.empty())
+    throw Error(fmt::format("export-gguf: {}: llama.cpp's gemma3 architecture would compute this model "
+                            "differently: {}",
+                            checkpoint.dir.string(), why));
+}
 
 }  // namespace
 
 const GgufCodec& gguf_codec() {
-  static const Gemma3GgufCodec codec;
+  static const llama::DecoderGgufCodec codec(layout(), check, /*fitting=*/false);
   return codec;
 }
 

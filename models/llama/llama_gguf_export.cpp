@@ -360,6 +360,10 @@ GgufExport build_decoder_gguf(const Checkpoint& checkpoint, GgufExportType type,
   const auto n_vocab = model->embed_tokens->weight.size(0);
   add_model_metadata(c, n_vocab, type, name, layout, out);
   const auto tok = std::dynamic_pointer_cast<BpeTokenizer>(checkpoint.tokenizer);
+  if (tok && tok->decoder() == BpeDecoder::kByteFallbackStrip)
+    throw Error("export-gguf: the tokenizer is LLaMA-style SentencePiece (Prepend / Metaspace, byte fallback, Strip "
+                "decoder: LLaMA 2, Mistral, Phi-3), whose llama.cpp vocabulary headprune does not write yet; no GGUF "
+                "is written (the HF folder and ONNX exports carry it)");
   if (tok) {
     (tok->decoder() == BpeDecoder::kByteFallback ? add_sentencepiece_tokenizer : add_byte_level_tokenizer)(
         out.writer, *tok, checkpoint.chat_template, n_vocab);
@@ -373,6 +377,12 @@ GgufExport build_decoder_gguf(const Checkpoint& checkpoint, GgufExportType type,
   }
   add_tensors(*model, layout, type, out);
   return out;
+}
+
+GgufExport DecoderGgufCodec::build(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) const {
+  check_(checkpoint);
+  return fitting_ ? build_fitting_gguf(checkpoint, type, name, layout_)
+                  : build_decoder_gguf(checkpoint, type, name, layout_);
 }
 
 }  // namespace headprune::models::llama

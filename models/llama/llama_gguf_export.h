@@ -81,4 +81,23 @@ GgufExport build_llama_gguf(const Checkpoint& checkpoint, GgufExportType type, c
 GgufExport build_decoder_gguf(const Checkpoint& checkpoint, GgufExportType type, const std::string& name,
                               const GgufDecoderLayout& layout);
 
+/// A family's GgufCodec made of its layout: reads `layout.architecture` with read_decoder_gguf;
+/// writes after `check` (the family's refusals, which check_exportable runs too) in the layout's
+/// architecture (build_decoder_gguf) or, when `fitting`, through build_fitting_gguf.
+class DecoderGgufCodec final : public GgufCodec {
+ public:
+  using Check = void (*)(const Checkpoint& checkpoint);
+  DecoderGgufCodec(const GgufDecoderLayout& layout, Check check, bool fitting)
+      : layout_(layout), check_(check), fitting_(fitting) {}
+  std::vector<std::string> architectures() const override { return {layout_.architecture}; }
+  GgufModel read(GgufFile file) const override { return read_decoder_gguf(std::move(file), layout_); }
+  void check_exportable(const Checkpoint& checkpoint) const override { check_(checkpoint); }
+  GgufExport build(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) const override;
+
+ private:
+  const GgufDecoderLayout& layout_;
+  Check check_;
+  bool fitting_;
+};
+
 }  // namespace headprune::models::llama

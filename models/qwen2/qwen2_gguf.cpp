@@ -42,22 +42,12 @@ const llama::GgufDecoderLayout& layout() {
   return l;
 }
 
-class Qwen2GgufCodec final : public GgufCodec {
- public:
-  std::vector<std::string> architectures() const override { return {"qwen2"}; }
-  GgufModel read(GgufFile file) const override { return llama::read_decoder_gguf(std::move(file), layout()); }
-  void check_exportable(const Checkpoint& checkpoint) const override {
-    llama::check_decoder_gguf_exportable(checkpoint, "qwen2");
-  }
-  GgufExport build(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) const override {
-    return llama::build_fitting_gguf(checkpoint, type, name, layout());
-  }
-};
+void check(const Checkpoint& checkpoint) { llama::check_decoder_gguf_exportable(checkpoint, "qwen2"); }
 
 }  // namespace
 
 const GgufCodec& gguf_codec() {
-  static const Qwen2GgufCodec codec;
+  static const llama::DecoderGgufCodec codec(layout(), check, /*fitting=*/true);
   return codec;
 }
 

@@ -45,27 +45,18 @@ const llama::GgufDecoderLayout& layout() {
   return l;
 }
 
-class Qwen3GgufCodec final : public GgufCodec {
- public:
-  std::vector<std::string> architectures() const override { return {"qwen3"}; }
-  GgufModel read(GgufFile file) const override { return llama::read_decoder_gguf(std::move(file), layout()); }
-  void check_exportable(const Checkpoint& checkpoint) const override {
-    llama::check_decoder_gguf_exportable(checkpoint, "qwen3");
-    if (checkpoint.model->config().attention_bias)
-      throw Error(fmt::format("export-gguf: {} has attention_bias true; llama.cpp's qwen3 has no output-projection "
-                              "bias, so no GGUF is written",
-                              checkpoint.dir.string()));
-  }
-  GgufExport build(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) const override {
-    check_exportable(checkpoint);
-    return llama::build_decoder_gguf(checkpoint, type, name, layout());
-  }
-};
+void check(const Checkpoint& checkpoint) {
+  llama::check_decoder_gguf_exportable(checkpoint, "qwen3");
+  if (checkpoint.model->config().attention_bias)
+    throw Error(fmt::format("export-gguf: {} has attention_bias true; llama.cpp's qwen3 has no output-projection "
+                            "bias, so no GGUF is written",
+                            checkpoint.dir.string()));
+}
 
 }  // namespace
 
 const GgufCodec& gguf_codec() {
-  static const Qwen3GgufCodec codec;
+  static const llama::DecoderGgufCodec codec(layout(), check, /*fitting=*/false);
   return codec;
 }
 

@@ -86,7 +86,8 @@ BpeTokenizer::BpeTokenizer(BpeModel model, BpePreTokenizer pre_tokenizer, BpeNor
   std::vector<AddedToken> raw, normalized;
   for (std::size_t i = 0; i < added_.size(); ++i) {
     const auto& token = added_[i];
-    if (token.normalized && normalizer_ == BpeNormalizer::kSpaceToMetaspace && token.content.find(' ') != std::string::npos)
+    if (token.normalized && normalizer_ != BpeNormalizer::kNone && normalizer_ != BpeNormalizer::kNfc &&
+        token.content.find(' ') != std::string::npos)
       throw Error(fmt::format("{}: added token '{}' is normalized and contains a space (not supported with the "
                               "Replace normalizer)",
                               source, token.content));
@@ -98,8 +99,16 @@ BpeTokenizer::BpeTokenizer(BpeModel model, BpePreTokenizer pre_tokenizer, BpeNor
   normalized_matcher_ = AddedTokenMatcher(std::move(normalized));
 }
 
-void BpeTokenizer::append_plain_ids(const std::string& text, std::vector<int64_t>& out) const {
-  for (const auto& word : pre_tokenizer_.pre_tokenize(text)) model_.encode_word(word, out);
+std::string BpeTokenizer::metaspace_piece(const std::string& text, bool at_start) const {
+  if (metaspace_ == BpeMetaspace::kNone) return text;
+  auto piece = bpe_tokenizer_impl::replace_all(text, " ", kMetaspace);
+  const bool prepend = metaspace_ == BpeMetaspace::kAlways || (metaspace_ == BpeMetaspace::kFirst && at_start);
+  if (prepend && piece.rfind(kMetaspace, 0) != 0) piece = kMetaspace + piece;
+  return piece;
+}
+
+void BpeTokenizer::append_plain_ids(const std::string& text, bool at_start, std::vector<int64_t>& out) const {
+  for (const auto& word : pre_tokenizer_.pre_tokenize(metaspace_piece(text, at_start))) model_.encode_word(word, out);
 }
 
 std::vector<int64_t> BpeTokenizer::prompt_ids(const std::string& text) const {
@@ -128,7 +137,8 @@ std::vector<int64_t> BpeTokenizer::encode_text(const std::string& text, bool add
       if (inner.id >= 0)
         ids.push_back(inner.id);
       else
-        append_plain_ids(normalized.substr(inner.begin, inner.end - inner.begin), ids);
+        append_plain_ids(normalized.substr(inner.begin, inner.end - inner.begin),
+                         segment.begin == 0 && inner.begin == 0, ids);
     }
   }
   if (add_special_tokens) ids.insert(ids.end(), suffix_ids_.begin(), suffix_ids_.end());
@@ -150,7 +160,7 @@ std::vector<int64_t> BpeTokenizer::encode(const std::string& text, std::size_t m
 
 std::vector<std::string> BpeTokenizer::pre_tokenize(const std::string& text) const {
   require_utf8(text, "BPE tokenizer");
-  return pre_tokenizer_.pre_tokenize(normalize(text));
+  return pre_tokenizer_.pre_tokenize(metaspace_piece(normalize(text), true));
 }
 
 std::string BpeTokenizer::normalize(const std::string& text) const {
@@ -159,6 +169,8 @@ std::string BpeTokenizer::normalize(const std::string& text) const {
       return nfc(text);
     case BpeNormalizer::kSpaceToMetaspace:
       return bpe_tokenizer_impl::replace_all(text, " ", kMetaspace);
+    case BpeNormalizer::kPrependSpaceToMetaspace:
+      return text.empty() ? text : kMetaspace + bpe_tokenizer_impl::replace_all(text, " ", kMetaspace);
     case BpeNormalizer::kNone:
       break;
   }
@@ -185,6 +197,10 @@ std::string BpeTokenizer::decode(const std::vector<int64_t>& ids, bool skip_spec
 
 std::string BpeTokenizer::decode_tokens(const std::vector<const std::string*>& tokens) const {
   if (decoder_ == BpeDecoder::kByteFallback) return bpe_tokenizer_impl::byte_fallback_tokens(tokens);
+  if (decoder_ == BpeDecoder::kByteFallbackStrip) {  // Strip(" ", 1, 0) on the fused text
+    auto text = bpe_tokenizer_impl::byte_fallback_tokens(tokens);
+    return text.rfind(' ', 0) == 0 ? text.substr(1) : text;
+  }
   std::string bytes;
   for (const auto* token : tokens) bytes += bpe_tokenizer_impl::byte_level_token(*token);
   return utf8_lossy(bytes);

@@ -63,10 +63,19 @@ bool is_gemma_sentencepiece(const std::string& architecture);
 /// SentencePiece's space, U+2581 "▁", as UTF-8.
 inline constexpr const char* kMetaspace = "\xE2\x96\x81";
 
-/// The normalizers BpeTokenizer runs (HF `normalizers`): none, NFC, or Replace(" ", "▁").
-enum class BpeNormalizer { kNone, kNfc, kSpaceToMetaspace };
-/// The decoders (HF `decoders`): ByteLevel, or Sequence[Replace("▁", " "), ByteFallback, Fuse].
-enum class BpeDecoder { kByteLevel, kByteFallback };
+/// The normalizers BpeTokenizer runs (HF `normalizers`): none, NFC, Replace(" ", "▁"), or
+/// LLaMA's legacy Sequence[Prepend("▁"), Replace(" ", "▁")] (Prepend: to every non-empty piece
+/// between non-normalized added tokens, as HF normalizes each).
+enum class BpeNormalizer { kNone, kNfc, kSpaceToMetaspace, kPrependSpaceToMetaspace };
+/// The decoders (HF `decoders`): ByteLevel; Sequence[Replace("▁", " "), ByteFallback, Fuse]
+/// (Gemma); the same + Strip(" ", 1, 0) (LLaMA, Mistral, Phi-3: one leading space of the fused
+/// text dropped).
+enum class BpeDecoder { kByteLevel, kByteFallback, kByteFallbackStrip };
+/// HF's Metaspace pre-tokenizer with replacement "▁" and split false (LLaMA / Mistral
+/// tokenizer.json when not legacy): spaces become "▁", and "▁" is prepended, unless the piece
+/// starts with one, to the piece at the start of the text only (prepend_scheme "first"), to every
+/// piece ("always") or to none ("never"). kNone: no Metaspace step.
+enum class BpeMetaspace { kNone, kNever, kFirst, kAlways };
 
 class BpeTokenizer;
 
@@ -135,7 +144,7 @@ class BpeTokenizer : public Tokenizer {
   std::vector<int64_t> end_of_text_ids() const override;
 
   /// The pre-tokenizer's pieces of `text` (HF `pre_tokenizer.pre_tokenize_str` after the
-  /// normalizer), for tests and debugging. @throws headprune::Error on invalid UTF-8.
+  /// normalizer; a Metaspace step as at the start of a text), for tests and debugging. @throws headprune::Error on invalid UTF-8.
   std::vector<std::string> pre_tokenize(const std::string& text) const;
   /// `text` after the normalizer (HF `normalizer.normalize_str`).
   std::string normalize(const std::string& text) const;
@@ -161,7 +170,12 @@ class BpeTokenizer : public Tokenizer {
   static BpeTokenizer from_sentencepiece_gguf(const GgufVocabulary& vocabulary);
   void set_special_ids(const GgufVocabulary& vocabulary);
   std::string decode_tokens(const std::vector<const std::string*>& tokens) const;
-  void append_plain_ids(const std::string& text, std::vector<int64_t>& out) const;
+  /// `text` through the Metaspace step (unchanged without one); `at_start`: it begins the text.
+  std::string metaspace_piece(const std::string& text, bool at_start) const;
+  /// Pre-tokenizes and encodes one piece between added tokens; `at_start`: the piece begins the text.
+  void append_plain_ids(const std::string& text, bool at_start, std::vector<int64_t>& out) const;
+  nlohmann::json pre_tokenizer_json() const;
+  nlohmann::json decoder_json() const;
   const AddedToken* added_token(int64_t id) const;
   nlohmann::json post_processor_json() const;
   nlohmann::json normalizer_json() const;
@@ -170,6 +184,7 @@ class BpeTokenizer : public Tokenizer {
   BpePreTokenizer pre_tokenizer_;
   BpeNormalizer normalizer_ = BpeNormalizer::kNone;
   BpeDecoder decoder_ = BpeDecoder::kByteLevel;
+  BpeMetaspace metaspace_ = BpeMetaspace::kNone;  ///< set by from_json (pre_tokenizer Metaspace)
   std::vector<AddedToken> added_;
   std::unordered_map<int64_t, std::size_t> added_index_;  ///< id -> index in added_ (first one)
   std::unordered_set<std::string> special_contents_;      ///< contents of special added tokens

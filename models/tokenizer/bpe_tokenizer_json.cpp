@@ -18,11 +18,22 @@ std::string section_type(const nlohmann::json& tokenizer, const char* section) {
 }
 
 const nlohmann::json kReplaceSpace = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
+const nlohmann::json kPrependMetaspace = {{"type", "Prepend"}, {"prepend", "\u2581"}};
 const nlohmann::json kByteFallbackDecoder = {
     {"type", "Sequence"},
     {"decoders",
      {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}}, {{"type", "ByteFallback"}},
       {{"type", "Fuse"}}}}};
+const nlohmann::json kStripOneSpace = {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}};
+
+/// The ByteFallback decoder followed by Strip(" ", 1, 0) (LLaMA's SentencePiece tokenizer.json).
+nlohmann::json byte_fallback_strip_decoder() {
+  auto j = kByteFallbackDecoder;
+  j["decoders"].push_back(kStripOneSpace);
+  return j;
+}
+
+const char* const kPrependSchemes[] = {"never", "first", "always"};
 
 /// A boolean option of the BPE model (absent or null: false). @throws Error on a non-boolean.
 bool flag(const nlohmann::json& model, const char* key, const std::string& source) {
@@ -103,17 +114,39 @@ BpeNormalizer read_normalizer(const nlohmann::json& tokenizer, const std::string
   }
   if (step == nlohmann::json{{"type", "NFC"}}) return BpeNormalizer::kNfc;
   if (step == kReplaceSpace) return BpeNormalizer::kSpaceToMetaspace;
-  throw Error(fmt::format("{}: normalizer {} is not supported (none, NFC, or Replace \" \" with \"\u2581\")", source,
-                          tokenizer.at("normalizer").dump()));
+  if (step == nlohmann::json{{"type", "Sequence"}, {"normalizers", {kPrependMetaspace, kReplaceSpace}}})
+    return BpeNormalizer::kPrependSpaceToMetaspace;
+  throw Error(fmt::format("{}: normalizer {} is not supported (none, NFC, Replace \" \" with \"\u2581\", or "
+                          "Prepend \"\u2581\" + that Replace)",
+                          source, tokenizer.at("normalizer").dump()));
 }
 
 BpeDecoder read_decoder(const nlohmann::json& tokenizer, const std::string& source) {
   const auto type = section_type(tokenizer, "decoder");
   if (type == "ByteLevel") return BpeDecoder::kByteLevel;
   if (tokenizer.at("decoder") == kByteFallbackDecoder) return BpeDecoder::kByteFallback;
+  if (tokenizer.at("decoder") == byte_fallback_strip_decoder()) return BpeDecoder::kByteFallbackStrip;
   throw Error(fmt::format("{}: decoder {} is not supported (ByteLevel, or Replace \"\u2581\" with \" \" + "
-                          "ByteFallback + Fuse)",
+                          "ByteFallback + Fuse, optionally + Strip(\" \", 1, 0))",
                           source, type.empty() ? "none" : tokenizer.at("decoder").dump()));
+}
+
+/// A Metaspace pre-tokenizer ("▁", split false) as BpeMetaspace; kNone for any other pre-tokenizer.
+/// @throws Error on a Metaspace with another replacement, split true, or an unknown prepend_scheme.
+BpeMetaspace read_metaspace(const nlohmann::json& pre, const std::string& source) {
+  if (!pre.is_object() || pre.value("type", std::string()) != "Metaspace") return BpeMetaspace::kNone;
+  for (const auto& [key, value] : pre.items()) {
+    const bool ok = (key == "type") || (key == "replacement" && value == "\u2581") || (key == "split" && value == false) ||
+                    (key == "prepend_scheme" && value.is_string());
+    if (!ok)
+      throw Error(fmt::format("{}: pre_tokenizer Metaspace with {} {} is not supported (replacement \"\u2581\", "
+                              "split false, prepend_scheme first / always / never)",
+                              source, key, value.dump()));
+  }
+  const auto scheme = pre.value("prepend_scheme", std::string("always"));
+  for (int i = 0; i < 3; ++i)
+    if (scheme == kPrependSchemes[i]) return static_cast<BpeMetaspace>(i + 1);
+  throw Error(fmt::format("{}: Metaspace prepend_scheme '{}' is not first, always or never", source, scheme));
 }
 
 /// Prefix / suffix ids of a TemplateProcessing "single" template: SpecialTokens around $A.
@@ -181,7 +214,9 @@ BpeTokenizer BpeTokenizer::from_json(const nlohmann::json& tokenizer, const std:
     auto model = impl::read_model(tokenizer, source);
     const auto normalizer = impl::read_normalizer(tokenizer, source);
     const auto decoder = impl::read_decoder(tokenizer, source);
-    auto pre = BpePreTokenizer::from_json(tokenizer.value("pre_tokenizer", nlohmann::json()), source);
+    const auto pre_json = tokenizer.value("pre_tokenizer", nlohmann::json());
+    const auto metaspace = impl::read_metaspace(pre_json, source);
+    auto pre = BpePreTokenizer::from_json(metaspace == BpeMetaspace::kNone ? pre_json : nlohmann::json(), source);
     std::vector<AddedToken> added;
     if (const auto it = tokenizer.find("added_tokens"); it != tokenizer.end() && !it->is_null())
       for (const auto& token : *it) {
@@ -190,6 +225,7 @@ BpeTokenizer BpeTokenizer::from_json(const nlohmann::json& tokenizer, const std:
         if (const auto id = model.token_to_id(added.back().content)) added.back().id = *id;
       }
     BpeTokenizer out(std::move(model), std::move(pre), normalizer, decoder, std::move(added), source);
+    out.metaspace_ = metaspace;
     impl::read_post_processor(tokenizer.value("post_processor", nlohmann::json()), source, out.prefix_ids_,
                               out.suffix_ids_);
     const auto id_of = [&](const char* key) -> std::optional<int64_t> {
@@ -252,10 +288,33 @@ nlohmann::json BpeTokenizer::normalizer_json() const {
       return {{"type", "NFC"}};
     case BpeNormalizer::kSpaceToMetaspace:
       return bpe_tokenizer_json_impl::kReplaceSpace;
+    case BpeNormalizer::kPrependSpaceToMetaspace:
+      return {{"type", "Sequence"},
+              {"normalizers", {bpe_tokenizer_json_impl::kPrependMetaspace, bpe_tokenizer_json_impl::kReplaceSpace}}};
     case BpeNormalizer::kNone:
       break;
   }
   return nullptr;
+}
+
+nlohmann::json BpeTokenizer::pre_tokenizer_json() const {
+  if (metaspace_ == BpeMetaspace::kNone) return pre_tokenizer_.to_json();
+  return {{"type", "Metaspace"},
+          {"replacement", kMetaspace},
+          {"prepend_scheme", bpe_tokenizer_json_impl::kPrependSchemes[static_cast<int>(metaspace_) - 1]},
+          {"split", false}};
+}
+
+nlohmann::json BpeTokenizer::decoder_json() const {
+  switch (decoder_) {
+    case BpeDecoder::kByteFallback:
+      return bpe_tokenizer_json_impl::kByteFallbackDecoder;
+    case BpeDecoder::kByteFallbackStrip:
+      return bpe_tokenizer_json_impl::byte_fallback_strip_decoder();
+    case BpeDecoder::kByteLevel:
+      break;
+  }
+  return {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
 }
 
 nlohmann::json BpeTokenizer::to_tokenizer_json() const {
@@ -281,12 +340,9 @@ nlohmann::json BpeTokenizer::to_tokenizer_json() const {
           {"padding", nullptr},
           {"added_tokens", added},
           {"normalizer", normalizer_json()},
-          {"pre_tokenizer", pre_tokenizer_.to_json()},
+          {"pre_tokenizer", pre_tokenizer_json()},
           {"post_processor", post_processor_json()},
-          {"decoder", decoder_ == BpeDecoder::kByteFallback
-                          ? bpe_tokenizer_json_impl::kByteFallbackDecoder
-                          : nlohmann::json{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
-                                           {"use_regex", true}}},
+          {"decoder", decoder_json()},
           {"model", model}};
 }
 

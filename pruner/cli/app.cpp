@@ -184,11 +184,11 @@ const std::vector<Command>& commands() {
        run_heads},
       {"report", "show the surviving heads of a gates folder or checkpoint (table, JSON, SVG)",
        run_report},
-      {"generate", "sample text from a LLaMA checkpoint or llama2.c .bin (smoke check)",
+      {"generate", "sample text from a decoder checkpoint, .gguf or llama2.c .bin (smoke check)",
        run_generate},
       {"convert-llama2c", "turn a llama2.c .bin (+ tokenizer) into an HF LLaMA folder",
        run_convert_llama2c},
-      {"convert-gguf", "turn a llama.cpp GGUF LLaMA (+ its tokenizer) into an HF LLaMA folder",
+      {"convert-gguf", "turn a llama.cpp GGUF decoder (+ its tokenizer) into an HF folder",
        run_convert_gguf},
   };
   return table;

@@ -19,7 +19,7 @@ int run_convert_gguf(const std::vector<std::string>& args, const GlobalOptions&)
   namespace fs = std::filesystem;
   CommandLine line("convert-gguf", "convert-gguf MODEL.gguf -o DIR [--force]");
   std::string model, out;
-  line.positional("model", "MODEL.gguf", &model, "llama.cpp GGUF file of a LLaMA-style model (architectures llama, gemma3; F32, F16, BF16, "
+  line.positional("model", "MODEL.gguf", &model, "llama.cpp GGUF file of a LLaMA-style model (architectures llama, qwen2, qwen3, phi3, gemma3; F32, F16, BF16, "
                   "Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K tensors)");
   line.group(group::kRequired).add_options()
       ("out,o", arg(&out, "DIR")->required(), "folder to write (HF layout of the family, float32 weights)");

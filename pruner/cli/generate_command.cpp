@@ -55,7 +55,7 @@ int run_generate(const std::vector<std::string>& args, const GlobalOptions& glob
   double temperature = 1.0;
   int64_t steps = 256, samples = 1;
   line.positional("model", "MODEL", &model,
-                  "LLaMA checkpoint folder, a llama2.c .bin file, or a llama.cpp .gguf file");
+                  "decoder checkpoint folder (LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Gemma 3), a llama2.c .bin file, or a llama.cpp .gguf file");
   line.group(group::kOptions).add_options()
       ("prompt", arg(&prompt, "TEXT", std::string()),
        "text to continue (after BOS where the tokenizer adds one); sampling is seeded by the global --seed")
