@@ -131,10 +131,14 @@ void record_convergence(GateState& state) {
                       "kept ones)", *separation);
   state.summary["converged"] = why.empty();
   if (why.empty()) return;
+  // Past the target (more gates closing than the mask keeps): the multipliers overshot.
+  const bool overshot = expected > mask + kConvergenceGap;
   const auto warning = fmt::format(
-      "the gates had not converged: {}; the heads removed were chosen among gates still "
-      "undecided: train longer (--steps) or with a higher --lr",
-      why);
+      "the gates had not converged: {}; {}", why,
+      overshot ? "more gates were closing than the target keeps (the Lagrangian overshot it): train longer "
+                 "(--steps) for the multipliers to reopen them, or with a lower --lambda-lr"
+               : "the heads removed were chosen among gates still undecided: train longer (--steps) or with "
+                 "a higher --lr");
   state.summary["convergence_warning"] = warning;
   log::warn("{}", warning);
 }
