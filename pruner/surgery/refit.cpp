@@ -8,6 +8,7 @@
 
 #include "models/errors.h"
 #include "pruner/log.h"
+#include "pruner/report/format.h"
 #include "pruner/training/corpus.h"
 
 namespace headprune::pruner {
@@ -217,15 +218,21 @@ RefitResult refit_pruned_model(AttentionModel& pruned, AttentionModel& dense,
   result.sequences = std::min(sequences.size(), options.max_sequences);
   for (const auto& in : batches) result.tokens += in.attention_mask.sum().item<int64_t>();
   IoRecording record_pruned(pruned), record_dense(dense);
+  const auto layers = pruned.config().num_hidden_layers;
+  log::info("refit ({}): {} layers on {} calibration sequences ({} tokens); each layer runs the pruned model "
+            "over them again",
+            refit_method_name(options.method), layers, result.sequences, result.tokens);
   const auto cached = cached_dense_outputs(dense, batches);
-  for (int64_t l = 0; l < pruned.config().num_hidden_layers; ++l) {
+  for (int64_t l = 0; l < layers; ++l) {
     const auto projection = pruned.output_projection(l);
     const auto layer = options.method == RefitMethod::kOutput
         ? refit_layer(OutputFit{projection}, pruned, dense, batches, cached, l, options.ridge)
         : refit_layer(HeadScaleFit{projection, pruned.config().head_dim}, pruned, dense, batches, cached, l,
                       options.ridge);
-    log::debug("refit layer {}: {} values, relative error {:.4f} -> {:.4f}", l, layer.parameters,
-               layer.error_before, layer.error_after);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    log::info("refit layer {:>3}/{}: {} values, relative error {:.4f} -> {:.4f} | ETA {}", l + 1, layers,
+              layer.parameters, layer.error_before, layer.error_after,
+              human_duration(elapsed / static_cast<double>(l + 1) * static_cast<double>(layers - l - 1)));
     result.layers.push_back(layer);
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
