@@ -65,6 +65,21 @@ std::vector<bool> erase_dropped(const std::vector<bool>& values, const std::vect
   return out;
 }
 
+/// `j` with each of the family's own spellings of a common key (ModelFamily::attribute_map)
+/// also under the canonical name; both spellings present is refused (which would HF use?).
+nlohmann::json with_canonical_keys(const nlohmann::json& j, const ModelFamily& family,
+                                   const std::string& source) {
+  nlohmann::json out = j;
+  for (const auto& [canonical, file_key] : family.attribute_map()) {
+    if (!j.contains(file_key)) continue;
+    if (j.contains(canonical))
+      throw Error(fmt::format("{}: both '{}' and '{}' are set; a {} config names it '{}' only",
+                              source, canonical, file_key, family.model_type(), file_key));
+    out[canonical] = j.at(file_key);
+  }
+  return out;
+}
+
 }  // namespace
 
 int64_t ModelConfig::window_of(int64_t layer) const {
@@ -110,13 +125,14 @@ int64_t ModelConfig::total_heads() const {
   return total;
 }
 
-ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& source) {
-  if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", source));
+ModelConfig ModelConfig::from_json(const nlohmann::json& file, const std::string& source) {
+  if (!file.is_object()) throw Error(fmt::format("{}: expected a JSON object", source));
   ModelConfig c;
-  c.raw = j;
-  c.model_type = json_required<std::string>(j, "model_type", source);
+  c.raw = file;
+  c.model_type = json_required<std::string>(file, "model_type", source);
   const auto& family = family_of_config(c.model_type, source);
-  check_config_keys(j, family, source);
+  check_config_keys(file, family, source);
+  const auto j = with_canonical_keys(file, family, source);
   c.vocab_size = json_required<int64_t>(j, "vocab_size", source);
   c.hidden_size = json_required<int64_t>(j, "hidden_size", source);
   c.num_hidden_layers = json_required<int64_t>(j, "num_hidden_layers", source);
@@ -231,7 +247,9 @@ void ModelConfig::remove_layers(const std::vector<int64_t>& layers) {
   }
   pruned_heads = std::move(pruned);
   num_hidden_layers = static_cast<int64_t>(kept_heads.size());
-  raw["num_hidden_layers"] = num_hidden_layers;
+  const auto& file_keys = family_of(model_type).attribute_map();
+  const auto layers_key = file_keys.find("num_hidden_layers");
+  raw[layers_key == file_keys.end() ? "num_hidden_layers" : layers_key->second] = num_hidden_layers;
 }
 
 int64_t ModelConfig::kv_group_size() const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -33,6 +34,11 @@ class ModelFamily {
 
   // --- config.json (HF PretrainedConfig subclass of the family) ---
 
+  /// HF `PretrainedConfig.attribute_map` for the common keys this family's config.json spells
+  /// its own way: canonical name (hidden_size, ...) -> the file's key (DistilBERT: dim, ...).
+  /// from_json reads the file's key under the canonical name; the file keys belong in
+  /// modelled_keys(). Default: none.
+  virtual const std::map<std::string, std::string>& attribute_map() const;
   /// Keys beyond models/config_keys.cpp's common ones that this family reads.
   virtual const std::set<std::string>& modelled_keys() const = 0;
   /// HF defaults that differ per family, for absent keys.

@@ -8,6 +8,7 @@
 
 #include "models/bert/bert_family.h"
 #include "models/config.h"
+#include "models/distilbert/distilbert_family.h"
 #include "models/errors.h"
 #include "models/gemma3/gemma3_family.h"
 #include "models/llama/llama_family.h"
@@ -42,6 +43,7 @@ struct Entry {
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = {
       {bert::family(), HEADPRUNE_FACTORY(bert::make_model), nullptr},
+      {distilbert::family(), HEADPRUNE_FACTORY(distilbert::make_model), nullptr},
       {llama::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
       {qwen2::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(qwen2::gguf_codec)},
       {qwen3::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(qwen3::gguf_codec)},
@@ -64,6 +66,10 @@ const Entry& entry_of(const std::string& model_type) {
 
 void ModelFamily::parse_head_sets(const nlohmann::json&, const std::string&, ModelConfig&) const {}
 
+const std::map<std::string, std::string>& ModelFamily::attribute_map() const {
+  static const std::map<std::string, std::string> none;
+  return none;
+}
 std::optional<std::string> ModelFamily::layout_warning(const ModelConfig&) const { return {}; }
 bool ModelFamily::needs_remote_code(const ModelConfig&) const { return remote_code() != nullptr; }
 

@@ -26,18 +26,18 @@ nlohmann::json llama_json() {
 }  // namespace
 
 CATCH_TEST_CASE("the registry lists every family and maps each to its own", "[registry]") {
-  CATCH_CHECK(hp::models::supported_model_types() == std::vector<std::string>{"bert", "llama", "qwen2", "qwen3", "mistral", "phi3", "gemma3_text"});
+  CATCH_CHECK(hp::models::supported_model_types() == std::vector<std::string>{"bert", "distilbert", "llama", "qwen2", "qwen3", "mistral", "phi3", "gemma3_text"});
   for (const auto& type : hp::models::supported_model_types())
     CATCH_CHECK(hp::models::family_of(type).model_type() == type);
 }
 
 CATCH_TEST_CASE("an unknown model_type is refused with the supported list", "[registry]") {
   CATCH_CHECK_THROWS_WITH(hp::models::family_of("gpt2"),
-                          "model_type 'gpt2' is not supported (supported: bert, llama, qwen2, qwen3, mistral, phi3, gemma3_text)");
+                          "model_type 'gpt2' is not supported (supported: bert, distilbert, llama, qwen2, qwen3, mistral, phi3, gemma3_text)");
   auto j = llama_json();
   j["model_type"] = "gpt2";
   CATCH_CHECK_THROWS_WITH(hp::models::ModelConfig::from_json(j, "cfg.json"),
-                          "cfg.json: model_type 'gpt2' is not supported (supported: bert, llama, qwen2, qwen3, mistral, phi3, gemma3_text)");
+                          "cfg.json: model_type 'gpt2' is not supported (supported: bert, distilbert, llama, qwen2, qwen3, mistral, phi3, gemma3_text)");
 }
 
 CATCH_TEST_CASE("a family's keys are refused in another family's config", "[registry]") {
@@ -75,6 +75,13 @@ CATCH_TEST_CASE("per-head costs follow each family's layout", "[registry]") {
   CATCH_CHECK(hp::models::forward_flops_per_token(llama, 1) -
                   hp::models::attention_flops_per_token(llama, 1) == 2 * 6.0 * 16 * 24 + 2.0 * 16 * 32);
   CATCH_CHECK_FALSE(bert.family().has_lm_head());
+  // DistilBERT: BERT's layout under its own config names (no token types: not per head).
+  const auto distilbert = hp::models::ModelConfig::from_json(
+      {{"model_type", "distilbert"}, {"vocab_size", 32}, {"dim", 32}, {"n_layers", 2}, {"n_heads", 4},
+       {"hidden_dim", 64}},
+      "d");
+  CATCH_CHECK(hp::models::attention_parameters(distilbert) == hp::models::attention_parameters(bert));
+  CATCH_CHECK(hp::models::forward_flops_per_token(distilbert, 1) == hp::models::forward_flops_per_token(bert, 1));
   CATCH_CHECK(llama.family().has_lm_head());
   // Qwen2: LLaMA's layout plus q/k/v biases (d per query head, 2d per KV head), no o_proj bias.
   auto qwen2_json = llama_json();

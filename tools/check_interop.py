@@ -580,6 +580,42 @@ def case_decoder_family(case, exe, work, family):
     case.notes.append(f"uneven remote code: {decoder_greedy(exe, uneven, remote)} identical")
 
 
+def case_distilbert(case, exe, work):
+    """A DistilBERT pruned unevenly (tests/fixtures/distilbert, made by transformers 5.24):
+    transformers 4.x loads the export natively (pruned_heads), transformers 5 through headprune's
+    remote code (its own DistilBertModel must refuse the folder); either way clean, with
+    headprune's heads, and sentence-transformers' mean pooling over it equals `headprune embed`."""
+    fixture = REPO / "tests" / "fixtures" / "distilbert"
+    texts = json.loads((fixture / "texts.json").read_text(encoding="utf-8"))
+    text_file = work / "distilbert-texts.txt"
+    text_file.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    out = work / "distilbert-uneven"
+    headprune_apply(exe, fixture, {"0": [1], "2": [0, 1, 3]}, out)
+    if REMOTE:
+        try:
+            with captured_transformers_log():
+                AutoModel.from_pretrained(str(out))
+        except Exception as e:  # noqa: BLE001 - any refusal is the expected outcome
+            case.notes.append(f"without trust_remote_code: refused ({type(e).__name__})")
+        else:
+            raise CheckFailed("transformers 5 loaded the pruned DistilBERT without remote code: it cannot hold "
+                              "per-layer heads, so it must have changed the model")
+    model, info, log, _ = hf_load(out)
+    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs")
+                if info.get(k)}
+    if problems or "newly initialized" in log:
+        raise CheckFailed(f"AutoModel.from_pretrained(distilbert-uneven) not clean: {problems}\n{log}")
+    heads = [int(layer.attention.n_heads) for layer in model.transformer.layer]
+    insp = headprune_inspect(exe, out)
+    if heads != insp["heads_per_layer"] or hf_params(model) != insp["parameters"]:
+        raise CheckFailed(f"{type(model).__name__}: heads {heads}, {hf_params(model)} parameters; headprune "
+                          f"{insp['heads_per_layer']}, {insp['parameters']}")
+    ours = headprune_embed(exe, out, text_file, work, "distilbert")
+    _, ref = st_embed(out, texts)
+    check_cosines(case, cosines(ours, ref), texts, 0.99999, ours, ref)
+    case.notes.append(f"{type(model).__name__} heads {heads}; embeddings max |diff| {case.max_diff:.2e}")
+
+
 def ort_session(path):
     import onnxruntime  # noqa: E402 - only in the current environment
     options = onnxruntime.SessionOptions()
@@ -637,6 +673,30 @@ def case_onnx_minilm(case, exe, model_dir, texts, text_file, work, threshold):
     if again.returncode != 1 or "exists" not in again.stderr:
         raise CheckFailed(f"export-onnx over an existing file: exit {again.returncode}, {again.stderr!r}")
     case.notes.append("uneven (apply --onnx) and zero-head (export-onnx --external-data); an existing --out refused")
+
+
+def case_onnx_distilbert(case, exe, work):
+    """The DistilBERT prune of case_distilbert as ONNX (inputs input_ids and attention_mask, no
+    token types): ONNX Runtime's last_hidden_state against transformers' (remote code)."""
+    folder = work / "distilbert-uneven"
+    if not (folder / "config.json").is_file():
+        raise CheckFailed("needs the 'distilbert-uneven' folder, which was not written")
+    texts = json.loads((REPO / "tests" / "fixtures" / "distilbert" / "texts.json").read_text(encoding="utf-8"))
+    onnx_file = work / "distilbert-uneven.onnx"
+    onnx_file.unlink(missing_ok=True)
+    run_headprune(["export-onnx", folder, "-o", onnx_file], exe, "headprune export-onnx")
+    session = ort_session(onnx_file)
+    inputs, outputs = [i.name for i in session.get_inputs()], [o.name for o in session.get_outputs()]
+    if inputs != ["input_ids", "attention_mask"] or outputs != ["last_hidden_state"]:
+        raise CheckFailed(f"ONNX inputs {inputs}, outputs {outputs}")
+    batch = transformers.AutoTokenizer.from_pretrained(str(folder))(texts, padding=True, return_tensors="np")
+    out = ort_run(session, batch)
+    model, _, _, _ = hf_load(folder)
+    with torch.no_grad():
+        ref = model(**{k: torch.from_numpy(v) for k, v in batch.items()}).last_hidden_state.numpy()
+    check_max_diff(case, "last_hidden_state vs transformers", out["last_hidden_state"], ref,
+                   batch["attention_mask"][..., None])
+    case.notes.append(f"ONNX Runtime vs {type(model).__name__}: inputs {inputs}")
 
 
 def case_onnx_classifier(case, exe, work):
@@ -932,7 +992,7 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
-                "onnx-uneven", "layers-sweep", "smollm2",
+                "onnx-uneven", "layers-sweep", "smollm2", "distilbert-uneven",
                 *(f"{f}-{k}" for f in DECODER_CLASSES for k in ("uniform", "uneven"))):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
@@ -962,6 +1022,7 @@ def main():
         (Case("llama uneven, empty layer"), lambda c: case_llama_uneven(c, exe, work)),
         *((Case(f"{f} dense, uniform, uneven"), lambda c, f=f: case_decoder_family(c, exe, work, f))
           for f in ("qwen2", "mistral", "phi3")),
+        (Case("distilbert uneven"), lambda c: case_distilbert(c, exe, work)),
         (Case("smollm2 gguf -> HF folder"), lambda c: case_smollm2(c, exe, Path(args.smollm2).resolve(), work)),
         (Case("torchrun, 2 ranks = 1 process"), lambda c: case_torchrun(c, exe, model_dir, text_file, work)),
     ]
@@ -973,6 +1034,7 @@ def main():
             (Case("onnx minilm uneven, zero-head"),
              lambda c: case_onnx_minilm(c, exe, model_dir, texts, text_file, work, thr)),
             (Case("onnx classifier"), lambda c: case_onnx_classifier(c, exe, work)),
+            (Case("onnx distilbert uneven"), lambda c: case_onnx_distilbert(c, exe, work)),
             (Case("onnx llama uniform, uneven"), lambda c: case_onnx_llama(c, exe, work)),
             *((Case(f"onnx {f} uneven"), lambda c, f=f: case_onnx_decoder(c, exe, work, f)) for f in DECODER_CLASSES),
         ]

@@ -44,15 +44,7 @@ class BertFamily final : public ModelFamily {
                               source, c.hidden_act));
   }
 
-  /// `raw` with `pruned_heads` replaced by the current one (string layer keys, as HF writes).
-  nlohmann::json to_json(const ModelConfig& c) const override {
-    nlohmann::json j = c.raw;
-    nlohmann::json pruned = nlohmann::json::object();
-    for (const auto& [layer, heads] : c.pruned_heads)
-      if (!heads.empty()) pruned[std::to_string(layer)] = heads;
-    j["pruned_heads"] = pruned;
-    return j;
-  }
+  nlohmann::json to_json(const ModelConfig& c) const override { return with_pruned_heads(c); }
 
   bool has_qkv_bias(const ModelConfig&) const override { return true; }
   bool has_output_bias(const ModelConfig&) const override { return true; }
@@ -84,6 +76,15 @@ class BertFamily final : public ModelFamily {
 };
 
 }  // namespace
+
+nlohmann::json with_pruned_heads(const ModelConfig& c) {
+  nlohmann::json j = c.raw;
+  nlohmann::json pruned = nlohmann::json::object();
+  for (const auto& [layer, heads] : c.pruned_heads)
+    if (!heads.empty()) pruned[std::to_string(layer)] = heads;
+  j["pruned_heads"] = pruned;
+  return j;
+}
 
 const ModelFamily& family() {
   static const BertFamily instance;

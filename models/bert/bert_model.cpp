@@ -99,8 +99,9 @@ BertEmbeddingsImpl::BertEmbeddingsImpl(const ModelConfig& c) {
                                     torch::nn::Embedding(c.vocab_size, c.hidden_size));
   position_embeddings = register_module(
       "position_embeddings", torch::nn::Embedding(c.max_position_embeddings, c.hidden_size));
-  token_type_embeddings = register_module(
-      "token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, c.hidden_size));
+  if (c.type_vocab_size > 0)
+    token_type_embeddings = register_module(
+        "token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, c.hidden_size));
   LayerNorm = register_module(
       "LayerNorm",
       torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.hidden_size}).eps(c.layer_norm_eps)));
@@ -110,16 +111,20 @@ torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids,
                                           const torch::Tensor& token_type_ids) {
   const int64_t T = input_ids.size(1);
   auto positions = torch::arange(T, input_ids.options()).unsqueeze(0);
-  auto types = token_type_ids.defined() ? token_type_ids : torch::zeros_like(input_ids);
-  auto e = word_embeddings->forward(input_ids) + token_type_embeddings->forward(types) +
-           position_embeddings->forward(positions);
+  auto e = word_embeddings->forward(input_ids) + position_embeddings->forward(positions);
+  if (token_type_embeddings)
+    e = e + token_type_embeddings->forward(token_type_ids.defined() ? token_type_ids
+                                                                     : torch::zeros_like(input_ids));
   return LayerNorm->forward(e);
 }
 
 // ---------------------------------------------------------------- model
 BertModel::BertModel(ModelConfig config, bool with_pooler) : config_(std::move(config)) {
-  if (config_.model_type != "bert")
-    throw Error(fmt::format("BertModel cannot hold a '{}' model", config_.model_type));
+  if (config_.num_key_value_heads != config_.num_attention_heads)
+    throw Error(fmt::format("BertModel cannot hold a '{}' model: it has {} key/value heads for {} "
+                            "query heads",
+                            config_.model_type, config_.num_key_value_heads,
+                            config_.num_attention_heads));
   embeddings = register_module("embeddings", BertEmbeddings(config_));
   auto encoder = register_module("encoder", std::make_shared<torch::nn::Module>());
   auto layer_list = encoder->register_module("layer", torch::nn::ModuleList());

@@ -87,7 +87,8 @@ class BertLayerImpl : public torch::nn::Module {
 };
 TORCH_MODULE(BertLayer);
 
-/// Word + position + token-type embeddings, then LayerNorm.
+/// Word + position + token-type embeddings, then LayerNorm; without token types when
+/// config.type_vocab_size is 0 (DistilBERT).
 class BertEmbeddingsImpl : public torch::nn::Module {
  public:
   explicit BertEmbeddingsImpl(const ModelConfig& config);
@@ -104,7 +105,7 @@ TORCH_MODULE(BertEmbeddings);
 class BertModel : public AttentionModel {
  public:
   /// Builds with random weights, shaped by config.kept_heads. @throws headprune::Error if the
-  /// config is not a BERT config.
+  /// config has grouped key/value heads (not an encoder of this shape).
   BertModel(ModelConfig config, bool with_pooler);
 
   const ModelConfig& config() const override { return config_; }

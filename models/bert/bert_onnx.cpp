@@ -10,15 +10,17 @@
 namespace headprune::models {
 namespace {
 
-/// Word + position + token-type embeddings, then LayerNorm: [B, T, H].
+/// Word + position (+ token-type) embeddings, then LayerNorm: [B, T, H].
 std::string embeddings_to_onnx(OnnxGraph& g, const BertEmbeddingsImpl& e, double eps) {
-  auto word = g.op("Gather", {g.weight("embeddings.word_embeddings.weight", e.word_embeddings->weight), "input_ids"});
-  auto types = g.op("Gather", {g.weight("embeddings.token_type_embeddings.weight", e.token_type_embeddings->weight),
-                               "token_type_ids"});
+  auto sum = g.op("Gather", {g.weight("embeddings.word_embeddings.weight", e.word_embeddings->weight), "input_ids"});
+  if (e.token_type_embeddings)
+    sum = g.op("Add", {sum, g.op("Gather", {g.weight("embeddings.token_type_embeddings.weight",
+                                                     e.token_type_embeddings->weight),
+                                            "token_type_ids"})});
   auto positions = g.range(g.sequence_length("input_ids"));
   auto position = g.op("Gather", {g.weight("embeddings.position_embeddings.weight", e.position_embeddings->weight),
                                   positions});
-  auto sum = g.op("Add", {g.op("Add", {word, types}), position});
+  sum = g.op("Add", {sum, position});
   return g.layer_norm(sum, "embeddings.LayerNorm", e.LayerNorm->weight, e.LayerNorm->bias, eps);
 }
 
@@ -59,8 +61,8 @@ std::string layer_to_onnx(OnnxGraph& g, const BertLayerImpl& layer, const std::s
 }  // namespace
 
 OnnxModelOutputs BertModel::add_to_onnx(OnnxGraph& g) const {
-  for (const char* name : {"input_ids", "attention_mask", "token_type_ids"})
-    g.int64_input(name, {"batch_size", "sequence_length"});
+  for (const char* name : {"input_ids", "attention_mask"}) g.int64_input(name, {"batch_size", "sequence_length"});
+  if (embeddings->token_type_embeddings) g.int64_input("token_type_ids", {"batch_size", "sequence_length"});
   auto x = embeddings_to_onnx(g, *embeddings, config_.layer_norm_eps);
   const auto mask_bias = padding_bias(g);
   for (size_t l = 0; l < layers.size(); ++l)

@@ -397,9 +397,13 @@ void check_tokenizer_keys(const nlohmann::json& json, const std::filesystem::pat
   if (value_or("do_basic_tokenize", true) != true) fail("do_basic_tokenize", "must be true");
   const auto never_split = value_or("never_split", nlohmann::json::array());
   if (!never_split.is_array() || !never_split.empty()) fail("never_split", "must be null or empty");
+  // DistilBertTokenizer is BertTokenizer with other model_input_names (no token_type_ids).
+  static const std::set<std::string> kClasses = {"BertTokenizer", "BertTokenizerFast",
+                                                 "DistilBertTokenizer", "DistilBertTokenizerFast"};
   const auto cls = value_or("tokenizer_class", "BertTokenizer");
-  if (cls != "BertTokenizer" && cls != "BertTokenizerFast")
-    fail("tokenizer_class", "is " + cls.dump() + "; only BertTokenizer(Fast) is implemented");
+  if (!cls.is_string() || !kClasses.count(cls.get<std::string>()))
+    fail("tokenizer_class", "is " + cls.dump() + "; only BertTokenizer(Fast) and "
+                            "DistilBertTokenizer(Fast) are implemented");
   for (const char* key : {"padding_side", "truncation_side"})
     if (value_or(key, "right") != "right") fail(key, "must be \"right\"");
   if (value_or("split_special_tokens", false) != false) fail("split_special_tokens", "must be false");

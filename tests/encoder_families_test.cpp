@@ -1,0 +1,168 @@
+// The BERT-style encoder families beyond BERT (models/distilbert) against transformers 5.24's own
+// classes: a small DistilBertModel transformers made and saved (tests/fixtures/distilbert,
+// tools/make_encoder_fixtures.py: 3 layers, dim 64, 4 heads, weights at scales where every part
+// matters, a WordPiece vocabulary in tokenizer.json only). Tolerances: the float32 rounding
+// bound of tests/tolerance.h, from the hidden states' scale, the depth and the FFN width.
+// transformers 4.46 reloading a pruned export natively is tools/check_interop.py's
+// "distilbert uneven" case.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <functional>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "models/bert/bert_model.h"
+#include "models/checkpoint.h"
+#include "models/config.h"
+#include "models/errors.h"
+#include "models/formats/safetensors.h"
+#include "models/model_family.h"
+#include "pruner/surgery/apply.h"
+#include "pruner/surgery/surgery.h"
+#include "tests/test_support.h"
+#include "tests/tolerance.h"
+
+using namespace headprune;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path fixture() { return testing::fixture_path("distilbert"); }
+
+const models::TensorMap& reference() {
+  static const auto tensors = models::load_safetensors((fixture() / "reference.safetensors").string());
+  return tensors;
+}
+
+/// The model's last_hidden_state on the reference batch.
+torch::Tensor hidden_of(models::AttentionModel& model, const models::HeadMultipliers* multipliers = nullptr) {
+  torch::NoGradGuard no_grad;
+  return model.forward({reference().at("input_ids"), reference().at("attention_mask"), {}}, multipliers)
+      .last_hidden_state;
+}
+
+/// max |a - b| over the real (unpadded) tokens of the reference batch.
+double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  const auto real = reference().at("attention_mask").to(torch::kBool).unsqueeze(-1);
+  return (a - b).abs().masked_fill(~real, 0).max().item<double>();
+}
+
+/// A copy of the fixture with `edit` applied to its config.json.
+fs::path edited_config(const std::string& tag, const std::function<void(nlohmann::json&)>& edit) {
+  const auto dir = testing::temp_dir(tag);
+  auto config = models::read_json_file(fixture() / "config.json");
+  edit(config);
+  std::ofstream(dir / "config.json") << config.dump(2);
+  fs::copy_file(fixture() / "model.safetensors", dir / "model.safetensors");
+  return dir;
+}
+
+const models::BertModel& bert(const models::Checkpoint& ckpt) {
+  return dynamic_cast<const models::BertModel&>(*ckpt.model);
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("DistilBERT: config names, last_hidden_state and tokenizer equal transformers' DistilBertModel",
+                "[encoder-families]") {
+  auto ckpt = models::load_checkpoint(fixture(), torch::kCPU);
+  const auto& config = ckpt.model->config();
+  CATCH_CHECK(config.model_type == "distilbert");
+  // dim, n_heads, n_layers, hidden_dim, activation read as BERT's names.
+  CATCH_CHECK(config.hidden_size == 64);
+  CATCH_CHECK(config.num_attention_heads == 4);
+  CATCH_CHECK(config.num_hidden_layers == 3);
+  CATCH_CHECK(config.intermediate_size == 128);
+  CATCH_CHECK(config.hidden_act == "gelu");
+  CATCH_CHECK_FALSE(bert(ckpt).embeddings->token_type_embeddings);
+  CATCH_CHECK(ckpt.unused_keys.empty());
+
+  const auto& ref = reference().at("last_hidden_state");
+  const auto tolerance = testing::float32_tolerance(config, ref);
+  const auto diff = max_diff(hidden_of(*ckpt.model), ref);
+  CATCH_INFO("max |hidden - transformers| = " << diff << ", bound " << tolerance);
+  CATCH_CHECK(diff <= tolerance);
+  // The biases matter (the check can fail): without one the states are far off.
+  torch::NoGradGuard no_grad;
+  bert(ckpt).layers[1]->attention->output->dense->bias.zero_();
+  CATCH_CHECK(max_diff(hidden_of(*ckpt.model), ref) > 100 * tolerance);
+
+  CATCH_REQUIRE(ckpt.tokenizer);
+  const auto texts = models::read_json_file(fixture() / "texts.json");
+  const auto ids = reference().at("input_ids");
+  const auto mask = reference().at("attention_mask");
+  for (int64_t row = 0; row < 2; ++row) {
+    const auto expected = ids[row].masked_select(mask[row].to(torch::kBool));
+    const auto got = ckpt.tokenizer->encode(texts.at(row).get<std::string>(), 512);
+    CATCH_CHECK(torch::equal(torch::tensor(got, torch::kLong), expected.to(torch::kLong)));
+  }
+}
+
+CATCH_TEST_CASE("DistilBERT: removed heads equal zero multipliers, and the export keeps DistilBERT's names",
+                "[encoder-families]") {
+  auto dense = models::load_checkpoint(fixture(), torch::kCPU);
+  const auto& config = dense.model->config();
+  models::HeadMultipliers multipliers(3);
+  multipliers[0] = torch::tensor({1.0F, 0.0F, 1.0F, 1.0F});
+  multipliers[2] = torch::tensor({0.0F, 0.0F, 1.0F, 0.0F});
+  const auto gated = hidden_of(*dense.model, &multipliers);
+
+  auto ckpt = models::load_checkpoint(fixture(), torch::kCPU);
+  const auto plan = pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"0":[1],"2":[0,1,3]})"), config);
+  const auto out = testing::temp_dir("distilbert-uneven") / "out";
+  pruner::apply_and_export(ckpt, plan, out, false, {{"command", "test"}}, torch::kCPU);
+  const auto tolerance = testing::float32_tolerance(config, gated);
+  CATCH_CHECK(max_diff(hidden_of(*ckpt.model), gated) <= tolerance);
+
+  const auto written = models::read_json_file(out / "config.json");
+  CATCH_CHECK(written["model_type"] == "distilbert");
+  CATCH_CHECK(written["n_heads"] == 4);
+  CATCH_CHECK_FALSE(written.contains("num_attention_heads"));
+  CATCH_CHECK(written["pruned_heads"] == nlohmann::json::parse(R"({"0":[1],"2":[0,1,3]})"));
+  CATCH_CHECK(written["auto_map"]["AutoModel"] == "modeling_headprune_distilbert.HeadpruneDistilBertModel");
+  CATCH_CHECK(fs::exists(out / "modeling_headprune_distilbert.py"));
+  const auto tensors = models::load_safetensors((out / "model.safetensors").string());
+  CATCH_CHECK(tensors.at("transformer.layer.0.attention.q_lin.weight").size(0) == 3 * 16);
+  CATCH_CHECK(tensors.at("transformer.layer.2.attention.out_lin.weight").size(1) == 1 * 16);
+  CATCH_CHECK(tensors.at("transformer.layer.2.attention.v_lin.bias").size(0) == 1 * 16);
+  CATCH_CHECK(tensors.count("transformer.layer.1.sa_layer_norm.weight") == 1);
+  CATCH_CHECK(tensors.count("encoder.layer.0.attention.self.query.weight") == 0);
+  auto reloaded = models::load_checkpoint(out, torch::kCPU);
+  CATCH_CHECK(reloaded.model->config().heads_per_layer() == std::vector<int64_t>{3, 4, 1});
+  CATCH_CHECK(max_diff(hidden_of(*reloaded.model), gated) <= tolerance);
+
+  // Dropping a layer rewrites DistilBERT's own key for the depth.
+  reloaded.model->drop_layers({1});
+  const auto dropped = reloaded.model->config().family().to_json(reloaded.model->config());
+  CATCH_CHECK(dropped["n_layers"] == 2);
+  CATCH_CHECK_FALSE(dropped.contains("num_hidden_layers"));
+}
+
+CATCH_TEST_CASE("DistilBERT: what it does not model is refused with one line naming it", "[encoder-families]") {
+  const auto refused = [](const fs::path& dir, const std::string& what) {
+    CATCH_INFO(what);
+    CATCH_CHECK_THROWS_WITH(models::load_checkpoint(dir, torch::kCPU), Catch::Contains(what));
+  };
+  refused(edited_config("distilbert-both", [](auto& c) { c["hidden_size"] = 64; }),
+          "both 'hidden_size' and 'dim' are set");
+  refused(edited_config("distilbert-act", [](auto& c) { c["activation"] = "silu"; }), "activation 'silu'");
+  refused(edited_config("distilbert-key", [](auto& c) { c["output_past"] = true; c["mystery"] = 1; }),
+          "key 'mystery' is not modelled");
+
+  // A DistilBertForSequenceClassification file: the encoder under "distilbert.".
+  const auto task = edited_config("distilbert-task", [](auto&) {});
+  auto weights = models::load_safetensors((fixture() / "model.safetensors").string());
+  models::TensorMap prefixed;
+  for (const auto& [key, t] : weights) prefixed["distilbert." + key] = t;
+  prefixed["classifier.weight"] = torch::zeros({2, 64});
+  models::save_safetensors(task / "model.safetensors", prefixed);
+  refused(task, "a DistilBertFor* checkpoint");
+
+  // A layer tensor of no DistilBERT module.
+  const auto odd = edited_config("distilbert-odd", [](auto&) {});
+  weights["transformer.layer.1.attention.rotary.weight"] = torch::zeros({4});
+  models::save_safetensors(odd / "model.safetensors", weights);
+  refused(odd, "'transformer.layer.1.attention.rotary.weight' is not part of a DistilBERT layer");
+}
