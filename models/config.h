@@ -41,6 +41,14 @@ struct ModelConfig {
   int64_t type_vocab_size = 2;
   int64_t pad_token_id = 0;
   double layer_norm_eps = 1e-12;
+  /// RoBERTa-style positions (MPNet): token t's position id is padding_idx + the number of
+  /// non-padding tokens up to and including t, and padding_idx for padding (HF
+  /// create_position_ids_from_input_ids; MPNet's padding_idx is 1). -1: positions 0..T-1.
+  int64_t position_padding_idx = -1;
+  /// MPNet's relative position bias: a table [relative_attention_num_buckets, heads] shared by
+  /// every layer, indexed by the T5 bucket of key - query position (models/relative_position.h)
+  /// and added to each head's scores. 0: none.
+  int64_t relative_attention_num_buckets = 0;
   // LLaMA only (HF LlamaConfig names and defaults).
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;

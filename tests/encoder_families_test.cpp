@@ -1,13 +1,17 @@
-// The BERT-style encoder families beyond BERT (models/distilbert) against transformers 5.24's own
-// classes: a small DistilBertModel transformers made and saved (tests/fixtures/distilbert,
-// tools/make_encoder_fixtures.py: 3 layers, dim 64, 4 heads, weights at scales where every part
-// matters, a WordPiece vocabulary in tokenizer.json only). Tolerances: the float32 rounding
-// bound of tests/tolerance.h, from the hidden states' scale, the depth and the FFN width.
-// transformers 4.46 reloading a pruned export natively is tools/check_interop.py's
-// "distilbert uneven" case.
+// The BERT-style encoder families beyond BERT (models/distilbert, models/mpnet) against
+// transformers 5.24's own classes: small models transformers made and saved
+// (tools/make_encoder_fixtures.py: tests/fixtures/distilbert, a DistilBertModel with its WordPiece
+// vocabulary in tokenizer.json only; tests/fixtures/mpnet, an MPNetModel whose relative position
+// bias moves the scores, on ~100-token inputs, one padded; 3 layers, width 64, 4 heads, weights at
+// scales where every part matters) and the real all-mpnet-base-v2 tokenizer
+// (tests/fixtures/mpnet_tokenizer). Tolerances: the float32 rounding bound of tests/tolerance.h,
+// from the hidden states' scale, the depth and the FFN width. transformers and
+// sentence-transformers reloading pruned exports is tools/check_interop.py's "distilbert" and
+// "mpnet" cases.
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 #include <functional>
 #include <string>
 
@@ -19,6 +23,7 @@
 #include "models/errors.h"
 #include "models/formats/safetensors.h"
 #include "models/model_family.h"
+#include "models/tokenizer/wordpiece.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/surgery.h"
 #include "tests/test_support.h"
@@ -29,34 +34,52 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path fixture() { return testing::fixture_path("distilbert"); }
+fs::path fixture(const std::string& family = "distilbert") { return testing::fixture_path(family); }
 
-const models::TensorMap& reference() {
-  static const auto tensors = models::load_safetensors((fixture() / "reference.safetensors").string());
-  return tensors;
+const models::TensorMap& reference(const std::string& family = "distilbert") {
+  static std::map<std::string, models::TensorMap> cache;
+  auto it = cache.find(family);
+  if (it == cache.end())
+    it = cache.emplace(family, models::load_safetensors((fixture(family) / "reference.safetensors").string())).first;
+  return it->second;
 }
 
-/// The model's last_hidden_state on the reference batch.
-torch::Tensor hidden_of(models::AttentionModel& model, const models::HeadMultipliers* multipliers = nullptr) {
+/// The model's last_hidden_state on the family's reference batch.
+torch::Tensor hidden_of(models::AttentionModel& model, const models::HeadMultipliers* multipliers = nullptr,
+                        const std::string& family = "distilbert") {
   torch::NoGradGuard no_grad;
-  return model.forward({reference().at("input_ids"), reference().at("attention_mask"), {}}, multipliers)
-      .last_hidden_state;
+  const auto& ref = reference(family);
+  return model.forward({ref.at("input_ids"), ref.at("attention_mask"), {}}, multipliers).last_hidden_state;
 }
 
-/// max |a - b| over the real (unpadded) tokens of the reference batch.
-double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  const auto real = reference().at("attention_mask").to(torch::kBool).unsqueeze(-1);
+/// max |a - b| over the real (unpadded) tokens of the family's reference batch.
+double max_diff(const torch::Tensor& a, const torch::Tensor& b, const std::string& family = "distilbert") {
+  const auto real = reference(family).at("attention_mask").to(torch::kBool).unsqueeze(-1);
   return (a - b).abs().masked_fill(~real, 0).max().item<double>();
 }
 
-/// A copy of the fixture with `edit` applied to its config.json.
-fs::path edited_config(const std::string& tag, const std::function<void(nlohmann::json&)>& edit) {
+/// A copy of the family's fixture with `edit` applied to its config.json.
+fs::path edited_config(const std::string& tag, const std::function<void(nlohmann::json&)>& edit,
+                       const std::string& family = "distilbert") {
   const auto dir = testing::temp_dir(tag);
-  auto config = models::read_json_file(fixture() / "config.json");
+  auto config = models::read_json_file(fixture(family) / "config.json");
   edit(config);
   std::ofstream(dir / "config.json") << config.dump(2);
-  fs::copy_file(fixture() / "model.safetensors", dir / "model.safetensors");
+  fs::copy_file(fixture(family) / "model.safetensors", dir / "model.safetensors");
   return dir;
+}
+
+/// Checks the tokenizer of `ckpt` gives the reference ids of the fixture's texts.json.
+void check_reference_ids(const models::Checkpoint& ckpt, const std::string& family) {
+  CATCH_REQUIRE(ckpt.tokenizer);
+  const auto texts = models::read_json_file(fixture(family) / "texts.json");
+  const auto& ids = reference(family).at("input_ids");
+  const auto& mask = reference(family).at("attention_mask");
+  for (int64_t row = 0; row < ids.size(0); ++row) {
+    const auto expected = ids[row].masked_select(mask[row].to(torch::kBool));
+    const auto got = ckpt.tokenizer->encode(texts.at(row).get<std::string>(), 512);
+    CATCH_CHECK(torch::equal(torch::tensor(got, torch::kLong), expected.to(torch::kLong)));
+  }
 }
 
 const models::BertModel& bert(const models::Checkpoint& ckpt) {
@@ -89,15 +112,7 @@ CATCH_TEST_CASE("DistilBERT: config names, last_hidden_state and tokenizer equal
   bert(ckpt).layers[1]->attention->output->dense->bias.zero_();
   CATCH_CHECK(max_diff(hidden_of(*ckpt.model), ref) > 100 * tolerance);
 
-  CATCH_REQUIRE(ckpt.tokenizer);
-  const auto texts = models::read_json_file(fixture() / "texts.json");
-  const auto ids = reference().at("input_ids");
-  const auto mask = reference().at("attention_mask");
-  for (int64_t row = 0; row < 2; ++row) {
-    const auto expected = ids[row].masked_select(mask[row].to(torch::kBool));
-    const auto got = ckpt.tokenizer->encode(texts.at(row).get<std::string>(), 512);
-    CATCH_CHECK(torch::equal(torch::tensor(got, torch::kLong), expected.to(torch::kLong)));
-  }
+  check_reference_ids(ckpt, "distilbert");
 }
 
 CATCH_TEST_CASE("DistilBERT: removed heads equal zero multipliers, and the export keeps DistilBERT's names",
@@ -165,4 +180,91 @@ CATCH_TEST_CASE("DistilBERT: what it does not model is refused with one line nam
   weights["transformer.layer.1.attention.rotary.weight"] = torch::zeros({4});
   models::save_safetensors(odd / "model.safetensors", weights);
   refused(odd, "'transformer.layer.1.attention.rotary.weight' is not part of a DistilBERT layer");
+}
+
+CATCH_TEST_CASE("MPNet: last_hidden_state equals transformers' MPNetModel, relative bias and padded positions included",
+                "[encoder-families]") {
+  auto ckpt = models::load_checkpoint(fixture("mpnet"), torch::kCPU);
+  const auto& config = ckpt.model->config();
+  CATCH_CHECK(config.model_type == "mpnet");
+  CATCH_CHECK(config.position_padding_idx == 1);
+  CATCH_CHECK(ckpt.unused_keys.empty());
+  const auto& model = bert(ckpt);
+  CATCH_REQUIRE(model.relative_attention_bias);
+  CATCH_CHECK(model.relative_attention_bias->weight.sizes() == torch::IntArrayRef({32, 4}));
+  const auto& ref = reference("mpnet").at("last_hidden_state");
+  CATCH_CHECK(ref.size(1) > 64);  // distances in the log-spaced buckets
+  const auto tolerance = testing::float32_tolerance(config, ref);
+  const auto diff = max_diff(hidden_of(*ckpt.model, nullptr, "mpnet"), ref, "mpnet");
+  CATCH_INFO("max |hidden - transformers| = " << diff << ", bound " << tolerance);
+  CATCH_CHECK(diff <= tolerance);
+  check_reference_ids(ckpt, "mpnet");
+  // The relative bias matters (the check can fail): without it the states are far off.
+  torch::NoGradGuard no_grad;
+  model.relative_attention_bias->weight.zero_();
+  CATCH_CHECK(max_diff(hidden_of(*ckpt.model, nullptr, "mpnet"), ref, "mpnet") > 100 * tolerance);
+}
+
+CATCH_TEST_CASE("MPNet: removed heads take their bias columns along, and the export keeps MPNet's names",
+                "[encoder-families]") {
+  auto dense = models::load_checkpoint(fixture("mpnet"), torch::kCPU);
+  const auto& config = dense.model->config();
+  models::HeadMultipliers multipliers(3);
+  multipliers[0] = torch::tensor({0.0F, 1.0F, 0.0F, 1.0F});
+  multipliers[1] = torch::tensor({0.0F, 0.0F, 0.0F, 0.0F});
+  const auto gated = hidden_of(*dense.model, &multipliers, "mpnet");
+
+  auto ckpt = models::load_checkpoint(fixture("mpnet"), torch::kCPU);
+  const auto plan = pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"0":[0,2],"1":[0,1,2,3]})"), config);
+  const auto out = testing::temp_dir("mpnet-uneven") / "out";
+  pruner::apply_and_export(ckpt, plan, out, false, {{"command", "test"}}, torch::kCPU);
+  const auto tolerance = testing::float32_tolerance(config, gated);
+  CATCH_CHECK(max_diff(hidden_of(*ckpt.model, nullptr, "mpnet"), gated, "mpnet") <= tolerance);
+
+  const auto written = models::read_json_file(out / "config.json");
+  CATCH_CHECK(written["pruned_heads"] == nlohmann::json::parse(R"({"0":[0,2],"1":[0,1,2,3]})"));
+  CATCH_CHECK(written["auto_map"]["AutoModel"] == "modeling_headprune_mpnet.HeadpruneMPNetModel");
+  CATCH_CHECK(fs::exists(out / "modeling_headprune_mpnet.py"));
+  const auto tensors = models::load_safetensors((out / "model.safetensors").string());
+  CATCH_CHECK(tensors.at("encoder.layer.0.attention.attn.q.weight").size(0) == 2 * 16);
+  CATCH_CHECK(tensors.at("encoder.layer.0.attention.attn.o.weight").size(1) == 2 * 16);
+  CATCH_CHECK(tensors.at("encoder.layer.1.attention.attn.k.bias").size(0) == 0);
+  CATCH_CHECK(tensors.count("encoder.layer.2.attention.LayerNorm.weight") == 1);
+  // The shared table keeps every original head's column: layer 0 reads columns 1 and 3.
+  CATCH_CHECK(tensors.at("encoder.relative_attention_bias.weight").sizes() == torch::IntArrayRef({32, 4}));
+  auto reloaded = models::load_checkpoint(out, torch::kCPU);
+  CATCH_CHECK(reloaded.model->config().heads_per_layer() == std::vector<int64_t>{2, 0, 4});
+  CATCH_CHECK(max_diff(hidden_of(*reloaded.model, nullptr, "mpnet"), gated, "mpnet") <= tolerance);
+}
+
+CATCH_TEST_CASE("MPNet: the real all-mpnet-base-v2 tokenizer gives transformers' ids, its added <unk> included",
+                "[encoder-families]") {
+  const auto dir = fixture("mpnet_tokenizer");
+  const auto tokenizer = models::WordPieceTokenizer::from_directory(dir);
+  const auto encodings = models::read_json_file(dir / "encodings.json");
+  CATCH_REQUIRE(encodings.at("cases").size() > 100);
+  for (const auto& c : encodings.at("cases")) {
+    const auto text = c.at("text").get<std::string>();
+    CATCH_INFO(text);
+    CATCH_CHECK(tokenizer.encode(text, 512) == c.at("ids").get<std::vector<int64_t>>());
+  }
+  // Without tokenizer.json's normalized "<unk>" (id 3), "<UNK>" would split into pieces.
+  const auto no_json = testing::temp_dir("mpnet-vocab-only");
+  for (const char* name : {"vocab.txt", "tokenizer_config.json", "special_tokens_map.json"})
+    fs::copy_file(dir / name, no_json / name);
+  CATCH_CHECK(models::WordPieceTokenizer::from_directory(no_json).encode("<UNK>", 512).size() > 3);
+}
+
+CATCH_TEST_CASE("MPNet: what it does not model is refused with one line naming it", "[encoder-families]") {
+  CATCH_CHECK_THROWS_WITH(
+      models::load_checkpoint(edited_config("mpnet-buckets", [](auto& c) { c["relative_attention_num_buckets"] = 16; },
+                                            "mpnet"),
+                              torch::kCPU),
+      Catch::Contains("relative_attention_num_buckets 16 is below the 32 buckets"));
+  const auto odd = edited_config("mpnet-odd", [](auto&) {}, "mpnet");
+  auto weights = models::load_safetensors((fixture("mpnet") / "model.safetensors").string());
+  weights["encoder.layer.2.attention.attn.rotary.weight"] = torch::zeros({4});
+  models::save_safetensors(odd / "model.safetensors", weights);
+  CATCH_CHECK_THROWS_WITH(models::load_checkpoint(odd, torch::kCPU),
+                          Catch::Contains("'encoder.layer.2.attention.attn.rotary.weight' is not part of a MPNet layer"));
 }

@@ -616,6 +616,86 @@ def case_distilbert(case, exe, work):
     case.notes.append(f"{type(model).__name__} heads {heads}; embeddings max |diff| {case.max_diff:.2e}")
 
 
+def native_mpnet(folder, texts, pruned):
+    """In a fresh Python process (loading remote code registers its class for MPNetConfig in this
+    one): the dense folder's sentence-transformers embeddings through transformers' own
+    MPNetModel, or, for a pruned folder, how that class fails on it (4.x loads it, pruning
+    q/k/v/o, and fails in the forward pass, where the shared relative bias still has every head;
+    5.x refuses the weights' shapes) - None if it does not."""
+    script = """
+import json, sys
+import numpy as np
+folder, pruned, texts = sys.argv[1], sys.argv[2] == "1", json.loads(sys.stdin.read())
+if pruned:
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    batch = AutoTokenizer.from_pretrained(folder)(texts[:2], padding=True, return_tensors="pt")
+    try:
+        with torch.no_grad():
+            AutoModel.from_pretrained(folder).eval()(**batch)
+    except Exception as e:
+        print(json.dumps(type(e).__name__))
+    else:
+        print(json.dumps(None))
+else:
+    from sentence_transformers import SentenceTransformer
+    st = SentenceTransformer(folder, device="cpu")
+    emb = st.encode(texts, batch_size=16, convert_to_numpy=True, show_progress_bar=False)
+    print(json.dumps({"class": type(st[0].auto_model).__name__, "emb": np.asarray(emb, np.float64).tolist()}))
+"""
+    proc = subprocess.run([sys.executable, "-c", script, str(folder), "1" if pruned else "0"], input=json.dumps(texts),
+                          capture_output=True, text=True, encoding="utf-8")
+    if proc.returncode != 0:
+        raise CheckFailed(f"the native-class check of {folder.name} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def case_mpnet(case, exe, folder, texts, text_file, work, tag, remove):
+    """An MPNet folder dense (transformers' own MPNetModel, sentence-transformers vs `headprune
+    embed`) and pruned by `remove`: the native class fails on it (both versions: the export note
+    says so), trust_remote_code=True loads headprune's modeling file cleanly with headprune's heads
+    and parameters, and sentence-transformers over it equals `headprune embed`."""
+    dense_ours = headprune_embed(exe, folder, text_file, work, f"{tag}-dense")
+    dense = native_mpnet(folder, texts, pruned=False)
+    dense_ref = np.asarray(dense["emb"], np.float64)
+    check_cosines(case, cosines(dense_ours, dense_ref), texts, 0.99999, dense_ours, dense_ref)
+    case.notes.append(f"dense: embeddings max |diff| {case.max_diff:.2e} vs {dense['class']}")
+    out = work / f"{tag}-uneven"
+    headprune_apply(exe, folder, remove, out)
+    failure = native_mpnet(out, texts, pruned=True)
+    if failure is None:
+        raise CheckFailed("transformers' own MPNetModel ran the pruned folder: the export note says it cannot")
+    model, info, log, _ = hf_load(out, remote=True)
+    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs")
+                if info.get(k)}
+    if problems or "newly initialized" in log:
+        raise CheckFailed(f"AutoModel.from_pretrained({out.name}, trust_remote_code=True) not clean: {problems}\n{log}")
+    insp = headprune_inspect(exe, out)
+    heads = [int(layer.attention.attn.num_heads) for layer in model.encoder.layer]
+    if heads != insp["heads_per_layer"] or hf_params(model) != insp["parameters"]:
+        raise CheckFailed(f"{type(model).__name__}: heads {heads}, {hf_params(model)} parameters; headprune "
+                          f"{insp['heads_per_layer']}, {insp['parameters']}")
+    ours = headprune_embed(exe, out, text_file, work, f"{tag}-uneven")
+    st = SentenceTransformer(str(out), device="cpu", trust_remote_code=True)
+    ref = np.asarray(st.encode(texts, batch_size=16, convert_to_numpy=True, show_progress_bar=False), np.float64)
+    check_cosines(case, cosines(ours, ref), texts, 0.99999, ours, ref)
+    case.notes.append(f"pruned: native {failure}; {type(model).__name__} heads {heads}; embeddings max |diff| "
+                      f"{case.max_diff:.2e}")
+
+
+# The real all-mpnet-base-v2's uneven prune (12 layers of 12 heads): 13 heads, layer 11 emptied.
+MPNET_UNEVEN = {"0": [0, 1, 2], "3": [5], "6": [0, 2, 4, 6, 8, 10], "11": list(range(12))}
+
+
+def case_mpnet_fixture(case, exe, work):
+    """case_mpnet on tests/fixtures/mpnet (made by transformers 5.24), a layer emptied."""
+    fixture = REPO / "tests" / "fixtures" / "mpnet"
+    texts = json.loads((fixture / "texts.json").read_text(encoding="utf-8"))
+    text_file = work / "mpnet-texts.txt"
+    text_file.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    case_mpnet(case, exe, fixture, texts, text_file, work, "mpnet", {"0": [0, 2], "1": [0, 1, 2, 3]})
+
+
 def ort_session(path):
     import onnxruntime  # noqa: E402 - only in the current environment
     options = onnxruntime.SessionOptions()
@@ -969,6 +1049,8 @@ def main():
                     help="folder with stories260K.bin and tok512.bin")
     ap.add_argument("--smollm2", default=str(REPO / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"),
                     help="SmolLM2-135M-Instruct GGUF file (scripts/fetch-model SmolLM2-135M-Instruct)")
+    ap.add_argument("--mpnet", help="all-mpnet-base-v2 folder (scripts/fetch-model all-mpnet-base-v2): adds the "
+                                    "real model's dense and uneven-prune case (not run without it)")
     ap.add_argument("--only", help="run only the cases whose name contains one of these comma-separated texts "
                                    "(e.g. 'mistral,phi3'; a case may need a folder an earlier case writes)")
     args = ap.parse_args()
@@ -992,7 +1074,8 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
-                "onnx-uneven", "layers-sweep", "smollm2", "distilbert-uneven",
+                "onnx-uneven", "layers-sweep", "smollm2", "distilbert-uneven", "mpnet-uneven",
+                "all-mpnet-uneven",
                 *(f"{f}-{k}" for f in DECODER_CLASSES for k in ("uniform", "uneven"))):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
     text_file = work / "texts.txt"
@@ -1023,6 +1106,10 @@ def main():
         *((Case(f"{f} dense, uniform, uneven"), lambda c, f=f: case_decoder_family(c, exe, work, f))
           for f in ("qwen2", "mistral", "phi3")),
         (Case("distilbert uneven"), lambda c: case_distilbert(c, exe, work)),
+        (Case("mpnet dense, uneven"), lambda c: case_mpnet_fixture(c, exe, work)),
+        *([(Case("all-mpnet-base-v2 dense, uneven"),
+            lambda c: case_mpnet(c, exe, Path(args.mpnet).resolve(), texts, text_file, work, "all-mpnet", MPNET_UNEVEN))]
+          if args.mpnet else []),
         (Case("smollm2 gguf -> HF folder"), lambda c: case_smollm2(c, exe, Path(args.smollm2).resolve(), work)),
         (Case("torchrun, 2 ranks = 1 process"), lambda c: case_torchrun(c, exe, model_dir, text_file, work)),
     ]

@@ -1,6 +1,21 @@
-"""Writes tests/fixtures/distilbert/: a small DistilBERT encoder made and saved by transformers
-itself, and its reference outputs, for headprune to match.
+"""Writes tests/fixtures/{distilbert,mpnet,mpnet_tokenizer}/: small encoders made and saved by
+transformers itself and their reference outputs, and the real all-mpnet-base-v2 tokenizer's ids,
+for headprune to match.
 
+mpnet: transformers' own MPNetModel (MPNetConfig: 3 layers, hidden 64, 4 heads, intermediate
+128, 130 positions, 32 relative-position buckets; seeded, redrawn as below; the relative bias
+table at std 1, so each head's bias visibly moves its scores) with a WordPiece vocabulary trained
+as below around MPNet's special tokens (<s> <pad> </s> <unk> [UNK] <mask>, MPNetTokenizer); its
+reference is two WikiText-2 lines of ~100 tokens (distances up to the log-spaced buckets), the
+shorter padded with <pad> (id 1, whose position stays padding_idx).
+
+mpnet_tokenizer: the tokenizer files of the real all-mpnet-base-v2 (scripts/fetch-model
+all-mpnet-base-v2: vocab.txt, tokenizer.json with its normalized added token "<unk>",
+tokenizer_config.json, special_tokens_map.json) and encodings.json: the ids its fast tokenizer
+(what sentence-transformers runs) gives 120 WikiText-2 lines and texts naming its added and
+special tokens.
+
+distilbert:
 No DistilBERT checkpoint is packaged on PyPI (the `env` package lists), so the model is
 transformers' own DistilBertModel (DistilBertConfig, seeded random weights) saved with
 save_pretrained as safetensors, as sentence-transformers saves the encoder of a DistilBERT
@@ -16,7 +31,7 @@ reference.safetensors holds, from transformers (eager attention, float32, CPU): 
 attention_mask [2, T] of the two WikiText-2 lines in texts.json (the shorter padded on the
 right) and last_hidden_state [2, T, 64].
 
-    .venv-current/bin/python tools/make_encoder_fixtures.py
+    .venv-current/bin/python tools/make_encoder_fixtures.py [distilbert|mpnet|mpnet_tokenizer ...]
 
 Never touches the network.
 """
@@ -33,23 +48,25 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
-from transformers import DistilBertConfig, DistilBertModel, DistilBertTokenizerFast  # noqa: E402
+from transformers import (AutoTokenizer, DistilBertConfig, DistilBertModel, DistilBertTokenizerFast,  # noqa: E402
+                          MPNetConfig, MPNetModel, MPNetTokenizerFast)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 SHARED = Path(os.environ.get("HEADPRUNE_SHARED_DATA") or REPO.parent / "shared" / "data")
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+BERT_SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+MPNET_SPECIAL = ["<s>", "<pad>", "</s>", "<unk>", "[UNK]", "<mask>"]  # all-mpnet-base-v2's ids 0..3, 104, 30526
 
 
-def train_wordpiece(text):
-    """BERT's pipeline over a 600-token vocabulary."""
+def train_wordpiece(text, special):
+    """BERT's pipeline over a 600-token vocabulary, the special tokens first."""
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=600, special_tokens=SPECIAL, show_progress=False)
+    trainer = trainers.WordPieceTrainer(vocab_size=600, special_tokens=special, show_progress=False)
     tok.train_from_iterator([text], trainer=trainer)
-    return DistilBertTokenizerFast(vocab=tok.get_vocab(), do_lower_case=True)
+    return tok.get_vocab()
 
 
 def redraw(model, generator):
@@ -68,26 +85,8 @@ def redraw(model, generator):
                 p.copy_(noise * 0.8 / p.shape[1] ** 0.5)
 
 
-def main():
-    text_file = SHARED / "corpus" / "tinyshakespeare_input.txt"
-    wiki_file = SHARED / "corpus" / "wikitext2_raw_test.raw"
-    if not text_file.is_file() or not wiki_file.is_file():
-        sys.exit(f"make_encoder_fixtures: {SHARED}/corpus not found (set HEADPRUNE_SHARED_DATA)")
-    out = FIXTURES / "distilbert"
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    tokenizer = train_wordpiece(text_file.read_text(encoding="utf-8")[:300_000])
-    config = DistilBertConfig(vocab_size=len(tokenizer), dim=64, n_layers=3, n_heads=4, hidden_dim=128,
-                              max_position_embeddings=128, activation="gelu", pad_token_id=tokenizer.pad_token_id)
-    torch.manual_seed(0)
-    model = DistilBertModel(config)
-    redraw(model, torch.Generator().manual_seed(1))
-    model = model.eval()
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    lines = [l.strip() for l in wiki_file.read_text(encoding="utf-8").splitlines() if len(l.strip()) > 80]
-    texts = [lines[0][:90], lines[1][:60]]
+def save_reference(model, tokenizer, texts, out):
+    """texts.json and reference.safetensors (ids, mask, last_hidden_state) beside the model."""
     (out / "texts.json").write_text(json.dumps(texts, indent=2) + "\n", encoding="utf-8")
     batch = tokenizer(texts, return_tensors="pt", padding=True)
     with torch.no_grad():
@@ -98,6 +97,79 @@ def main():
               metadata={"transformers": transformers.__version__, "torch": torch.__version__})
     print(json.dumps({"folder": str(out.relative_to(REPO)), "vocab": len(tokenizer),
                       "tokens": list(batch["input_ids"].shape), "hidden_std": float(hidden.std())}))
+
+
+def fresh(name):
+    out = FIXTURES / name
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    return out
+
+
+def write_distilbert(corpus, lines):
+    out = fresh("distilbert")
+    tokenizer = DistilBertTokenizerFast(vocab=train_wordpiece(corpus, BERT_SPECIAL), do_lower_case=True)
+    config = DistilBertConfig(vocab_size=len(tokenizer), dim=64, n_layers=3, n_heads=4, hidden_dim=128,
+                              max_position_embeddings=128, activation="gelu", pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    model = DistilBertModel(config)
+    redraw(model, torch.Generator().manual_seed(1))
+    model = model.eval()
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    save_reference(model, tokenizer, [lines[0][:90], lines[1][:60]], out)
+
+
+def write_mpnet(corpus, lines):
+    out = fresh("mpnet")
+    tokenizer = MPNetTokenizerFast(vocab=train_wordpiece(corpus, MPNET_SPECIAL), do_lower_case=True)
+    config = MPNetConfig(vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                         intermediate_size=128, max_position_embeddings=130, relative_attention_num_buckets=32,
+                         layer_norm_eps=1e-5, pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    model = MPNetModel(config)
+    redraw(model, torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        model.encoder.relative_attention_bias.weight.normal_(0.0, 1.0, generator=torch.Generator().manual_seed(2))
+    model = model.eval()
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    save_reference(model, tokenizer, [" ".join(lines[2:5])[:230], lines[5][:120]], out)
+
+
+def write_mpnet_tokenizer(corpus, lines):
+    source = REPO / ".cache" / "models" / "all-mpnet-base-v2"
+    if not (source / "tokenizer.json").is_file():
+        sys.exit("make_encoder_fixtures: run scripts/fetch-model all-mpnet-base-v2 first")
+    out = fresh("mpnet_tokenizer")
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        shutil.copy(source / name, out / name)
+    tokenizer = AutoTokenizer.from_pretrained(str(out))
+    texts = lines[:120] + ["<unk>", "an <UNK> here", "x<unk>y <Unk>", "a <mask> b", "<s> both </s> ends",
+                           "[UNK] and <pad>", "Café naïve 中文 — “quotes”", "<mask><mask> <s></s>", ""]
+    cases = [{"text": t, "ids": tokenizer(t, truncation=True, max_length=512)["input_ids"]} for t in texts]
+    (out / "encodings.json").write_text(json.dumps({"tokenizer": type(tokenizer).__name__,
+                                                    "transformers": transformers.__version__,
+                                                    "cases": cases}, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps({"folder": str(out.relative_to(REPO)), "cases": len(cases),
+                      "unk_added": tokenizer("<unk>")["input_ids"]}))
+
+
+WRITERS = {"distilbert": write_distilbert, "mpnet": write_mpnet, "mpnet_tokenizer": write_mpnet_tokenizer}
+
+
+def main():
+    text_file = SHARED / "corpus" / "tinyshakespeare_input.txt"
+    wiki_file = SHARED / "corpus" / "wikitext2_raw_test.raw"
+    if not text_file.is_file() or not wiki_file.is_file():
+        sys.exit(f"make_encoder_fixtures: {SHARED}/corpus not found (set HEADPRUNE_SHARED_DATA)")
+    corpus = text_file.read_text(encoding="utf-8")[:300_000]
+    lines = [l.strip() for l in wiki_file.read_text(encoding="utf-8").splitlines() if len(l.strip()) > 80]
+    for name in sys.argv[1:] or list(WRITERS):
+        if name not in WRITERS:
+            sys.exit(f"make_encoder_fixtures: unknown fixture {name!r} (known: {', '.join(WRITERS)})")
+        WRITERS[name](corpus, lines)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include "models/bert/bert_family.h"
 #include "models/errors.h"
 #include "models/layer_list.h"
+#include "models/relative_position.h"
 
 namespace headprune::models {
 
@@ -94,7 +95,7 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
 }
 
 // ---------------------------------------------------------------- embeddings
-BertEmbeddingsImpl::BertEmbeddingsImpl(const ModelConfig& c) {
+BertEmbeddingsImpl::BertEmbeddingsImpl(const ModelConfig& c) : position_padding_idx_(c.position_padding_idx) {
   word_embeddings = register_module("word_embeddings",
                                     torch::nn::Embedding(c.vocab_size, c.hidden_size));
   position_embeddings = register_module(
@@ -109,8 +110,13 @@ BertEmbeddingsImpl::BertEmbeddingsImpl(const ModelConfig& c) {
 
 torch::Tensor BertEmbeddingsImpl::forward(const torch::Tensor& input_ids,
                                           const torch::Tensor& token_type_ids) {
-  const int64_t T = input_ids.size(1);
-  auto positions = torch::arange(T, input_ids.options()).unsqueeze(0);
+  torch::Tensor positions;
+  if (position_padding_idx_ >= 0) {  // HF create_position_ids_from_input_ids
+    const auto real = input_ids.ne(position_padding_idx_).to(torch::kLong);
+    positions = real.cumsum(1) * real + position_padding_idx_;
+  } else {
+    positions = torch::arange(input_ids.size(1), input_ids.options()).unsqueeze(0);
+  }
   auto e = word_embeddings->forward(input_ids) + position_embeddings->forward(positions);
   if (token_type_embeddings)
     e = e + token_type_embeddings->forward(token_type_ids.defined() ? token_type_ids
@@ -132,6 +138,10 @@ BertModel::BertModel(ModelConfig config, bool with_pooler) : config_(std::move(c
     layers.push_back(BertLayer(config_, static_cast<int64_t>(config_.kept_heads[l].size())));
     layer_list->push_back(layers.back());
   }
+  if (config_.relative_attention_num_buckets > 0)
+    relative_attention_bias = encoder->register_module(
+        "relative_attention_bias",
+        torch::nn::Embedding(config_.relative_attention_num_buckets, config_.num_attention_heads));
   if (with_pooler) {
     auto pooler = register_module("pooler", std::make_shared<torch::nn::Module>());
     pooler_dense = pooler->register_module("dense", Linear(config_.hidden_size, config_.hidden_size));
@@ -141,10 +151,12 @@ BertModel::BertModel(ModelConfig config, bool with_pooler) : config_(std::move(c
 ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) {
   const auto& ids = inputs.input_ids;
   if (ids.dim() != 2) throw Error("input_ids must have shape [batch, seq]");
-  if (ids.size(1) > config_.max_position_embeddings)
-    throw Error(fmt::format("sequence of {} tokens is longer than max_position_embeddings {}; "
+  // Positions after padding_idx (RoBERTa-style) leave padding_idx + 1 rows of the table unused.
+  const int64_t max_tokens = config_.max_position_embeddings - std::max<int64_t>(config_.position_padding_idx + 1, 0);
+  if (ids.size(1) > max_tokens)
+    throw Error(fmt::format("sequence of {} tokens is longer than the {} positions the model has; "
                             "lower --max-length",
-                            ids.size(1), config_.max_position_embeddings));
+                            ids.size(1), max_tokens));
   if (multipliers && static_cast<int64_t>(multipliers->size()) != config_.num_hidden_layers)
     throw Error(fmt::format("head multipliers for {} layers given, the model has {}",
                             multipliers->size(), config_.num_hidden_layers));
@@ -155,6 +167,7 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
   torch::Tensor mask_bias;
   if (!mask.all().item<bool>())
     mask_bias = (1.0 - mask.to(x.dtype())).view({ids.size(0), 1, 1, ids.size(1)}) * mask_min(x.scalar_type());
+  const auto position_bias = relative_position_bias(ids.size(1), x);
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     torch::Tensor m;
     if (multipliers) {
@@ -163,7 +176,7 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
         throw Error(fmt::format("layer {}: head multiplier has shape {}, expected [{}]", l,
                                 fmt::join(m.sizes(), ","), layers[l]->attention->self->num_heads));
     }
-    x = layers[l]->forward(x, mask_bias, m);
+    x = layers[l]->forward(x, layer_bias(l, position_bias, mask_bias), m);
   }
   ModelOutput out{x, {}, {}, {}};
   for (auto& layer : layers)
@@ -171,6 +184,22 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
   for (auto& layer : layers)
     if (layer->attention->record_io) out.attention_io.push_back(layer->attention->io);
   return out;
+}
+
+torch::Tensor BertModel::relative_position_bias(int64_t seq_len, const torch::Tensor& like) const {
+  if (!relative_attention_bias) return {};
+  // transformers' MPNetEncoder.compute_position_bias: 32 buckets up to distance 128, whatever
+  // the table's size (MPNetFamily refuses a table of fewer rows).
+  const auto buckets = relative_position_bucket(seq_len, 32, 128, like.device());
+  return torch::embedding(relative_attention_bias->weight, buckets).permute({2, 0, 1}).unsqueeze(0).to(like.dtype());
+}
+
+torch::Tensor BertModel::layer_bias(int64_t layer, const torch::Tensor& position_bias,
+                                    const torch::Tensor& mask_bias) const {
+  if (!position_bias.defined()) return mask_bias;
+  const auto& kept = config_.kept_heads.at(static_cast<size_t>(layer));
+  auto bias = position_bias.index_select(1, torch::tensor(kept, torch::kLong).to(position_bias.device()));
+  return mask_bias.defined() ? bias + mask_bias : bias;
 }
 
 void BertModel::set_output_attentions(bool on) {

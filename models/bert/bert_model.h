@@ -26,7 +26,8 @@ namespace headprune::models {
 class BertSelfAttentionImpl : public torch::nn::Module {
  public:
   BertSelfAttentionImpl(int64_t hidden_size, int64_t num_heads, int64_t head_dim);
-  /// x: [B, T, H]; mask_bias: [B, 1, 1, T] additive (0 or a large negative number), or
+  /// x: [B, T, H]; mask_bias: additive, broadcastable to [B, num_heads, T, T] (the padding mask
+  /// [B, 1, 1, T], plus MPNet's relative position bias [1, num_heads, T, T]), or
   /// undefined when no key is padding;
   /// multiplier: undefined or [num_heads]. @returns the per-head context, concatenated:
   /// [B, T, num_heads*head_dim], each head scaled by its multiplier.
@@ -88,7 +89,8 @@ class BertLayerImpl : public torch::nn::Module {
 TORCH_MODULE(BertLayer);
 
 /// Word + position + token-type embeddings, then LayerNorm; without token types when
-/// config.type_vocab_size is 0 (DistilBERT).
+/// config.type_vocab_size is 0 (DistilBERT, MPNet); positions counted after padding_idx when
+/// config.position_padding_idx >= 0 (MPNet).
 class BertEmbeddingsImpl : public torch::nn::Module {
  public:
   explicit BertEmbeddingsImpl(const ModelConfig& config);
@@ -97,6 +99,9 @@ class BertEmbeddingsImpl : public torch::nn::Module {
   torch::nn::Embedding word_embeddings{nullptr}, position_embeddings{nullptr},
       token_type_embeddings{nullptr};
   torch::nn::LayerNorm LayerNorm{nullptr};
+
+ private:
+  int64_t position_padding_idx_;  ///< ModelConfig::position_padding_idx
 };
 TORCH_MODULE(BertEmbeddings);
 
@@ -127,8 +132,19 @@ class BertModel : public AttentionModel {
   BertEmbeddings embeddings{nullptr};
   std::vector<BertLayer> layers;  ///< registered as "encoder.layer.N"
   Linear pooler_dense{nullptr};   ///< "pooler.dense", or empty
+  /// "encoder.relative_attention_bias" [buckets, num_attention_heads] (MPNet; every original
+  /// head's column, whatever was pruned: layer l uses the columns of config.kept_heads[l]), or
+  /// empty.
+  torch::nn::Embedding relative_attention_bias{nullptr};
 
  private:
+  /// The relative position bias of every original head, [1, heads, T, T] in `like`'s dtype and
+  /// device, or undefined without a table.
+  torch::Tensor relative_position_bias(int64_t seq_len, const torch::Tensor& like) const;
+  /// Layer `layer`'s additive attention bias: its kept heads' position bias plus the padding
+  /// mask (either may be undefined).
+  torch::Tensor layer_bias(int64_t layer, const torch::Tensor& position_bias, const torch::Tensor& mask_bias) const;
+
   ModelConfig config_;
 };
 

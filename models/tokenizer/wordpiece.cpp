@@ -397,27 +397,30 @@ void check_tokenizer_keys(const nlohmann::json& json, const std::filesystem::pat
   if (value_or("do_basic_tokenize", true) != true) fail("do_basic_tokenize", "must be true");
   const auto never_split = value_or("never_split", nlohmann::json::array());
   if (!never_split.is_array() || !never_split.empty()) fail("never_split", "must be null or empty");
-  // DistilBertTokenizer is BertTokenizer with other model_input_names (no token_type_ids).
-  static const std::set<std::string> kClasses = {"BertTokenizer", "BertTokenizerFast",
-                                                 "DistilBertTokenizer", "DistilBertTokenizerFast"};
+  // DistilBertTokenizer is BertTokenizer with other model_input_names (no token_type_ids);
+  // MPNetTokenizer is BertTokenizer with <s> ... </s> as its cls / sep tokens.
+  static const std::set<std::string> kClasses = {"BertTokenizer",      "BertTokenizerFast",
+                                                 "DistilBertTokenizer", "DistilBertTokenizerFast",
+                                                 "MPNetTokenizer",     "MPNetTokenizerFast"};
   const auto cls = value_or("tokenizer_class", "BertTokenizer");
   if (!cls.is_string() || !kClasses.count(cls.get<std::string>()))
-    fail("tokenizer_class", "is " + cls.dump() + "; only BertTokenizer(Fast) and "
-                            "DistilBertTokenizer(Fast) are implemented");
+    fail("tokenizer_class", "is " + cls.dump() + "; only BertTokenizer(Fast), "
+                            "DistilBertTokenizer(Fast) and MPNetTokenizer(Fast) are implemented");
   for (const char* key : {"padding_side", "truncation_side"})
     if (value_or(key, "right") != "right") fail(key, "must be \"right\"");
   if (value_or("split_special_tokens", false) != false) fail("split_special_tokens", "must be false");
   const auto extra = value_or("additional_special_tokens", nlohmann::json::array());
   if (!extra.is_array() || !extra.empty())
     fail("additional_special_tokens", "must be empty (added tokens are not implemented)");
-  const std::set<std::string> specials = {options.unk_token, options.cls_token, options.sep_token,
-                                          options.pad_token, options.mask_token};
+  std::set<std::string> specials = {options.unk_token, options.cls_token, options.sep_token,
+                                    options.pad_token, options.mask_token};
+  for (const auto& added : options.added_tokens) specials.insert(added.content);
   const auto added = value_or("added_tokens_decoder", nlohmann::json::object());
   for (const auto& [id, token] : added.items())
     if (!token.is_object() || !specials.count(token.value("content", std::string())))
       fail("added_tokens_decoder", "adds token " + id + " " + token.dump() +
-                                       ", which is not one of the special tokens: added tokens "
-                                       "are not implemented");
+                                       ", which is neither a special token nor one of "
+                                       "tokenizer.json's added_tokens");
 }
 
 }  // namespace
@@ -456,9 +459,20 @@ WordPieceTokenizer::WordPieceTokenizer(std::vector<std::string> vocab, WordPiece
                             [&](const auto& s) { return s.first == text; });
     if (!seen) specials_.emplace_back(std::move(text), id);
   }
-  std::stable_sort(specials_.begin(), specials_.end(), [](const auto& a, const auto& b) {
-    return a.first.size() > b.first.size();
-  });
+  for (const auto& added : options_.added_tokens) {
+    const auto text = decode_utf8(added.content);
+    const bool special = std::any_of(specials_.begin(), specials_.end(),
+                                     [&](const auto& s) { return s.first == text; });
+    if (special || text.empty()) continue;
+    const auto it = ids_.find(added.content);
+    if (it == ids_.end() || it->second != added.id)
+      throw Error("WordPiece tokenizer: added token '" + added.content + "' (id " + std::to_string(added.id) +
+                  ") is not the vocabulary's token of that id; tokens beyond the vocabulary are not supported");
+    (added.normalized ? normalized_added_ : specials_).emplace_back(text, added.id);
+  }
+  const auto longest_first = [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); };
+  std::stable_sort(specials_.begin(), specials_.end(), longest_first);
+  std::stable_sort(normalized_added_.begin(), normalized_added_.end(), longest_first);
 }
 
 namespace {
@@ -488,10 +502,12 @@ WordPieceTokenizer WordPieceTokenizer::from_directory(const std::filesystem::pat
   const auto vocab_path = dir / "vocab.txt", json_path = dir / "tokenizer.json";
   WordPieceOptions options;
   std::vector<std::string> vocab;
+  nlohmann::json tokenizer_json;
+  if (std::filesystem::is_regular_file(json_path)) tokenizer_json = read_json(json_path);
   if (std::filesystem::is_regular_file(vocab_path))
     vocab = read_vocab_txt(vocab_path);
-  else if (std::filesystem::is_regular_file(json_path))
-    vocab = wordpiece_from_tokenizer_json(read_json(json_path), json_path, options);
+  else if (!tokenizer_json.is_null())
+    vocab = wordpiece_from_tokenizer_json(tokenizer_json, json_path, options);
   else
     throw Error(vocab_path.string() +
                 ": not found (nor tokenizer.json); a BERT WordPiece checkpoint needs vocab.txt (one "
@@ -527,6 +543,11 @@ WordPieceTokenizer WordPieceTokenizer::from_directory(const std::filesystem::pat
   const auto map_path = dir / "special_tokens_map.json";
   const auto map = read_if_present(map_path);
   apply_special_tokens(map, map_path, options);
+  // What HF's fast tokenizer, which sentence-transformers runs, adds beyond the vocabulary.
+  if (!tokenizer_json.is_null()) {
+    options.added_tokens = wordpiece_added_tokens(tokenizer_json, json_path);
+    check_post_processor(tokenizer_json, json_path, options);
+  }
   check_tokenizer_keys(config, config_path, options);
   check_tokenizer_keys(map, map_path, options);
 
@@ -616,9 +637,30 @@ void WordPieceTokenizer::append_segment_ids(const std::u32string& text, std::siz
     for (char32_t c : norm) append_lower(c, lowered);
     norm.swap(lowered);
   }
+  // Added tokens of the normalized text are kept whole (HF AddedVocabulary, normalized: true).
+  std::size_t segment = 0;
+  for (std::size_t i = 0; i < norm.size() && !normalized_added_.empty();) {
+    const auto match = std::find_if(normalized_added_.begin(), normalized_added_.end(), [&](const auto& a) {
+      return norm.compare(i, a.first.size(), a.first) == 0;
+    });
+    if (match == normalized_added_.end()) {
+      ++i;
+      continue;
+    }
+    append_words(norm, segment, i, out);
+    out.push_back(match->second);
+    i += match->first.size();
+    segment = i;
+  }
+  append_words(norm, segment, norm.size(), out);
+}
+
+void WordPieceTokenizer::append_words(const std::u32string& norm, std::size_t begin, std::size_t end,
+                                      std::vector<int64_t>& out) const {
   // 4-5. split on whitespace, isolate punctuation, WordPiece every word.
   std::u32string word;
-  for (char32_t c : norm) {
+  for (std::size_t i = begin; i < end; ++i) {
+    const char32_t c = norm[i];
     if (is_whitespace(c) || is_punctuation(c)) {
       if (!word.empty()) append_word_ids(word, out);
       word.clear();

@@ -29,6 +29,16 @@
 
 namespace headprune::models {
 
+/// A token of tokenizer.json's `added_tokens` beyond the five special tokens (MPNet's "<unk>"):
+/// kept whole where it occurs in the text (`normalized` false) or in the normalized text
+/// (`normalized` true: after cleaning, accent stripping and lower-casing), as HF tokenizers'
+/// AddedVocabulary splits them.
+struct WordPieceAddedToken {
+  std::string content;
+  bool normalized = false;
+  int64_t id = 0;  ///< must be the vocabulary's id of `content`
+};
+
 /// Settings read from `tokenizer_config.json` (HF defaults where keys are absent).
 struct WordPieceOptions {
   bool do_lower_case = true;
@@ -43,6 +53,8 @@ struct WordPieceOptions {
   std::string mask_token = "[MASK]";
   /// Upper bound on ids per sequence including [CLS]/[SEP] (`model_max_length`).
   std::size_t model_max_length = 512;
+  /// tokenizer.json's other added tokens; each must be in the vocabulary.
+  std::vector<WordPieceAddedToken> added_tokens;
 };
 
 /// One encoded batch: row-major [batch, seq] int64 arrays padded with pad_id (mask 0).
@@ -99,6 +111,9 @@ class WordPieceTokenizer : public Tokenizer {
   /// Normalizes, pre-tokenizes and WordPiece-splits text[begin, end) (no special tokens in it).
   void append_segment_ids(const std::u32string& text, std::size_t begin, std::size_t end,
                           std::vector<int64_t>& out) const;
+  /// Pre-tokenizes and WordPiece-splits normalized text norm[begin, end).
+  void append_words(const std::u32string& norm, std::size_t begin, std::size_t end,
+                    std::vector<int64_t>& out) const;
   /// Greedy longest-match-first WordPiece of one pre-tokenized word, or [UNK].
   void append_word_ids(const std::u32string& word, std::vector<int64_t>& out) const;
 
@@ -110,6 +125,8 @@ class WordPieceTokenizer : public Tokenizer {
   std::size_t max_token_bytes_ = 0;
   /// Special tokens matched verbatim in the raw text, longest first, with their ids.
   std::vector<std::pair<std::u32string, int64_t>> specials_;
+  /// Added tokens matched in the normalized text, longest first, with their ids.
+  std::vector<std::pair<std::u32string, int64_t>> normalized_added_;
 };
 
 }  // namespace headprune::models

@@ -1,5 +1,7 @@
 #include "models/tokenizer/wordpiece_json.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "models/errors.h"
@@ -33,26 +35,6 @@ void apply_normalizer(const nlohmann::json& n, const std::filesystem::path& file
   if (accents != n.end()) o.strip_accents = accents->is_null() ? -1 : (accents->get<bool>() ? 1 : 0);
 }
 
-/// Added tokens change how text splits: only the five BERT special tokens (kept whole by the
-/// tokenizer) are modelled. A post-processor other than BERT's [CLS] A [SEP] is refused too.
-void check_added_tokens(const nlohmann::json& tokenizer, const std::filesystem::path& file,
-                        const WordPieceOptions& o) {
-  const auto post = type_of(tokenizer, "post_processor");
-  if (!post.empty() && post != "TemplateProcessing" && post != "BertProcessing")
-    throw Error(fmt::format("{}: post_processor '{}' is not supported (BERT's [CLS] ... [SEP] only)",
-                            file.string(), post));
-  const auto added = tokenizer.find("added_tokens");
-  if (added == tokenizer.end() || added->is_null()) return;
-  for (const auto& token : *added) {
-    const auto content = token.at("content").get<std::string>();
-    if (content != o.unk_token && content != o.cls_token && content != o.sep_token &&
-        content != o.pad_token && content != o.mask_token)
-      throw Error(fmt::format("{}: added token '{}' is not supported (only {}, {}, {}, {}, {})",
-                              file.string(), content, o.unk_token, o.cls_token, o.sep_token,
-                              o.pad_token, o.mask_token));
-  }
-}
-
 }  // namespace
 
 std::vector<std::string> wordpiece_from_tokenizer_json(const nlohmann::json& tokenizer,
@@ -67,7 +49,7 @@ std::vector<std::string> wordpiece_from_tokenizer_json(const nlohmann::json& tok
       throw Error(fmt::format("{}: continuing_subword_prefix other than '##' is not supported", file.string()));
     apply_normalizer(tokenizer.at("normalizer"), file, options);
     options.unk_token = model.value("unk_token", options.unk_token);
-    check_added_tokens(tokenizer, file, options);
+    options.added_tokens = wordpiece_added_tokens(tokenizer, file);
     if (const auto it = model.find("max_input_chars_per_word"); it != model.end()) {
       if (!it->is_number_unsigned())
         throw Error(fmt::format("{}: max_input_chars_per_word must be a non-negative integer, not {}",
@@ -90,6 +72,45 @@ std::vector<std::string> wordpiece_from_tokenizer_json(const nlohmann::json& tok
     return vocab;
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{}: not a tokenizer.json WordPiece model ({})", file.string(), e.what()));
+  }
+}
+
+
+std::vector<WordPieceAddedToken> wordpiece_added_tokens(const nlohmann::json& tokenizer,
+                                                        const std::filesystem::path& file) {
+  std::vector<WordPieceAddedToken> out;
+  const auto added = tokenizer.find("added_tokens");
+  if (added == tokenizer.end() || added->is_null()) return out;
+  if (!added->is_array())
+    throw Error(fmt::format("{}: added_tokens must be a list", file.string()));
+  for (const auto& token : *added) {
+    const auto content = token.is_object() ? token.find("content") : token.end();
+    const auto id = token.is_object() ? token.find("id") : token.end();
+    if (content == token.end() || !content->is_string() || id == token.end() || !id->is_number_integer())
+      throw Error(fmt::format("{}: added token {} has no string content and integer id", file.string(),
+                              token.dump()));
+    if (token.value("single_word", false) == true)
+      throw Error(fmt::format("{}: added token '{}' has single_word true, which is not supported",
+                              file.string(), content->get<std::string>()));
+    out.push_back({content->get<std::string>(), token.value("normalized", false) == true, id->get<int64_t>()});
+  }
+  return out;
+}
+
+void check_post_processor(const nlohmann::json& tokenizer, const std::filesystem::path& file,
+                          const WordPieceOptions& options) {
+  const auto type = type_of(tokenizer, "post_processor");
+  if (type.empty() || type == "TemplateProcessing") return;
+  if (type != "BertProcessing" && type != "RobertaProcessing")
+    throw Error(fmt::format("{}: post_processor '{}' is not supported (BERT's [CLS] ... [SEP] only)",
+                            file.string(), type));
+  // {"cls": [token, id], "sep": [token, id]}: the tokens the encoder puts around a sequence.
+  const auto& post = tokenizer.at("post_processor");
+  for (const auto& [key, expected] : {std::pair{"cls", options.cls_token}, {"sep", options.sep_token}}) {
+    const auto it = post.find(key);
+    if (it == post.end() || !it->is_array() || it->empty() || it->at(0) != expected)
+      throw Error(fmt::format("{}: post_processor {} is {}, but the tokenizer's {}_token is '{}'",
+                              file.string(), key, it == post.end() ? "missing" : it->dump(), key, expected));
   }
 }
 

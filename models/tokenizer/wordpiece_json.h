@@ -18,12 +18,25 @@ namespace headprune::models {
 /// normalizer (lowercase, strip_accents, handle_chinese_chars) and model (unk_token,
 /// max_input_chars_per_word). Format: huggingface/tokenizers `Tokenizer` JSON, model type
 /// "WordPiece", normalizer "BertNormalizer", pre_tokenizer "BertPreTokenizer".
+/// `options.added_tokens` receives wordpiece_added_tokens(tokenizer, file).
 /// @throws headprune::Error naming `file` and the part that is not a BERT WordPiece pipeline
 ///         (another model or normalizer type, a subword prefix other than "##", clean_text
-///         false, ids that are not 0..n-1, an added token other than the five BERT special
-///         tokens, a post-processor other than BERT's).
+///         false, ids that are not 0..n-1, an added token wordpiece_added_tokens refuses).
 std::vector<std::string> wordpiece_from_tokenizer_json(const nlohmann::json& tokenizer,
                                                        const std::filesystem::path& file,
                                                        WordPieceOptions& options);
+
+/// tokenizer.json's `added_tokens` (the special tokens among them too: the tokenizer skips
+/// those). @throws headprune::Error naming `file` for a malformed entry or `single_word` true
+/// (matched only between word boundaries: not modelled).
+std::vector<WordPieceAddedToken> wordpiece_added_tokens(const nlohmann::json& tokenizer,
+                                                        const std::filesystem::path& file);
+
+/// Checks tokenizer.json's post-processor puts `options`' cls and sep tokens around a sequence:
+/// none, TemplateProcessing (transformers writes BERT's), or BertProcessing / RobertaProcessing
+/// whose cls / sep are those tokens (MPNet's RobertaProcessing: <s> A </s>; for one sequence
+/// its ids are BertProcessing's). @throws headprune::Error naming `file` otherwise.
+void check_post_processor(const nlohmann::json& tokenizer, const std::filesystem::path& file,
+                          const WordPieceOptions& options);
 
 }  // namespace headprune::models
