@@ -17,7 +17,7 @@ namespace {
 
 /// HF BertConfig: every head has its own Q/K/V, all projections carry biases, and removed heads
 /// are recorded in `pruned_heads`, which transformers 4.x applies at load time.
-class BertFamily final : public ModelFamily {
+class BertFamily final : public EncoderFamily {
  public:
   std::string model_type() const override { return "bert"; }
 
@@ -43,13 +43,6 @@ class BertFamily final : public ModelFamily {
       throw Error(fmt::format("{}: hidden_act '{}' is not supported (gelu, gelu_new, relu)",
                               source, c.hidden_act));
   }
-
-  nlohmann::json to_json(const ModelConfig& c) const override { return with_pruned_heads(c); }
-
-  bool has_qkv_bias(const ModelConfig&) const override { return true; }
-  bool has_output_bias(const ModelConfig&) const override { return true; }
-  int64_t ffn_matrices() const override { return 2; }
-  bool has_lm_head() const override { return false; }
 
   std::string empty_layer_warning(int64_t layer) const override {
     return fmt::format(
@@ -77,7 +70,7 @@ class BertFamily final : public ModelFamily {
 
 }  // namespace
 
-nlohmann::json with_pruned_heads(const ModelConfig& c) {
+nlohmann::json EncoderFamily::to_json(const ModelConfig& c) const {
   nlohmann::json j = c.raw;
   nlohmann::json pruned = nlohmann::json::object();
   for (const auto& [layer, heads] : c.pruned_heads)

@@ -14,10 +14,19 @@ namespace headprune::models::bert {
 /// The family's config rules, costs and export notes (bert_family.cpp).
 const ModelFamily& family();
 
-/// config.json for an export: `c.raw` with `pruned_heads` replaced by the current one (string
-/// layer keys, as HF writes; layers with none left out). HF's BERT-family configs record
-/// removed heads so (BertConfig, DistilBertConfig).
-nlohmann::json with_pruned_heads(const ModelConfig& c);
+/// What the BERT-style encoder families share (BERT, DistilBERT, MPNet): every head has its own
+/// Q/K/V, all projections carry biases, two FFN matrices, no language-model head, and removed
+/// heads are recorded in config.json's `pruned_heads` (string layer keys, as HF writes; layers
+/// with none left out), as HF's BertConfig / DistilBertConfig / MPNetConfig do.
+class EncoderFamily : public ModelFamily {
+ public:
+  /// `c.raw` with `pruned_heads` replaced by the current one.
+  nlohmann::json to_json(const ModelConfig& c) const override;
+  bool has_qkv_bias(const ModelConfig&) const override { return true; }
+  bool has_output_bias(const ModelConfig&) const override { return true; }
+  int64_t ffn_matrices() const override { return 2; }
+  bool has_lm_head() const override { return false; }
+};
 
 /// A BertModel for `config` (random weights); with the pooler when `weight_names` has
 /// `pooler.dense.weight` (or `bert.pooler.dense.weight`). Defined in bert_model.cpp.

@@ -21,7 +21,7 @@ namespace {
 /// num_hidden_layers, intermediate_size, hidden_act; LayerNorm eps fixed at 1e-12 in the
 /// modelling code; no token types, no pooler. `sinusoidal_pos_embds` only chooses how the
 /// position table is initialised: the table is a saved weight, read like any other.
-class DistilBertFamily final : public ModelFamily {
+class DistilBertFamily final : public bert::EncoderFamily {
  public:
   std::string model_type() const override { return "distilbert"; }
 
@@ -54,13 +54,6 @@ class DistilBertFamily final : public ModelFamily {
       throw Error(fmt::format("{}: activation '{}' is not supported (DistilBERT has gelu and relu)",
                               source, c.hidden_act));
   }
-
-  nlohmann::json to_json(const ModelConfig& c) const override { return bert::with_pruned_heads(c); }
-
-  bool has_qkv_bias(const ModelConfig&) const override { return true; }
-  bool has_output_bias(const ModelConfig&) const override { return true; }
-  int64_t ffn_matrices() const override { return 2; }
-  bool has_lm_head() const override { return false; }
 
   std::string empty_layer_warning(int64_t layer) const override {
     return fmt::format("layer {} has no heads left: headprune, and transformers with "

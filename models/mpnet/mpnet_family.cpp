@@ -20,7 +20,7 @@ namespace {
 /// after padding_idx 1 whatever pad_token_id says, and MPNetEncoder buckets relative positions
 /// into 32 buckets up to distance 128 whatever relative_attention_num_buckets says (the table
 /// has that many rows; fewer than 32 would index past it).
-class MpnetFamily final : public ModelFamily {
+class MpnetFamily final : public bert::EncoderFamily {
  public:
   std::string model_type() const override { return "mpnet"; }
 
@@ -55,13 +55,6 @@ class MpnetFamily final : public ModelFamily {
       throw Error(fmt::format("{}: hidden_act '{}' is not supported (gelu, gelu_new, relu)", source,
                               c.hidden_act));
   }
-
-  nlohmann::json to_json(const ModelConfig& c) const override { return bert::with_pruned_heads(c); }
-
-  bool has_qkv_bias(const ModelConfig&) const override { return true; }
-  bool has_output_bias(const ModelConfig&) const override { return true; }
-  int64_t ffn_matrices() const override { return 2; }
-  bool has_lm_head() const override { return false; }
 
   std::string empty_layer_warning(int64_t layer) const override {
     return fmt::format("layer {} has no heads left: headprune and modeling_headprune_mpnet.py "
