@@ -560,6 +560,33 @@ WordPieceTokenizer WordPieceTokenizer::from_directory(const std::filesystem::pat
 
 // ---- tokenization -------------------------------------------------------------------------
 
+namespace {
+
+/// Splits text[0, size) at every occurrence of one of `tokens` (sorted longest first, so the
+/// longest match wins, as HF's AddedVocabulary): `segment(begin, end)` receives each stretch
+/// between matches, in order, and each match's id is appended to `out` in its place.
+template <class Segment>
+void split_at_tokens(const std::u32string& text, const std::vector<std::pair<std::u32string, int64_t>>& tokens,
+                     std::vector<int64_t>& out, const Segment& segment) {
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < text.size() && !tokens.empty();) {
+    const auto match = std::find_if(tokens.begin(), tokens.end(), [&](const auto& t) {
+      return text[i] == t.first[0] && text.compare(i, t.first.size(), t.first) == 0;
+    });
+    if (match == tokens.end()) {
+      ++i;
+      continue;
+    }
+    segment(start, i);
+    out.push_back(match->second);
+    i += match->first.size();
+    start = i;
+  }
+  segment(start, text.size());
+}
+
+}  // namespace
+
 void WordPieceTokenizer::append_word_ids(const std::u32string& word,
                                          std::vector<int64_t>& out) const {
   if (word.size() > options_.max_input_chars_per_word) {
@@ -638,21 +665,8 @@ void WordPieceTokenizer::append_segment_ids(const std::u32string& text, std::siz
     norm.swap(lowered);
   }
   // Added tokens of the normalized text are kept whole (HF AddedVocabulary, normalized: true).
-  std::size_t segment = 0;
-  for (std::size_t i = 0; i < norm.size() && !normalized_added_.empty();) {
-    const auto match = std::find_if(normalized_added_.begin(), normalized_added_.end(), [&](const auto& a) {
-      return norm.compare(i, a.first.size(), a.first) == 0;
-    });
-    if (match == normalized_added_.end()) {
-      ++i;
-      continue;
-    }
-    append_words(norm, segment, i, out);
-    out.push_back(match->second);
-    i += match->first.size();
-    segment = i;
-  }
-  append_words(norm, segment, norm.size(), out);
+  split_at_tokens(norm, normalized_added_, out,
+                  [&](std::size_t b, std::size_t e) { append_words(norm, b, e, out); });
 }
 
 void WordPieceTokenizer::append_words(const std::u32string& norm, std::size_t begin, std::size_t end,
@@ -674,25 +688,7 @@ void WordPieceTokenizer::append_words(const std::u32string& norm, std::size_t be
 
 void WordPieceTokenizer::append_ids(const std::string& text, std::vector<int64_t>& out) const {
   const std::u32string cps = decode_utf8(text);
-  std::size_t segment = 0;
-  for (std::size_t i = 0; i < cps.size();) {
-    const std::pair<std::u32string, int64_t>* match = nullptr;
-    for (const auto& special : specials_) {
-      if (cps[i] == special.first[0] && cps.compare(i, special.first.size(), special.first) == 0) {
-        match = &special;
-        break;  // longest first
-      }
-    }
-    if (!match) {
-      ++i;
-      continue;
-    }
-    append_segment_ids(cps, segment, i, out);
-    out.push_back(match->second);
-    i += match->first.size();
-    segment = i;
-  }
-  append_segment_ids(cps, segment, cps.size(), out);
+  split_at_tokens(cps, specials_, out, [&](std::size_t b, std::size_t e) { append_segment_ids(cps, b, e, out); });
 }
 
 std::vector<std::string> WordPieceTokenizer::tokenize(const std::string& text) const {
