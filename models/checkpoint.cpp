@@ -15,6 +15,7 @@
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "models/tokenizer/gguf_tokenizer.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
+#include "models/tokenizer/unigram_tokenizer.h"
 #include "models/tokenizer/wordpiece.h"
 
 namespace headprune::models {
@@ -281,6 +282,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   if (BpeTokenizer::present_in(dir)) {  // tokenizer.json with a BPE model
     ckpt.tokenizer = std::make_shared<BpeTokenizer>(
         BpeTokenizer::from_tokenizer_json(dir / kTokenizerJsonFile));
+  } else if (UnigramTokenizer::present_in(dir)) {  // tokenizer.json with a Unigram model (XLM-R)
+    ckpt.tokenizer = std::make_shared<UnigramTokenizer>(UnigramTokenizer::from_tokenizer_json(dir / kTokenizerJsonFile));
   } else if (WordPieceTokenizer::present_in(dir)) {
     wordpiece = std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir));
     ckpt.tokenizer = wordpiece;
@@ -311,8 +314,8 @@ void require_tokenizer_files(const std::filesystem::path& dir, const std::string
       throw Error(fmt::format("{}: {}; {} needs the model's tokenizer", dir.string(), why, command));
     if (has_gguf_tokenizer(gguf)) return;
   }
-  throw Error(fmt::format("{} has no tokenizer (vocab.txt, tokenizer.json with a WordPiece or byte-level "
-                          "BPE model, llama2.c tokenizer.bin, or tokenizer.ggml.* in a GGUF file; "
+  throw Error(fmt::format("{} has no tokenizer (vocab.txt, tokenizer.json with a WordPiece, BPE or Unigram "
+                          "model, llama2.c tokenizer.bin, or tokenizer.ggml.* in a GGUF file; "
                           "convert a llama2.c .bin with convert-llama2c --tokenizer): {} needs the "
                           "model's tokenizer",
                           dir.string(), command));

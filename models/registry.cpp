@@ -17,6 +17,7 @@
 #include "models/phi3/phi3_family.h"
 #include "models/qwen2/qwen2_family.h"
 #include "models/qwen3/qwen3_family.h"
+#include "models/roberta/roberta_family.h"
 #ifndef HEADPRUNE_NO_TORCH
 #include "models/gguf_model.h"
 #endif
@@ -46,6 +47,8 @@ const std::vector<Entry>& registry() {
       {bert::family(), HEADPRUNE_FACTORY(bert::make_model), nullptr},
       {distilbert::family(), HEADPRUNE_FACTORY(distilbert::make_model), nullptr},
       {mpnet::family(), HEADPRUNE_FACTORY(mpnet::make_model), nullptr},
+      {roberta::family(), HEADPRUNE_FACTORY(roberta::make_model), nullptr},
+      {roberta::xlm_family(), HEADPRUNE_FACTORY(roberta::make_model), nullptr},
       {llama::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
       {qwen2::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(qwen2::gguf_codec)},
       {qwen3::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(qwen3::gguf_codec)},

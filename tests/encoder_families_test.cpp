@@ -1,8 +1,9 @@
-// The BERT-style encoder families beyond BERT (models/distilbert, models/mpnet) against
+// The BERT-style encoder families beyond BERT (models/distilbert, models/mpnet, models/roberta) against
 // transformers 5.24's own classes: small models transformers made and saved
 // (tools/make_encoder_fixtures.py: tests/fixtures/distilbert, a DistilBertModel with its WordPiece
 // vocabulary in tokenizer.json only; tests/fixtures/mpnet, an MPNetModel whose relative position
-// bias moves the scores, on ~100-token inputs, one padded; 3 layers, width 64, 4 heads, weights at
+// bias moves the scores, on ~100-token inputs, one padded; tests/fixtures/roberta, a RobertaModel
+// with its byte-level BPE tokenizer, on 141-token inputs, one padded; 3 layers, width 64, 4 heads, weights at
 // scales where every part matters) and the real all-mpnet-base-v2 tokenizer
 // (tests/fixtures/mpnet_tokenizer). Tolerances: the float32 rounding bound of tests/tolerance.h,
 // from the hidden states' scale, the depth and the FFN width. transformers and
@@ -267,4 +268,110 @@ CATCH_TEST_CASE("MPNet: what it does not model is refused with one line naming i
   models::save_safetensors(odd / "model.safetensors", weights);
   CATCH_CHECK_THROWS_WITH(models::load_checkpoint(odd, torch::kCPU),
                           Catch::Contains("'encoder.layer.2.attention.attn.rotary.weight' is not part of a MPNet layer"));
+}
+
+CATCH_TEST_CASE("RoBERTa: positions after padding_idx, last_hidden_state and ids equal transformers' RobertaModel",
+                "[encoder-families]") {
+  auto ckpt = models::load_checkpoint(fixture("roberta"), torch::kCPU);
+  const auto& config = ckpt.model->config();
+  CATCH_CHECK(config.model_type == "roberta");
+  CATCH_CHECK(config.position_padding_idx == 1);
+  CATCH_CHECK(config.type_vocab_size == 1);
+  CATCH_CHECK(ckpt.unused_keys.empty());
+  const auto& ref = reference("roberta").at("last_hidden_state");
+  CATCH_CHECK(ref.size(1) > 130);  // positions near the end of the table (162 rows, 2 unused)
+  const auto tolerance = testing::float32_tolerance(config, ref);
+  const auto diff = max_diff(hidden_of(*ckpt.model, nullptr, "roberta"), ref, "roberta");
+  CATCH_INFO("max |hidden - transformers| = " << diff << ", bound " << tolerance);
+  CATCH_CHECK(diff <= tolerance);
+  check_reference_ids(ckpt, "roberta");
+
+  // The byte-level BPE tokenizer with RobertaProcessing: <s> ... </s>, on 71 texts.
+  const auto encodings = models::read_json_file(fixture("roberta") / "encodings.json");
+  CATCH_REQUIRE(encodings.at("cases").size() > 60);
+  for (const auto& c : encodings.at("cases")) {
+    CATCH_INFO(c.at("text").get<std::string>());
+    CATCH_CHECK(ckpt.tokenizer->encode(c.at("text").get<std::string>(), 512) == c.at("ids").get<std::vector<int64_t>>());
+  }
+  CATCH_CHECK(ckpt.tokenizer->pad_id() == 1);
+
+  // The positions matter (the check can fail): counted after padding_idx 0 instead, every
+  // state moves.
+  auto shifted = models::load_checkpoint(
+      edited_config("roberta-pad0", [](auto& c) { c["pad_token_id"] = 0; }, "roberta"), torch::kCPU);
+  CATCH_CHECK(max_diff(hidden_of(*shifted.model, nullptr, "roberta"), ref, "roberta") > 100 * tolerance);
+}
+
+CATCH_TEST_CASE("RoBERTa: removed heads equal zero multipliers, and the export carries the remote code and its import",
+                "[encoder-families]") {
+  auto dense = models::load_checkpoint(fixture("roberta"), torch::kCPU);
+  const auto& config = dense.model->config();
+  models::HeadMultipliers multipliers(3);
+  multipliers[1] = torch::tensor({1.0F, 0.0F, 0.0F, 1.0F});
+  multipliers[2] = torch::tensor({0.0F, 0.0F, 0.0F, 0.0F});
+  const auto gated = hidden_of(*dense.model, &multipliers, "roberta");
+
+  auto ckpt = models::load_checkpoint(fixture("roberta"), torch::kCPU);
+  const auto plan = pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"1":[1,2],"2":[0,1,2,3]})"), config);
+  const auto out = testing::temp_dir("roberta-uneven") / "out";
+  pruner::apply_and_export(ckpt, plan, out, false, {{"command", "test"}}, torch::kCPU);
+  const auto tolerance = testing::float32_tolerance(config, gated);
+  CATCH_CHECK(max_diff(hidden_of(*ckpt.model, nullptr, "roberta"), gated, "roberta") <= tolerance);
+
+  const auto written = models::read_json_file(out / "config.json");
+  CATCH_CHECK(written["model_type"] == "roberta");
+  CATCH_CHECK(written["pruned_heads"] == nlohmann::json::parse(R"({"1":[1,2],"2":[0,1,2,3]})"));
+  CATCH_CHECK(written["auto_map"]["AutoModel"] == "modeling_headprune_roberta.HeadpruneRobertaModel");
+  CATCH_CHECK(fs::exists(out / "modeling_headprune_roberta.py"));
+  CATCH_CHECK(fs::exists(out / "modeling_headprune_bert.py"));  // imported by the RoBERTa file
+  const auto tensors = models::load_safetensors((out / "model.safetensors").string());
+  CATCH_CHECK(tensors.at("encoder.layer.1.attention.self.query.weight").size(0) == 2 * 16);
+  CATCH_CHECK(tensors.at("encoder.layer.2.attention.output.dense.weight").size(1) == 0);
+  auto reloaded = models::load_checkpoint(out, torch::kCPU);
+  CATCH_CHECK(reloaded.model->config().heads_per_layer() == std::vector<int64_t>{4, 2, 0});
+  CATCH_CHECK(max_diff(hidden_of(*reloaded.model, nullptr, "roberta"), gated, "roberta") <= tolerance);
+}
+
+CATCH_TEST_CASE("RoBERTa / XLM-R: what they do not model is refused with one line naming it", "[encoder-families]") {
+  const auto refused = [](const fs::path& dir, const std::string& what) {
+    CATCH_INFO(what);
+    CATCH_CHECK_THROWS_WITH(models::load_checkpoint(dir, torch::kCPU), Catch::Contains(what));
+  };
+  refused(edited_config("roberta-pad", [](auto& c) { c["pad_token_id"] = 600; }, "roberta"),
+          "pad_token_id 600 is not a token of the vocabulary of 600");
+  refused(edited_config("roberta-pos", [](auto& c) { c["position_embedding_type"] = "relative_key"; }, "roberta"),
+          "'position_embedding_type' is \"relative_key\"");
+  refused(edited_config("xlmr-key", [](auto& c) { c["model_type"] = "xlm-roberta"; c["mystery"] = 1; }, "roberta"),
+          "key 'mystery' is not modelled by headprune for model_type 'xlm-roberta'");
+  const auto task = edited_config("roberta-task", [](auto&) {}, "roberta");
+  models::TensorMap prefixed;
+  for (const auto& [key, t] : models::load_safetensors((fixture("roberta") / "model.safetensors").string()))
+    prefixed["roberta." + key] = t;
+  prefixed["classifier.out_proj.weight"] = torch::zeros({2, 64});
+  models::save_safetensors(task / "model.safetensors", prefixed);
+  refused(task, "a task model's checkpoint (RobertaFor* / XLMRobertaFor*");
+}
+
+CATCH_TEST_CASE("XLM-RoBERTa: last_hidden_state and Unigram ids equal transformers' XLMRobertaModel",
+                "[encoder-families]") {
+  auto ckpt = models::load_checkpoint(fixture("xlm_roberta"), torch::kCPU);
+  const auto& config = ckpt.model->config();
+  CATCH_CHECK(config.model_type == "xlm-roberta");
+  CATCH_CHECK(config.position_padding_idx == 1);
+  CATCH_CHECK(ckpt.unused_keys.empty());
+  const auto& ref = reference("xlm_roberta").at("last_hidden_state");
+  const auto tolerance = testing::float32_tolerance(config, ref);
+  const auto diff = max_diff(hidden_of(*ckpt.model, nullptr, "xlm_roberta"), ref, "xlm_roberta");
+  CATCH_INFO("max |hidden - transformers| = " << diff << ", bound " << tolerance);
+  CATCH_CHECK(diff <= tolerance);
+  check_reference_ids(ckpt, "xlm_roberta");  // the multilingual lines through the Unigram tokenizer
+
+  const auto out = testing::temp_dir("xlmr-uneven") / "out";
+  const auto plan = pruner::plan_from_remove_heads(nlohmann::json::parse(R"({"0":[3]})"), config);
+  pruner::apply_and_export(ckpt, plan, out, false, {{"command", "test"}}, torch::kCPU);
+  const auto written = models::read_json_file(out / "config.json");
+  CATCH_CHECK(written["model_type"] == "xlm-roberta");
+  CATCH_CHECK(written["auto_map"]["AutoModel"] == "modeling_headprune_roberta.HeadpruneXLMRobertaModel");
+  CATCH_CHECK(models::load_checkpoint(out, torch::kCPU).model->config().heads_per_layer() ==
+              std::vector<int64_t>{3, 4, 4});
 }

@@ -35,6 +35,7 @@ right) and last_hidden_state [2, T, 64].
 
 Never touches the network.
 """
+import io
 import json
 import os
 import shutil
@@ -49,12 +50,17 @@ import transformers  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
 from transformers import (AutoTokenizer, DistilBertConfig, DistilBertModel, DistilBertTokenizerFast,  # noqa: E402
-                          MPNetConfig, MPNetModel, MPNetTokenizerFast)
+                          MPNetConfig, MPNetModel, MPNetTokenizerFast, RobertaConfig, RobertaModel,
+                          RobertaTokenizer, XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizer)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
 SHARED = Path(os.environ.get("HEADPRUNE_SHARED_DATA") or REPO.parent / "shared" / "data")
 BERT_SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+ROBERTA_SPECIAL = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # roberta-base's ids 0..3, then <mask>
+# Texts where added tokens, spaces and non-ASCII meet the pipeline.
+TOKENIZER_EDGES = ["<unk>", "a <mask> b", "a<mask>b", "  <mask>  two spaces", "<s> both </s> ends",
+                   "<pad><pad>", "Café naïve 中文 — “quotes” 🙂", "tabs\tand\nnewlines", "   ", "", "x" * 40]
 MPNET_SPECIAL = ["<s>", "<pad>", "</s>", "<unk>", "[UNK]", "<mask>"]  # all-mpnet-base-v2's ids 0..3, 104, 30526
 
 
@@ -67,6 +73,27 @@ def train_wordpiece(text, special):
     trainer = trainers.WordPieceTrainer(vocab_size=600, special_tokens=special, show_progress=False)
     tok.train_from_iterator([text], trainer=trainer)
     return tok.get_vocab()
+
+
+def train_byte_level_bpe(text, special):
+    """RoBERTa's pipeline (ByteLevel without a prefix space) over a 600-token vocabulary, the
+    special tokens first: (vocab, merges)."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=special, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([text], trainer=trainer)
+    model = json.loads(tok.to_str())["model"]
+    return model["vocab"], [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
+
+
+def save_encodings(tokenizer, texts, out):
+    """encodings.json: the ids `tokenizer` gives each text (special tokens added, max 512)."""
+    cases = [{"text": t, "ids": tokenizer(t, truncation=True, max_length=512)["input_ids"]} for t in texts]
+    (out / "encodings.json").write_text(json.dumps({"tokenizer": type(tokenizer).__name__,
+                                                    "transformers": transformers.__version__,
+                                                    "cases": cases}, ensure_ascii=False) + "\n", encoding="utf-8")
+    return cases
 
 
 def redraw(model, generator):
@@ -148,15 +175,92 @@ def write_mpnet_tokenizer(corpus, lines):
     tokenizer = AutoTokenizer.from_pretrained(str(out))
     texts = lines[:120] + ["<unk>", "an <UNK> here", "x<unk>y <Unk>", "a <mask> b", "<s> both </s> ends",
                            "[UNK] and <pad>", "Café naïve 中文 — “quotes”", "<mask><mask> <s></s>", ""]
-    cases = [{"text": t, "ids": tokenizer(t, truncation=True, max_length=512)["input_ids"]} for t in texts]
-    (out / "encodings.json").write_text(json.dumps({"tokenizer": type(tokenizer).__name__,
-                                                    "transformers": transformers.__version__,
-                                                    "cases": cases}, ensure_ascii=False) + "\n", encoding="utf-8")
+    cases = save_encodings(tokenizer, texts, out)
     print(json.dumps({"folder": str(out.relative_to(REPO)), "cases": len(cases),
                       "unk_added": tokenizer("<unk>")["input_ids"]}))
 
 
-WRITERS = {"distilbert": write_distilbert, "mpnet": write_mpnet, "mpnet_tokenizer": write_mpnet_tokenizer}
+def write_roberta(corpus, lines):
+    out = fresh("roberta")
+    vocab, merges = train_byte_level_bpe(corpus, ROBERTA_SPECIAL)
+    tokenizer = RobertaTokenizer(vocab=vocab, merges=merges)
+    config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                           intermediate_size=128, max_position_embeddings=162, type_vocab_size=1,
+                           layer_norm_eps=1e-5, pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    model = RobertaModel(config)
+    redraw(model, torch.Generator().manual_seed(1))
+    model = model.eval()
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    save_reference(model, tokenizer, [" ".join(lines[6:9])[:200], lines[9][:90]], out)
+    cases = save_encodings(tokenizer, lines[10:70] + TOKENIZER_EDGES, out)
+    print(json.dumps({"encodings": len(cases), "mask": tokenizer("a <mask> b")["input_ids"]}))
+
+
+FORTUNES = Path("/usr/share/games/fortunes")
+# Debian's fortunes-{de,es,it,ru,cs,pl,bg,br,zh}: real text in nine languages and four scripts.
+FORTUNE_LANGUAGES = ["de", "es", "it", "ru", "cs", "pl", "bg", "brasil", "chinese"]
+# Where NFKC, SentencePiece's folds, grapheme clusters and unknown characters meet the pipeline.
+UNIGRAM_EDGES = ["ＦＵＬＬ ｗｉｄｔｈ １２３", "ｶﾞｷﾞ half-width kana", "ﬁne ligatures ㍻ ① ™", "e\u0301 decomposed é",
+                 "A\u030a Å Å", "zero\u200bwidth\u200d joiner", "👩\u200d💻 emoji 🙂🙂", "क्षत्रिय हिन्दी",
+                 "ภาษาไทย", "العربية", "ἀρχή Ελληνικά", "日本語のテキスト", "한국어 텍스트",
+                 "tabs\tand\nnewlines\r\n", "  many    spaces  ", "\u3000ideographic\u3000space",
+                 "a <mask> b", "<s>x</s>", "<unk><pad>", "", "   ", "\u00a0nbsp\u00a0"]
+
+
+def fortune_lines():
+    """Non-empty lines of the fortunes in FORTUNE_LANGUAGES (UTF-8 files only), in file order."""
+    lines = []
+    for language in FORTUNE_LANGUAGES:
+        root = FORTUNES / language
+        files = sorted(root.iterdir()) if root.is_dir() else [root]
+        for path in files:
+            if path.suffix in (".dat", ".u8") or not path.is_file():
+                continue
+            try:
+                text = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+            lines += [l.strip() for l in text.splitlines() if len(l.strip()) > 20 and l.strip() != "%"]
+    return lines
+
+
+def write_xlm_roberta(corpus, lines):
+    import sentencepiece as spm  # only here: pip install sentencepiece to regenerate this fixture
+    multilingual = fortune_lines()
+    if len(multilingual) < 2000:
+        sys.exit("make_encoder_fixtures: install Debian's fortunes-{de,es,it,ru,cs,pl,bg,br,zh} for xlm_roberta")
+    train, held_out = multilingual[::2], multilingual[1::2]
+    out = fresh("xlm_roberta")
+    model_bytes = io.BytesIO()
+    # fairseq's layout (XLM-R's sentencepiece.bpe.model): <unk> 0, <s> 1, </s> 2; nmt_nfkc rules.
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(train + lines[:2000]), model_writer=model_bytes,
+                                   vocab_size=3000, model_type="unigram", normalization_rule_name="nmt_nfkc",
+                                   character_coverage=0.995, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+                                   minloglevel=2)
+    spm_dir = out / "spm"
+    spm_dir.mkdir()
+    (spm_dir / "sentencepiece.bpe.model").write_bytes(model_bytes.getvalue())
+    tokenizer = XLMRobertaTokenizer.from_pretrained(str(spm_dir))  # transformers' XLMRobertaConverter
+    shutil.rmtree(spm_dir)
+    config = XLMRobertaConfig(vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                              intermediate_size=128, max_position_embeddings=130, type_vocab_size=1,
+                              layer_norm_eps=1e-5, pad_token_id=tokenizer.pad_token_id)
+    torch.manual_seed(0)
+    model = XLMRobertaModel(config)
+    redraw(model, torch.Generator().manual_seed(1))
+    model = model.eval()
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    save_reference(model, tokenizer, [" ".join(held_out[:4])[:240], held_out[-1][:80]], out)
+    cases = save_encodings(tokenizer, held_out[4::max(1, len(held_out) // 300)] + UNIGRAM_EDGES, out)
+    unknown = sum(c["ids"].count(tokenizer.unk_token_id) for c in cases)
+    print(json.dumps({"encodings": len(cases), "unknown_ids": unknown, "vocab": len(tokenizer)}))
+
+
+WRITERS = {"distilbert": write_distilbert, "mpnet": write_mpnet, "mpnet_tokenizer": write_mpnet_tokenizer,
+           "roberta": write_roberta, "xlm_roberta": write_xlm_roberta}
 
 
 def main():

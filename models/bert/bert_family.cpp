@@ -63,7 +63,8 @@ class BertFamily final : public EncoderFamily {
         "modeling_headprune_bert.py", generated::kModelingHeadpruneBertPy,
         nlohmann::json{{"AutoModel", "modeling_headprune_bert.HeadpruneBertModel"},
                        {"AutoModelForSequenceClassification",
-                        "modeling_headprune_bert.HeadpruneBertForSequenceClassification"}}};
+                        "modeling_headprune_bert.HeadpruneBertForSequenceClassification"}},
+        {}};
     return &code;
   }
 };

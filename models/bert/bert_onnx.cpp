@@ -11,18 +11,28 @@
 namespace headprune::models {
 namespace {
 
+/// Position ids [B, T]: 0..T-1, or RoBERTa's (HF create_position_ids_from_input_ids) when
+/// `padding_idx` >= 0: padding_idx + the running count of non-padding tokens, padding_idx at
+/// padding.
+std::string position_ids(OnnxGraph& g, int64_t padding_idx) {
+  if (padding_idx < 0) return g.range(g.sequence_length("input_ids"));
+  const auto pad = g.int64_constant({padding_idx}, true);
+  auto real = g.to_int64(g.op("Not", {g.op("Equal", {"input_ids", pad})}));
+  auto count = g.op("CumSum", {real, g.int64_constant({1}, true)});
+  return g.op("Add", {g.op("Mul", {count, real}), pad});
+}
+
 /// Word + position (+ token-type) embeddings, then LayerNorm: [B, T, H].
-std::string embeddings_to_onnx(OnnxGraph& g, const BertEmbeddingsImpl& e, double eps) {
+std::string embeddings_to_onnx(OnnxGraph& g, const BertEmbeddingsImpl& e, const ModelConfig& c) {
   auto sum = g.op("Gather", {g.weight("embeddings.word_embeddings.weight", e.word_embeddings->weight), "input_ids"});
   if (e.token_type_embeddings)
     sum = g.op("Add", {sum, g.op("Gather", {g.weight("embeddings.token_type_embeddings.weight",
                                                      e.token_type_embeddings->weight),
                                             "token_type_ids"})});
-  auto positions = g.range(g.sequence_length("input_ids"));
   auto position = g.op("Gather", {g.weight("embeddings.position_embeddings.weight", e.position_embeddings->weight),
-                                  positions});
+                                  position_ids(g, c.position_padding_idx)});
   sum = g.op("Add", {sum, position});
-  return g.layer_norm(sum, "embeddings.LayerNorm", e.LayerNorm->weight, e.LayerNorm->bias, eps);
+  return g.layer_norm(sum, "embeddings.LayerNorm", e.LayerNorm->weight, e.LayerNorm->bias, c.layer_norm_eps);
 }
 
 /// HF's extended attention mask: (1 - mask) · lowest float, [B, 1, 1, T]; in the order
@@ -62,13 +72,13 @@ std::string layer_to_onnx(OnnxGraph& g, const BertLayerImpl& layer, const std::s
 }  // namespace
 
 OnnxModelOutputs BertModel::add_to_onnx(OnnxGraph& g) const {
-  if (relative_attention_bias || config_.position_padding_idx >= 0)
-    throw Error(fmt::format("ONNX export of a '{}' model (relative position bias, positions counted "
-                            "after padding) is not written yet; the HF folder export carries it",
+  if (relative_attention_bias)
+    throw Error(fmt::format("ONNX export of a '{}' model (relative position bias) is not written yet; "
+                            "the HF folder export carries it",
                             config_.model_type));
   for (const char* name : {"input_ids", "attention_mask"}) g.int64_input(name, {"batch_size", "sequence_length"});
   if (embeddings->token_type_embeddings) g.int64_input("token_type_ids", {"batch_size", "sequence_length"});
-  auto x = embeddings_to_onnx(g, *embeddings, config_.layer_norm_eps);
+  auto x = embeddings_to_onnx(g, *embeddings, config_);
   const auto mask_bias = padding_bias(g);
   for (size_t l = 0; l < layers.size(); ++l)
     x = layer_to_onnx(g, *layers[l], "encoder.layer." + std::to_string(l) + ".", x, mask_bias, config_);

@@ -190,9 +190,12 @@ class HeadpruneBertModel(HeadpruneBertPreTrainedModel):
     """BertModel with per-layer head counts. Inputs [batch, seq] int64; `last_hidden_state`
     [batch, seq, hidden_size]; `pooler_output` [batch, hidden_size]."""
 
+    # The embeddings module (RoBERTa's remote code substitutes its own positions).
+    embeddings_class = HeadpruneBertEmbeddings
+
     def __init__(self, config, add_pooling_layer=True):
         super().__init__(config)
-        self.embeddings = HeadpruneBertEmbeddings(config)
+        self.embeddings = self.embeddings_class(config)
         self.encoder = HeadpruneBertEncoder(config)
         self.pooler = HeadpruneBertPooler(config) if add_pooling_layer else None
         self.post_init()

@@ -71,7 +71,7 @@ class DistilBertFamily final : public bert::EncoderFamily {
   const RemoteCode* remote_code() const override {
     static const RemoteCode code{
         "modeling_headprune_distilbert.py", generated::kModelingHeadpruneDistilbertPy,
-        nlohmann::json{{"AutoModel", "modeling_headprune_distilbert.HeadpruneDistilBertModel"}}};
+        nlohmann::json{{"AutoModel", "modeling_headprune_distilbert.HeadpruneDistilBertModel"}}, {}};
     return &code;
   }
 };

@@ -186,6 +186,10 @@ std::string OnnxGraph::to_float(const std::string& x) {
   return op("Cast", {x}, {{"to", int64_t{onnx::TensorProto_DataType_FLOAT}}});
 }
 
+std::string OnnxGraph::to_int64(const std::string& x) {
+  return op("Cast", {x}, {{"to", int64_t{onnx::TensorProto_DataType_INT64}}});
+}
+
 std::string OnnxGraph::mask_bias(const std::string& allowed) {
   return op("Mul", {op("Sub", {float_constant(1.0F), allowed}), float_constant(std::numeric_limits<float>::lowest())});
 }

@@ -80,6 +80,8 @@ class OnnxGraph {
   std::string range(const std::string& n);
   /// `x` cast to float32.
   std::string to_float(const std::string& x);
+  /// `x` cast to int64.
+  std::string to_int64(const std::string& x);
   /// An additive attention mask from a float `allowed` (1 visible, 0 masked): (1 - allowed) ·
   /// the lowest float32, as transformers builds it (masked scores stay finite).
   std::string mask_bias(const std::string& allowed);

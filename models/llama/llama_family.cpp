@@ -148,7 +148,8 @@ LlamaFamily::LlamaFamily(std::string stem, std::string display_name, NativeHeadD
       remote_code_{"modeling_headprune_llama.py", generated::kModelingHeadpruneLlamaPy,
                    nlohmann::json{{"AutoConfig", fmt::format("modeling_headprune_llama.Headprune{}Config", stem_)},
                                   {"AutoModelForCausalLM",
-                                   fmt::format("modeling_headprune_llama.Headprune{}ForCausalLM", stem_)}}} {}
+                                   fmt::format("modeling_headprune_llama.Headprune{}ForCausalLM", stem_)}},
+                   {}} {}
 
 std::string LlamaFamily::model_type() const { return "llama"; }
 

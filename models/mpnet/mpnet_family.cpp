@@ -72,7 +72,7 @@ class MpnetFamily final : public bert::EncoderFamily {
   const RemoteCode* remote_code() const override {
     static const RemoteCode code{
         "modeling_headprune_mpnet.py", generated::kModelingHeadpruneMpnetPy,
-        nlohmann::json{{"AutoModel", "modeling_headprune_mpnet.HeadpruneMPNetModel"}}};
+        nlohmann::json{{"AutoModel", "modeling_headprune_mpnet.HeadpruneMPNetModel"}}, {}};
     return &code;
   }
 };

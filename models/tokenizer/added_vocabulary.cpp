@@ -99,4 +99,24 @@ std::vector<TextSegment> AddedTokenMatcher::split(const std::string& text, std::
   return out;
 }
 
+void encode_with_added_tokens(
+    const std::string& text, const AddedTokenMatcher& raw, const AddedTokenMatcher& normalized,
+    const std::function<std::string(const std::string&)>& normalize,
+    const std::function<void(const std::string& piece, bool at_start, std::vector<int64_t>& ids)>& plain,
+    std::vector<int64_t>& ids) {
+  for (const auto& segment : raw.split(text, 0, text.size())) {
+    if (segment.id >= 0) {
+      ids.push_back(segment.id);
+      continue;
+    }
+    const auto stretch = normalize(text.substr(segment.begin, segment.end - segment.begin));
+    for (const auto& inner : normalized.split(stretch, 0, stretch.size())) {
+      if (inner.id >= 0)
+        ids.push_back(inner.id);
+      else
+        plain(stretch.substr(inner.begin, inner.end - inner.begin), segment.begin == 0 && inner.begin == 0, ids);
+    }
+  }
+}
+
 }  // namespace headprune::models

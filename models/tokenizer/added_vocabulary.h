@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,15 @@ class AddedTokenMatcher {
   std::vector<AddedToken> tokens_;  ///< longest content first
   std::vector<std::vector<std::size_t>> by_first_byte_;  ///< indices into tokens_, longest first
 };
+
+/// HF `AddedVocabulary::extract_and_normalize` followed by the model: `raw` tokens are found in
+/// `text`; each stretch between them goes through `normalize`, then `normalized` tokens are found
+/// in the result; each remaining plain piece goes to `plain(piece, at_start, ids)` (`at_start`:
+/// the piece begins the text), which appends its ids. Token ids are appended in order.
+void encode_with_added_tokens(
+    const std::string& text, const AddedTokenMatcher& raw, const AddedTokenMatcher& normalized,
+    const std::function<std::string(const std::string&)>& normalize,
+    const std::function<void(const std::string& piece, bool at_start, std::vector<int64_t>& ids)>& plain,
+    std::vector<int64_t>& ids);
 
 }  // namespace headprune::models

@@ -126,21 +126,10 @@ std::vector<int64_t> BpeTokenizer::encode_text(const std::string& text, bool add
   require_utf8(text, "BPE tokenizer");
   std::vector<int64_t> ids;
   if (add_special_tokens) ids = prefix_ids_;
-  for (const auto& segment : raw_matcher_.split(text, 0, text.size())) {
-    if (segment.id >= 0) {
-      ids.push_back(segment.id);
-      continue;
-    }
-    const auto plain = text.substr(segment.begin, segment.end - segment.begin);
-    const auto normalized = normalize(plain);
-    for (const auto& inner : normalized_matcher_.split(normalized, 0, normalized.size())) {
-      if (inner.id >= 0)
-        ids.push_back(inner.id);
-      else
-        append_plain_ids(normalized.substr(inner.begin, inner.end - inner.begin),
-                         segment.begin == 0 && inner.begin == 0, ids);
-    }
-  }
+  encode_with_added_tokens(
+      text, raw_matcher_, normalized_matcher_, [this](const std::string& t) { return normalize(t); },
+      [this](const std::string& piece, bool at_start, std::vector<int64_t>& out) { append_plain_ids(piece, at_start, out); },
+      ids);
   if (add_special_tokens) ids.insert(ids.end(), suffix_ids_.begin(), suffix_ids_.end());
   return ids;
 }

@@ -14,13 +14,14 @@
 //   3. each plain stretch is pre-tokenized (bpe_pre_tokenizer.h: Split / Digits / ByteLevel,
 //      regexes run by PCRE2) into words;
 //   4. each word is BPE-merged by rank (bpe_model.h);
-//   5. the post-processor adds its special tokens (TemplateProcessing, e.g. Llama 3's BOS).
+//   5. the post-processor adds its special tokens (TemplateProcessing, e.g. Llama 3's BOS;
+//      RobertaProcessing / BertProcessing: cls ... sep, RoBERTa's <s> ... </s>).
 // Input must be UTF-8: invalid bytes throw headprune::Error naming their byte offset.
 // Refused by name (headprune::Error): models other than BPE, BPE dropout /
 // continuing_subword_prefix / end_of_word_suffix, an unk_token missing from the vocabulary,
 // normalizers other than those above, pre-tokenizers other than ByteLevel / Split / Digits /
 // Sequence, decoders other than the two above or not matching the pre-tokenizer, post-processors
-// other than ByteLevel / TemplateProcessing / Sequence of them, added tokens with single_word
+// other than ByteLevel / TemplateProcessing / RobertaProcessing / BertProcessing / Sequence of them, added tokens with single_word
 // true.
 #pragma once
 

@@ -6,6 +6,7 @@
 
 #include "models/errors.h"
 #include "models/tokenizer/bpe_tokenizer.h"
+#include "models/tokenizer/post_processor.h"
 
 namespace headprune::models {
 namespace bpe_tokenizer_json_impl {
@@ -149,41 +150,6 @@ BpeMetaspace read_metaspace(const nlohmann::json& pre, const std::string& source
   throw Error(fmt::format("{}: Metaspace prepend_scheme '{}' is not first, always or never", source, scheme));
 }
 
-/// Prefix / suffix ids of a TemplateProcessing "single" template: SpecialTokens around $A.
-void read_template(const nlohmann::json& post, const std::string& source, std::vector<int64_t>& prefix,
-                   std::vector<int64_t>& suffix) {
-  bool seen_a = false;
-  for (const auto& item : post.at("single")) {
-    if (item.contains("Sequence")) {
-      if (seen_a || item.at("Sequence").at("id").get<std::string>() != "A")
-        throw Error(fmt::format("{}: post_processor TemplateProcessing single {} is not supported "
-                                "(special tokens around one $A)",
-                                source, post.at("single").dump()));
-      seen_a = true;
-      continue;
-    }
-    const auto name = item.at("SpecialToken").at("id").get<std::string>();
-    const auto& special = post.at("special_tokens").at(name);
-    for (const auto& id : special.at("ids")) (seen_a ? suffix : prefix).push_back(id.get<int64_t>());
-  }
-  if (!seen_a)
-    throw Error(fmt::format("{}: post_processor TemplateProcessing single has no $A", source));
-}
-
-void read_post_processor(const nlohmann::json& post, const std::string& source, std::vector<int64_t>& prefix,
-                         std::vector<int64_t>& suffix) {
-  if (post.is_null()) return;
-  const auto type = post.is_object() ? post.value("type", std::string("?")) : std::string("?");
-  if (type == "ByteLevel") return;  // offsets only
-  if (type == "TemplateProcessing") return read_template(post, source, prefix, suffix);
-  if (type == "Sequence") {
-    for (const auto& step : post.at("processors")) read_post_processor(step, source, prefix, suffix);
-    return;
-  }
-  throw Error(fmt::format("{}: post_processor '{}' is not supported (ByteLevel, TemplateProcessing or none)",
-                          source, type));
-}
-
 nlohmann::json read_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) throw Error(fmt::format("{}: cannot open", file.string()));
@@ -226,7 +192,7 @@ BpeTokenizer BpeTokenizer::from_json(const nlohmann::json& tokenizer, const std:
       }
     BpeTokenizer out(std::move(model), std::move(pre), normalizer, decoder, std::move(added), source);
     out.metaspace_ = metaspace;
-    impl::read_post_processor(tokenizer.value("post_processor", nlohmann::json()), source, out.prefix_ids_,
+    read_post_processor(tokenizer.value("post_processor", nlohmann::json()), source, out.prefix_ids_,
                               out.suffix_ids_);
     const auto id_of = [&](const char* key) -> std::optional<int64_t> {
       const auto name = impl::config_token(config, key);

@@ -95,7 +95,7 @@ std::vector<std::string> export_warnings(const models::Checkpoint& checkpoint) {
 /// still be dense: those are listed in result.skipped). Files may be symlinks (a Hugging Face
 /// cache snapshot links every file into blobs/): paths are taken lexically, and copy_file
 /// copies the link target's content. A single-file source (llama2.c .bin) has nothing to copy.
-/// The family's remote-code file is not copied: the export writes it when it still needs it.
+/// The family's remote-code files are not copied: the export writes it when it still needs it.
 void copy_source_files(const fs::path& source, const fs::path& tmp, const models::ModelFamily& family,
                        ExportResult& result) {
   const auto* remote = family.remote_code();
@@ -120,7 +120,8 @@ void copy_source_files(const fs::path& source, const fs::path& tmp, const models
     }
     if (it->is_directory()) {
       fs::create_directories(tmp / rel);
-    } else if (rel.has_parent_path() || (name != "config.json" && !(remote && name == remote->file_name))) {
+    } else if (rel.has_parent_path() ||
+               (name != "config.json" && !(remote && (name == remote->file_name || remote->imports.count(name))))) {
       fs::copy_file(it->path(), tmp / rel, fs::copy_options::overwrite_existing);
       result.copied.push_back(rel.string());
     }
@@ -177,6 +178,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
   if (const auto* remote = config.family().remote_code(); remote && config.family().needs_remote_code(config)) {
     cfg["auto_map"] = remote->auto_map;
     files[remote->file_name] = remote->source;
+    files.insert(remote->imports.begin(), remote->imports.end());
   }
 
   const auto replaced = build_folder_atomic(out, force, [&](const fs::path& tmp) {
