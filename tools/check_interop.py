@@ -71,6 +71,14 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               code; every route decodes 16 greedy tokens as headprune generate does.
   onnx <family> uneven   ONNX Runtime's logits on the uneven decoder prunes against the
               remote-code model's, on a right-padded batch of 14 tokens (past the window of 8).
+  distilbert, mpnet, roberta, xlm_roberta   the encoder fixtures transformers made
+              (tests/fixtures/<name>, tools/make_encoder_fixtures.py; --mpnet DIR adds the real
+              all-mpnet-base-v2): dense and pruned unevenly (a layer emptied where the family
+              allows), loaded natively where transformers' class holds pruned_heads and with
+              trust_remote_code=True where the export carries the code; heads and parameters equal
+              headprune's; sentence-transformers' embeddings equal `headprune embed`'s.
+  onnx distilbert / roberta / xlm_roberta uneven   ONNX Runtime's last_hidden_state on those
+              prunes against transformers' on the fixture's padded batch.
   torchrun    PyTorch's own launcher (`python -m torch.distributed.run --no-python`, the pinned
               torch) starts 2 ranks of `headprune train-gates --distributed` on MiniLM (5 steps,
               batch 8 of the texts); gates.json equals one process's run: the same mask and
@@ -580,15 +588,30 @@ def case_decoder_family(case, exe, work, family):
     case.notes.append(f"uneven remote code: {decoder_greedy(exe, uneven, remote)} identical")
 
 
+def require_clean_load(info, log, what):
+    """Raises CheckFailed unless from_pretrained's loading info and log show a clean load: no
+    missing / unexpected / mismatched keys, no errors, nothing newly initialised."""
+    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs")
+                if info.get(k)}
+    if problems or "newly initialized" in log:
+        raise CheckFailed(f"{what} not clean: {problems}\n{log}")
+
+
+def fixture_texts(name, work):
+    """tests/fixtures/<name>/texts.json and a one-per-line file of them for `headprune embed`."""
+    texts = json.loads((REPO / "tests" / "fixtures" / name / "texts.json").read_text(encoding="utf-8"))
+    text_file = work / f"{name}-texts.txt"
+    text_file.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    return texts, text_file
+
+
 def case_distilbert(case, exe, work):
     """A DistilBERT pruned unevenly (tests/fixtures/distilbert, made by transformers 5.24):
     transformers 4.x loads the export natively (pruned_heads), transformers 5 through headprune's
     remote code (its own DistilBertModel must refuse the folder); either way clean, with
     headprune's heads, and sentence-transformers' mean pooling over it equals `headprune embed`."""
     fixture = REPO / "tests" / "fixtures" / "distilbert"
-    texts = json.loads((fixture / "texts.json").read_text(encoding="utf-8"))
-    text_file = work / "distilbert-texts.txt"
-    text_file.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    texts, text_file = fixture_texts("distilbert", work)
     out = work / "distilbert-uneven"
     headprune_apply(exe, fixture, {"0": [1], "2": [0, 1, 3]}, out)
     if REMOTE:
@@ -601,10 +624,7 @@ def case_distilbert(case, exe, work):
             raise CheckFailed("transformers 5 loaded the pruned DistilBERT without remote code: it cannot hold "
                               "per-layer heads, so it must have changed the model")
     model, info, log, _ = hf_load(out)
-    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs")
-                if info.get(k)}
-    if problems or "newly initialized" in log:
-        raise CheckFailed(f"AutoModel.from_pretrained(distilbert-uneven) not clean: {problems}\n{log}")
+    require_clean_load(info, log, "AutoModel.from_pretrained(distilbert-uneven)")
     heads = [int(layer.attention.n_heads) for layer in model.transformer.layer]
     insp = headprune_inspect(exe, out)
     if heads != insp["heads_per_layer"] or hf_params(model) != insp["parameters"]:
@@ -666,10 +686,7 @@ def case_mpnet(case, exe, folder, texts, text_file, work, tag, remove):
     if failure is None:
         raise CheckFailed("transformers' own MPNetModel ran the pruned folder: the export note says it cannot")
     model, info, log, _ = hf_load(out, remote=True)
-    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs")
-                if info.get(k)}
-    if problems or "newly initialized" in log:
-        raise CheckFailed(f"AutoModel.from_pretrained({out.name}, trust_remote_code=True) not clean: {problems}\n{log}")
+    require_clean_load(info, log, f"AutoModel.from_pretrained({out.name}, trust_remote_code=True)")
     insp = headprune_inspect(exe, out)
     heads = [int(layer.attention.attn.num_heads) for layer in model.encoder.layer]
     if heads != insp["heads_per_layer"] or hf_params(model) != insp["parameters"]:
@@ -690,10 +707,49 @@ MPNET_UNEVEN = {"0": [0, 1, 2], "3": [5], "6": [0, 2, 4, 6, 8, 10], "11": list(r
 def case_mpnet_fixture(case, exe, work):
     """case_mpnet on tests/fixtures/mpnet (made by transformers 5.24), a layer emptied."""
     fixture = REPO / "tests" / "fixtures" / "mpnet"
-    texts = json.loads((fixture / "texts.json").read_text(encoding="utf-8"))
-    text_file = work / "mpnet-texts.txt"
-    text_file.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    texts, text_file = fixture_texts("mpnet", work)
     case_mpnet(case, exe, fixture, texts, text_file, work, "mpnet", {"0": [0, 2], "1": [0, 1, 2, 3]})
+
+
+# The RoBERTa / XLM-R fixtures' uneven prune (3 layers of 4 heads), layer 2 emptied.
+ROBERTA_UNEVEN = {"1": [1, 2], "2": [0, 1, 2, 3]}
+
+
+def case_roberta(case, exe, work, name):
+    """tests/fixtures/<name> (roberta: byte-level BPE; xlm_roberta: Unigram; made by
+    transformers 5.24) dense: sentence-transformers (mean pooling) over transformers' own class vs
+    `headprune embed`; pruned unevenly with a layer emptied: transformers 4.x loads it natively
+    (pruned_heads), 5.x only with trust_remote_code=True (modeling_headprune_roberta.py and the
+    BERT file it imports; its own class must refuse the folder); the load is clean, heads and
+    parameters equal headprune's, and sentence-transformers over it equals `headprune embed`."""
+    fixture = REPO / "tests" / "fixtures" / name
+    texts, text_file = fixture_texts(name, work)
+    dense_ours = headprune_embed(exe, fixture, text_file, work, f"{name}-dense")
+    st, dense_ref = st_embed(fixture, texts)
+    check_cosines(case, cosines(dense_ours, dense_ref), texts, 0.99999, dense_ours, dense_ref)
+    case.notes.append(f"dense: {type(st[0].auto_model).__name__}, embeddings max |diff| {case.max_diff:.2e}")
+    out = work / f"{name}-uneven"
+    headprune_apply(exe, fixture, ROBERTA_UNEVEN, out)
+    if REMOTE:
+        try:
+            with captured_transformers_log():
+                AutoModel.from_pretrained(str(out))
+        except Exception as e:  # noqa: BLE001 - any refusal is the expected outcome
+            case.notes.append(f"without trust_remote_code: refused ({type(e).__name__})")
+        else:
+            raise CheckFailed(f"transformers 5 loaded the pruned {name} without remote code: it cannot hold "
+                              "per-layer heads, so it must have changed the model")
+    model, info, log, _ = hf_load(out)
+    require_clean_load(info, log, f"AutoModel.from_pretrained({out.name})")
+    heads = [int(layer.attention.self.num_attention_heads) for layer in model.encoder.layer]
+    insp = headprune_inspect(exe, out)
+    if heads != insp["heads_per_layer"] or hf_params(model) != insp["parameters"]:
+        raise CheckFailed(f"{type(model).__name__}: heads {heads}, {hf_params(model)} parameters; headprune "
+                          f"{insp['heads_per_layer']}, {insp['parameters']}")
+    ours = headprune_embed(exe, out, text_file, work, f"{name}-uneven")
+    _, ref = st_embed(out, texts)
+    check_cosines(case, cosines(ours, ref), texts, 0.99999, ours, ref)
+    case.notes.append(f"pruned: {type(model).__name__} heads {heads}; embeddings max |diff| {case.max_diff:.2e}")
 
 
 def ort_session(path):
@@ -755,25 +811,29 @@ def case_onnx_minilm(case, exe, model_dir, texts, text_file, work, threshold):
     case.notes.append("uneven (apply --onnx) and zero-head (export-onnx --external-data); an existing --out refused")
 
 
-def case_onnx_distilbert(case, exe, work):
-    """The DistilBERT prune of case_distilbert as ONNX (inputs input_ids and attention_mask, no
-    token types): ONNX Runtime's last_hidden_state against transformers' (remote code)."""
-    folder = work / "distilbert-uneven"
+def case_onnx_fixture(case, exe, work, name):
+    """The uneven prune of tests/fixtures/<name> (written by case_distilbert / case_roberta) as
+    ONNX: ONNX Runtime's last_hidden_state against transformers' (remote code on 5.x) on the
+    fixture's padded batch (RoBERTa's positions count real tokens only); token_type_ids, where the
+    model has them and the tokenizer gives none, are zeros as HF's default."""
+    folder = work / f"{name}-uneven"
     if not (folder / "config.json").is_file():
-        raise CheckFailed("needs the 'distilbert-uneven' folder, which was not written")
-    texts = json.loads((REPO / "tests" / "fixtures" / "distilbert" / "texts.json").read_text(encoding="utf-8"))
-    onnx_file = work / "distilbert-uneven.onnx"
+        raise CheckFailed(f"needs the '{name}-uneven' folder, which was not written")
+    texts = json.loads((REPO / "tests" / "fixtures" / name / "texts.json").read_text(encoding="utf-8"))
+    onnx_file = work / f"{name}-uneven.onnx"
     onnx_file.unlink(missing_ok=True)
     run_headprune(["export-onnx", folder, "-o", onnx_file], exe, "headprune export-onnx")
     session = ort_session(onnx_file)
     inputs, outputs = [i.name for i in session.get_inputs()], [o.name for o in session.get_outputs()]
-    if inputs != ["input_ids", "attention_mask"] or outputs != ["last_hidden_state"]:
+    if outputs != ["last_hidden_state"]:
         raise CheckFailed(f"ONNX inputs {inputs}, outputs {outputs}")
-    batch = transformers.AutoTokenizer.from_pretrained(str(folder))(texts, padding=True, return_tensors="np")
+    batch = dict(transformers.AutoTokenizer.from_pretrained(str(folder))(texts, padding=True, return_tensors="np"))
+    if "token_type_ids" in inputs and "token_type_ids" not in batch:
+        batch["token_type_ids"] = np.zeros_like(batch["input_ids"])
     out = ort_run(session, batch)
     model, _, _, _ = hf_load(folder)
     with torch.no_grad():
-        ref = model(**{k: torch.from_numpy(v) for k, v in batch.items()}).last_hidden_state.numpy()
+        ref = model(**{k: torch.from_numpy(batch[k]) for k in inputs}).last_hidden_state.numpy()
     check_max_diff(case, "last_hidden_state vs transformers", out["last_hidden_state"], ref,
                    batch["attention_mask"][..., None])
     case.notes.append(f"ONNX Runtime vs {type(model).__name__}: inputs {inputs}")
@@ -1074,7 +1134,8 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
-                "onnx-uneven", "layers-sweep", "smollm2", "distilbert-uneven", "mpnet-uneven",
+                "onnx-uneven", "layers-sweep", "smollm2", "distilbert-uneven", "mpnet-uneven", "roberta-uneven",
+                "xlm_roberta-uneven",
                 "all-mpnet-uneven",
                 *(f"{f}-{k}" for f in DECODER_CLASSES for k in ("uniform", "uneven"))):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
@@ -1107,6 +1168,7 @@ def main():
           for f in ("qwen2", "mistral", "phi3")),
         (Case("distilbert uneven"), lambda c: case_distilbert(c, exe, work)),
         (Case("mpnet dense, uneven"), lambda c: case_mpnet_fixture(c, exe, work)),
+        *((Case(f"{n} dense, uneven"), lambda c, n=n: case_roberta(c, exe, work, n)) for n in ("roberta", "xlm_roberta")),
         *([(Case("all-mpnet-base-v2 dense, uneven"),
             lambda c: case_mpnet(c, exe, Path(args.mpnet).resolve(), texts, text_file, work, "all-mpnet", MPNET_UNEVEN))]
           if args.mpnet else []),
@@ -1121,7 +1183,8 @@ def main():
             (Case("onnx minilm uneven, zero-head"),
              lambda c: case_onnx_minilm(c, exe, model_dir, texts, text_file, work, thr)),
             (Case("onnx classifier"), lambda c: case_onnx_classifier(c, exe, work)),
-            (Case("onnx distilbert uneven"), lambda c: case_onnx_distilbert(c, exe, work)),
+            *((Case(f"onnx {n} uneven"), lambda c, n=n: case_onnx_fixture(c, exe, work, n))
+              for n in ("distilbert", "roberta", "xlm_roberta")),
             (Case("onnx llama uniform, uneven"), lambda c: case_onnx_llama(c, exe, work)),
             *((Case(f"onnx {f} uneven"), lambda c, f=f: case_onnx_decoder(c, exe, work, f)) for f in DECODER_CLASSES),
         ]

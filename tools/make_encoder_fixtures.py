@@ -227,23 +227,13 @@ def fortune_lines():
 
 
 def write_xlm_roberta(corpus, lines):
-    import sentencepiece as spm  # only here: pip install sentencepiece to regenerate this fixture
     multilingual = fortune_lines()
     if len(multilingual) < 2000:
         sys.exit("make_encoder_fixtures: install Debian's fortunes-{de,es,it,ru,cs,pl,bg,br,zh} for xlm_roberta")
     train, held_out = multilingual[::2], multilingual[1::2]
     out = fresh("xlm_roberta")
-    model_bytes = io.BytesIO()
-    # fairseq's layout (XLM-R's sentencepiece.bpe.model): <unk> 0, <s> 1, </s> 2; nmt_nfkc rules.
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(train + lines[:2000]), model_writer=model_bytes,
-                                   vocab_size=3000, model_type="unigram", normalization_rule_name="nmt_nfkc",
-                                   character_coverage=0.995, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
-                                   minloglevel=2)
-    spm_dir = out / "spm"
-    spm_dir.mkdir()
-    (spm_dir / "sentencepiece.bpe.model").write_bytes(model_bytes.getvalue())
-    tokenizer = XLMRobertaTokenizer.from_pretrained(str(spm_dir))  # transformers' XLMRobertaConverter
-    shutil.rmtree(spm_dir)
+    tokenizer = train_unigram(train + lines[:2000], 3000, normalization_rule_name="nmt_nfkc",
+                              character_coverage=0.995)
     config = XLMRobertaConfig(vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
                               intermediate_size=128, max_position_embeddings=130, type_vocab_size=1,
                               layer_norm_eps=1e-5, pad_token_id=tokenizer.pad_token_id)
@@ -259,8 +249,51 @@ def write_xlm_roberta(corpus, lines):
     print(json.dumps({"encodings": len(cases), "unknown_ids": unknown, "vocab": len(tokenizer)}))
 
 
+def train_unigram(sentences, vocab_size, **options):
+    """A sentencepiece Unigram model (fairseq's layout: <unk> 0, <s> 1, </s> 2) converted by
+    transformers' XLMRobertaConverter into an XLMRobertaTokenizer."""
+    import sentencepiece as spm  # only here: pip install sentencepiece to regenerate these files
+    model_bytes = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(sentences), model_writer=model_bytes,
+                                   vocab_size=vocab_size, model_type="unigram", unk_id=0, bos_id=1, eos_id=2,
+                                   pad_id=-1, minloglevel=2, **options)
+    spm_dir = FIXTURES / "spm-tmp"
+    spm_dir.mkdir(exist_ok=True)
+    (spm_dir / "sentencepiece.bpe.model").write_bytes(model_bytes.getvalue())
+    try:
+        return XLMRobertaTokenizer.from_pretrained(str(spm_dir))
+    finally:
+        shutil.rmtree(spm_dir)
+
+
+def write_unigram_fuzz_seeds(corpus, lines):
+    """tests/fuzz/corpus/unigram_tokenizer_json: two small XLM-R-style tokenizer.json files, one
+    with a Precompiled charsmap of eight rules (normalization_rule_tsv), one with tokenizers'
+    older Metaspace(add_prefix_space) and no normalizer or WhitespaceSplit."""
+    out = REPO / "tests" / "fuzz" / "corpus" / "unigram_tokenizer_json"
+    out.mkdir(parents=True, exist_ok=True)
+    rules = FIXTURES / "rules.tsv"
+    # source code points -> target code points (hex), as sentencepiece's normalization_rule_tsv
+    rules.write_text("FF21\t41\nFF22\t42\nFB01\t66 69\nFF76 FF9E\t30AC\nFF76\t30AB\n3000\t20\n"
+                     "E9\t65 301\n2460\t31\n", encoding="utf-8")
+    try:
+        tokenizer = train_unigram(lines[:300], 120, normalization_rule_tsv=str(rules))
+    finally:
+        rules.unlink()
+    saved = json.loads(tokenizer.backend_tokenizer.to_str())
+    (out / "xlmr-rules.json").write_text(json.dumps(saved, ensure_ascii=False) + "\n", encoding="utf-8")
+    saved["normalizer"] = None
+    saved["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": True,
+                              "str_rep": "\u2581"}
+    (out / "metaspace-only.json").write_text(json.dumps(saved, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(json.dumps({"seeds": str(out.relative_to(REPO)),
+                      "charsmap_chars": len(json.loads(tokenizer.backend_tokenizer.to_str())["normalizer"]
+                                            ["precompiled_charsmap"])}))
+
+
 WRITERS = {"distilbert": write_distilbert, "mpnet": write_mpnet, "mpnet_tokenizer": write_mpnet_tokenizer,
-           "roberta": write_roberta, "xlm_roberta": write_xlm_roberta}
+           "roberta": write_roberta, "xlm_roberta": write_xlm_roberta,
+           "unigram_fuzz_seeds": write_unigram_fuzz_seeds}
 
 
 def main():
