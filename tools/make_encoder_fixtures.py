@@ -1,6 +1,22 @@
-"""Writes tests/fixtures/{distilbert,mpnet,mpnet_tokenizer}/: small encoders made and saved by
-transformers itself and their reference outputs, and the real all-mpnet-base-v2 tokenizer's ids,
-for headprune to match.
+"""Writes tests/fixtures/{distilbert,mpnet,mpnet_tokenizer,roberta,xlm_roberta}/: small encoders
+made and saved by transformers itself and their reference outputs, and the real all-mpnet-base-v2
+tokenizer's ids, for headprune to match; and the Unigram fuzz seeds.
+
+roberta: transformers' own RobertaModel (3 layers, hidden 64, 4 heads, 162 positions, one token
+type), a 600-token byte-level BPE vocabulary trained on Tiny Shakespeare as RobertaTokenizer
+(RobertaProcessing), the reference on two WikiText-2 lines of 141 / 45 tokens (positions near the
+table's end; the shorter padded), and encodings.json: the ids of 60 more lines and edge texts.
+
+xlm_roberta: XLMRobertaModel of the same shape over a SentencePiece Unigram vocabulary (3,000
+pieces, nmt_nfkc rules, fairseq's <unk>/<s>/</s> layout) that sentencepiece trains on every other
+line of Debian's fortunes in nine languages (apt-get install fortunes-de fortunes-es fortunes-it
+fortunes-ru fortunes-cs fortunes-pl fortunes-bg fortunes-br fortunes-zh) plus WikiText-2,
+converted by transformers' XLMRobertaConverter; encodings.json holds the ids of 301 held-out
+lines and hard cases. Needs `pip install sentencepiece` in the venv (not in the requirements:
+only these files need it).
+
+unigram_fuzz_seeds: tests/fuzz/corpus/unigram_tokenizer_json/, two small XLM-R-style
+tokenizer.json files (a charsmap of eight rules; the older Metaspace without a normalizer).
 
 mpnet: transformers' own MPNetModel (MPNetConfig: 3 layers, hidden 64, 4 heads, intermediate
 128, 130 positions, 32 relative-position buckets; seeded, redrawn as below; the relative bias
@@ -31,7 +47,8 @@ reference.safetensors holds, from transformers (eager attention, float32, CPU): 
 attention_mask [2, T] of the two WikiText-2 lines in texts.json (the shorter padded on the
 right) and last_hidden_state [2, T, 64].
 
-    .venv-current/bin/python tools/make_encoder_fixtures.py [distilbert|mpnet|mpnet_tokenizer ...]
+    .venv-current/bin/python tools/make_encoder_fixtures.py [distilbert|mpnet|mpnet_tokenizer|roberta|
+                                                             xlm_roberta|unigram_fuzz_seeds ...]
 
 Never touches the network.
 """
