@@ -9,6 +9,12 @@
 
 namespace headprune::models {
 
+/// MPNet's buckets and the distance where the last one starts: transformers'
+/// MPNetEncoder.compute_position_bias uses 32 and 128 whatever the config's
+/// relative_attention_num_buckets says.
+inline constexpr int64_t kMpnetBuckets = 32;
+inline constexpr int64_t kMpnetMaxDistance = 128;
+
 /// The bidirectional bucket of every (query i, key j) pair of a sequence of `seq_len` positions
 /// 0..seq_len-1: half of `num_buckets` for keys after the query, half for keys at or before it;
 /// within a half, distances below a quarter of `num_buckets` get a bucket each and longer ones

@@ -77,7 +77,7 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               allows), loaded natively where transformers' class holds pruned_heads and with
               trust_remote_code=True where the export carries the code; heads and parameters equal
               headprune's; sentence-transformers' embeddings equal `headprune embed`'s.
-  onnx distilbert / roberta / xlm_roberta uneven   ONNX Runtime's last_hidden_state on those
+  onnx distilbert / mpnet / roberta / xlm_roberta uneven   ONNX Runtime's last_hidden_state on those
               prunes against transformers' on the fixture's padded batch.
   torchrun    PyTorch's own launcher (`python -m torch.distributed.run --no-python`, the pinned
               torch) starts 2 ranks of `headprune train-gates --distributed` on MiniLM (5 steps,
@@ -1184,7 +1184,7 @@ def main():
              lambda c: case_onnx_minilm(c, exe, model_dir, texts, text_file, work, thr)),
             (Case("onnx classifier"), lambda c: case_onnx_classifier(c, exe, work)),
             *((Case(f"onnx {n} uneven"), lambda c, n=n: case_onnx_fixture(c, exe, work, n))
-              for n in ("distilbert", "roberta", "xlm_roberta")),
+              for n in ("distilbert", "mpnet", "roberta", "xlm_roberta")),
             (Case("onnx llama uniform, uneven"), lambda c: case_onnx_llama(c, exe, work)),
             *((Case(f"onnx {f} uneven"), lambda c, f=f: case_onnx_decoder(c, exe, work, f)) for f in DECODER_CLASSES),
         ]

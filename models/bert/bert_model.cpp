@@ -188,9 +188,8 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
 
 torch::Tensor BertModel::relative_position_bias(int64_t seq_len, const torch::Tensor& like) const {
   if (!relative_attention_bias) return {};
-  // transformers' MPNetEncoder.compute_position_bias: 32 buckets up to distance 128, whatever
-  // the table's size (MPNetFamily refuses a table of fewer rows).
-  const auto buckets = relative_position_bucket(seq_len, 32, 128, like.device());
+  // MPNetFamily refuses a table of fewer than kMpnetBuckets rows.
+  const auto buckets = relative_position_bucket(seq_len, kMpnetBuckets, kMpnetMaxDistance, like.device());
   return torch::embedding(relative_attention_bias->weight, buckets).permute({2, 0, 1}).unsqueeze(0).to(like.dtype());
 }
 

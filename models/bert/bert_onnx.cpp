@@ -7,6 +7,7 @@
 #include "models/bert/sequence_classification.h"
 #include "models/errors.h"
 #include "models/formats/onnx_graph.h"
+#include "models/relative_position.h"
 
 namespace headprune::models {
 namespace {
@@ -33,6 +34,25 @@ std::string embeddings_to_onnx(OnnxGraph& g, const BertEmbeddingsImpl& e, const 
                                   position_ids(g, c.position_padding_idx)});
   sum = g.op("Add", {sum, position});
   return g.layer_norm(sum, "embeddings.LayerNorm", e.LayerNorm->weight, e.LayerNorm->bias, c.layer_norm_eps);
+}
+
+/// MPNet's relative position bias of every original head, [1, heads, T, T]: the bucket of each
+/// distance key - query is looked up in a table computed here by relative_position_bucket
+/// (float32 as transformers, for every distance the position table allows: no float log in the
+/// graph, whose rounding could move a boundary), then the bias table row of that bucket.
+std::string relative_bias_to_onnx(OnnxGraph& g, const torch::Tensor& table, const ModelConfig& c) {
+  const int64_t span = c.max_position_embeddings;
+  const auto buckets = relative_position_bucket(span, kMpnetBuckets, kMpnetMaxDistance, torch::kCPU);
+  const auto at = buckets.accessor<int64_t, 2>();
+  std::vector<int64_t> by_distance(static_cast<std::size_t>(2 * span - 1));
+  for (int64_t d = 1 - span; d < span; ++d)  // d = key - query: row 0 holds d >= 0, column 0 d <= 0
+    by_distance[static_cast<std::size_t>(d + span - 1)] = d >= 0 ? at[0][d] : at[-d][0];
+  const auto positions = g.range(g.sequence_length("input_ids"));
+  const auto distance = g.op("Sub", {g.op("Unsqueeze", {positions, g.int64_constant({0})}),
+                                     g.op("Unsqueeze", {positions, g.int64_constant({1})})});
+  const auto bucket = g.op("Gather", {g.int64_constant(by_distance), g.op("Add", {distance, g.int64_constant({span - 1}, true)})});
+  const auto bias = g.op("Gather", {g.weight("encoder.relative_attention_bias.weight", table), bucket});  // [T, T, H]
+  return g.op("Unsqueeze", {g.op("Transpose", {bias}, {{"perm", std::vector<int64_t>{2, 0, 1}}}), g.int64_constant({0})});
 }
 
 /// HF's extended attention mask: (1 - mask) · lowest float, [B, 1, 1, T]; in the order
@@ -72,16 +92,19 @@ std::string layer_to_onnx(OnnxGraph& g, const BertLayerImpl& layer, const std::s
 }  // namespace
 
 OnnxModelOutputs BertModel::add_to_onnx(OnnxGraph& g) const {
-  if (relative_attention_bias)
-    throw Error(fmt::format("ONNX export of a '{}' model (relative position bias) is not written yet; "
-                            "the HF folder export carries it",
-                            config_.model_type));
   for (const char* name : {"input_ids", "attention_mask"}) g.int64_input(name, {"batch_size", "sequence_length"});
   if (embeddings->token_type_embeddings) g.int64_input("token_type_ids", {"batch_size", "sequence_length"});
   auto x = embeddings_to_onnx(g, *embeddings, config_);
   const auto mask_bias = padding_bias(g);
-  for (size_t l = 0; l < layers.size(); ++l)
-    x = layer_to_onnx(g, *layers[l], "encoder.layer." + std::to_string(l) + ".", x, mask_bias, config_);
+  const auto position_bias =
+      relative_attention_bias ? relative_bias_to_onnx(g, relative_attention_bias->weight, config_) : std::string();
+  for (size_t l = 0; l < layers.size(); ++l) {
+    auto bias = mask_bias;
+    if (!position_bias.empty() && layers[l]->attention->self->num_heads > 0)  // the layer's heads' bias
+      bias = g.op("Add", {g.op("Gather", {position_bias, g.int64_constant(config_.kept_heads.at(l))}, {{"axis", int64_t{1}}}),
+                          mask_bias});
+    x = layer_to_onnx(g, *layers[l], "encoder.layer." + std::to_string(l) + ".", x, bias, config_);
+  }
   return {x, ""};
 }
 
