@@ -18,7 +18,7 @@ Options: --dense FILE, --pruned FILE (ONNX files from `headprune export-onnx`), 
 
 Protocol (headprune bench's, pruner/measure/bench.cpp): for each seq, for each batch: random
 token ids in [1000, 30522) from numpy's default_rng(seed), attention_mask all ones,
-token_type_ids zeros; `warmup` untimed runs of each session; then repetitions that interleave
+token_type_ids zeros (where the graph takes them); `warmup` untimed runs of each session; then repetitions that interleave
 dense and pruned, alternating which goes first, until both have (p75 - p25) / median < 0.05
 after at least `min-reps`, or `max-reps`, or `max-seconds` (checked after `min-reps`). Only
 `last_hidden_state` is fetched. Reported per shape and variant: median / p25 / p75 ms and
@@ -65,7 +65,13 @@ def optimized(path, folder):
     return out, model.get_fused_operator_statistics()
 
 
+def model_feeds(sess, feeds):
+    """The entries of `feeds` the session takes (MPNet and DistilBERT graphs have no token_type_ids)."""
+    return {i.name: feeds[i.name] for i in sess.get_inputs()}
+
+
 def run_once(sess, feeds):
+    feeds = model_feeds(sess, feeds)
     start = time.perf_counter()
     sess.run(["last_hidden_state"], feeds)
     return (time.perf_counter() - start) * 1000
@@ -130,8 +136,8 @@ def main():
         mask[1:, 30:] = 0
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         for i, name in enumerate(("dense", "pruned")):
-            plain = sessions["plain"][i].run(["last_hidden_state"], feeds)[0]
-            fused_out = sessions["optimized"][i].run(["last_hidden_state"], feeds)[0]
+            plain = sessions["plain"][i].run(["last_hidden_state"], model_feeds(sessions["plain"][i], feeds))[0]
+            fused_out = sessions["optimized"][i].run(["last_hidden_state"], model_feeds(sessions["optimized"][i], feeds))[0]
             agreement[name] = float(np.abs((plain - fused_out) * mask[..., None]).max())
         print(f"optimized vs plain, max |diff| of last_hidden_state on real tokens: {agreement}", flush=True)
     cells = []

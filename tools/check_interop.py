@@ -597,6 +597,19 @@ def require_clean_load(info, log, what):
         raise CheckFailed(f"{what} not clean: {problems}\n{log}")
 
 
+def require_native_refusal(case, out):
+    """transformers 5's own class must refuse a folder with per-layer heads (it would build every
+    layer with all heads); the refusal is noted on `case`."""
+    try:
+        with captured_transformers_log():
+            AutoModel.from_pretrained(str(out))
+    except Exception as e:  # noqa: BLE001 - any refusal is the expected outcome
+        case.notes.append(f"without trust_remote_code: refused ({type(e).__name__})")
+    else:
+        raise CheckFailed(f"transformers 5 loaded {out.name} without remote code: it cannot hold per-layer heads, "
+                          "so it must have changed the model")
+
+
 def fixture_texts(name, work):
     """tests/fixtures/<name>/texts.json and a one-per-line file of them for `headprune embed`."""
     texts = json.loads((REPO / "tests" / "fixtures" / name / "texts.json").read_text(encoding="utf-8"))
@@ -615,14 +628,7 @@ def case_distilbert(case, exe, work):
     out = work / "distilbert-uneven"
     headprune_apply(exe, fixture, {"0": [1], "2": [0, 1, 3]}, out)
     if REMOTE:
-        try:
-            with captured_transformers_log():
-                AutoModel.from_pretrained(str(out))
-        except Exception as e:  # noqa: BLE001 - any refusal is the expected outcome
-            case.notes.append(f"without trust_remote_code: refused ({type(e).__name__})")
-        else:
-            raise CheckFailed("transformers 5 loaded the pruned DistilBERT without remote code: it cannot hold "
-                              "per-layer heads, so it must have changed the model")
+        require_native_refusal(case, out)
     model, info, log, _ = hf_load(out)
     require_clean_load(info, log, "AutoModel.from_pretrained(distilbert-uneven)")
     heads = [int(layer.attention.n_heads) for layer in model.transformer.layer]
@@ -731,14 +737,7 @@ def case_roberta(case, exe, work, name):
     out = work / f"{name}-uneven"
     headprune_apply(exe, fixture, ROBERTA_UNEVEN, out)
     if REMOTE:
-        try:
-            with captured_transformers_log():
-                AutoModel.from_pretrained(str(out))
-        except Exception as e:  # noqa: BLE001 - any refusal is the expected outcome
-            case.notes.append(f"without trust_remote_code: refused ({type(e).__name__})")
-        else:
-            raise CheckFailed(f"transformers 5 loaded the pruned {name} without remote code: it cannot hold "
-                              "per-layer heads, so it must have changed the model")
+        require_native_refusal(case, out)
     model, info, log, _ = hf_load(out)
     require_clean_load(info, log, f"AutoModel.from_pretrained({out.name})")
     heads = [int(layer.attention.self.num_attention_heads) for layer in model.encoder.layer]

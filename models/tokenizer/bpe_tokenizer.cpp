@@ -6,6 +6,7 @@
 
 #include "models/errors.h"
 #include "models/tokenizer/byte_level.h"
+#include "models/tokenizer/tokenizer_json_sections.h"
 
 namespace headprune::models {
 
@@ -135,16 +136,7 @@ std::vector<int64_t> BpeTokenizer::encode_text(const std::string& text, bool add
 }
 
 std::vector<int64_t> BpeTokenizer::encode(const std::string& text, std::size_t max_length) const {
-  const auto added = prefix_ids_.size() + suffix_ids_.size();
-  if (max_length < added || max_length == 0)
-    throw Error(fmt::format("BPE tokenizer: max_length {} leaves no room for the text "
-                            "(the tokenizer adds {} special token(s))",
-                            max_length, added));
-  auto ids = encode_text(text, false);
-  if (ids.size() > max_length - added) ids.resize(max_length - added);
-  ids.insert(ids.begin(), prefix_ids_.begin(), prefix_ids_.end());
-  ids.insert(ids.end(), suffix_ids_.begin(), suffix_ids_.end());
-  return ids;
+  return truncate_and_frame(encode_text(text, false), prefix_ids_, suffix_ids_, max_length, "BPE tokenizer");
 }
 
 std::vector<std::string> BpeTokenizer::pre_tokenize(const std::string& text) const {

@@ -6,17 +6,10 @@
 
 #include "models/errors.h"
 #include "models/tokenizer/bpe_tokenizer.h"
-#include "models/tokenizer/post_processor.h"
+#include "models/tokenizer/tokenizer_json_sections.h"
 
 namespace headprune::models {
 namespace bpe_tokenizer_json_impl {
-
-/// `section`'s "type", or "" when absent / null.
-std::string section_type(const nlohmann::json& tokenizer, const char* section) {
-  const auto it = tokenizer.find(section);
-  if (it == tokenizer.end() || it->is_null()) return "";
-  return it->is_object() ? it->value("type", std::string("?")) : std::string("?");
-}
 
 const nlohmann::json kReplaceSpace = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}};
 const nlohmann::json kPrependMetaspace = {{"type", "Prepend"}, {"prepend", "\u2581"}};
@@ -221,7 +214,7 @@ bool BpeTokenizer::present_in(const std::filesystem::path& dir) {
   if (!std::filesystem::is_regular_file(file)) return false;
   std::ifstream in(file, std::ios::binary);
   const auto j = nlohmann::json::parse(in, nullptr, false);
-  return !j.is_discarded() && bpe_tokenizer_json_impl::section_type(j, "model") == "BPE";
+  return !j.is_discarded() && section_type(j, "model") == "BPE";
 }
 
 nlohmann::json BpeTokenizer::post_processor_json() const {

@@ -7,17 +7,10 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/tokenizer/byte_level.h"
-#include "models/tokenizer/post_processor.h"
+#include "models/tokenizer/tokenizer_json_sections.h"
 
 namespace headprune::models {
 namespace {
-
-/// `section`'s "type", or "" when absent / null.
-std::string section_type(const nlohmann::json& j, const char* section) {
-  const auto it = j.find(section);
-  if (it == j.end() || it->is_null()) return "";
-  return it->is_object() ? it->value("type", std::string("?")) : std::string("?");
-}
 
 UnigramModel read_model(const nlohmann::json& tokenizer, const std::string& source) {
   const auto type = section_type(tokenizer, "model");
@@ -226,16 +219,7 @@ std::vector<int64_t> UnigramTokenizer::encode_text(const std::string& text, bool
 }
 
 std::vector<int64_t> UnigramTokenizer::encode(const std::string& text, std::size_t max_length) const {
-  const auto added = prefix_ids_.size() + suffix_ids_.size();
-  if (max_length < added || max_length == 0)
-    throw Error(fmt::format("Unigram tokenizer: max_length {} leaves no room for the text (the tokenizer adds "
-                            "{} special token(s))",
-                            max_length, added));
-  auto ids = encode_text(text, false);
-  if (ids.size() > max_length - added) ids.resize(max_length - added);
-  ids.insert(ids.begin(), prefix_ids_.begin(), prefix_ids_.end());
-  ids.insert(ids.end(), suffix_ids_.begin(), suffix_ids_.end());
-  return ids;
+  return truncate_and_frame(encode_text(text, false), prefix_ids_, suffix_ids_, max_length, "Unigram tokenizer");
 }
 
 std::string UnigramTokenizer::token_text(int64_t id) const {

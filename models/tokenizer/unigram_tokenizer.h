@@ -10,13 +10,13 @@
 //      which is dropped), then `Metaspace` (spaces become "▁"; with prepend_scheme "always" each
 //      piece not starting with "▁" gets one; split true cuts before every "▁");
 //   4. each word is segmented by the Unigram model (unigram_model.h: Viterbi over piece scores);
-//   5. the post-processor adds its special tokens (post_processor.h; XLM-R: <s> ... </s>).
+//   5. the post-processor adds its special tokens (tokenizer_json_sections.h; XLM-R: <s> ... </s>).
 // Input must be UTF-8: invalid bytes throw headprune::Error naming their byte offset.
 // Refused by name (headprune::Error): models other than Unigram, byte_fallback true,
 // normalizers other than Precompiled (alone or as the one step of a Sequence) or none,
 // pre-tokenizers other than Metaspace / Sequence[WhitespaceSplit, Metaspace], Metaspace with a
 // replacement other than "▁" or prepend_scheme "first", decoders other than Metaspace or none,
-// post-processors post_processor.h does not read, added tokens with single_word true.
+// post-processors tokenizer_json_sections.h does not read, added tokens with single_word true.
 #pragma once
 
 #include <cstdint>

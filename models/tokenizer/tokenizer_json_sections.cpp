@@ -1,4 +1,4 @@
-#include "models/tokenizer/post_processor.h"
+#include "models/tokenizer/tokenizer_json_sections.h"
 
 #include <fmt/format.h>
 
@@ -58,6 +58,26 @@ void read_post_processor(const nlohmann::json& post, const std::string& source, 
   throw Error(fmt::format("{}: post_processor '{}' is not supported (ByteLevel, TemplateProcessing, "
                           "RobertaProcessing, BertProcessing or none)",
                           source, type));
+}
+
+std::string section_type(const nlohmann::json& j, const char* section) {
+  const auto it = j.find(section);
+  if (it == j.end() || it->is_null()) return "";
+  return it->is_object() ? it->value("type", std::string("?")) : std::string("?");
+}
+
+std::vector<int64_t> truncate_and_frame(std::vector<int64_t> body, const std::vector<int64_t>& prefix,
+                                        const std::vector<int64_t>& suffix, std::size_t max_length,
+                                        const std::string& who) {
+  const auto added = prefix.size() + suffix.size();
+  if (max_length < added || max_length == 0)
+    throw Error(fmt::format("{}: max_length {} leaves no room for the text (the tokenizer adds {} special "
+                            "token(s))",
+                            who, max_length, added));
+  if (body.size() > max_length - added) body.resize(max_length - added);
+  body.insert(body.begin(), prefix.begin(), prefix.end());
+  body.insert(body.end(), suffix.begin(), suffix.end());
+  return body;
 }
 
 }  // namespace headprune::models
