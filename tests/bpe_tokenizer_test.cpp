@@ -254,8 +254,10 @@ CATCH_TEST_CASE("tokenizer.json features BPE does not implement are refused by n
                    Catch::Contains("decoder none is not supported"));
   CATCH_CHECK_THAT(refused([](auto& j) { j["decoder"] = {{"type", "Sequence"}, {"decoders", {{{"type", "Fuse"}}}}}; }),
                    Catch::Contains("decoder {\"decoders\":[{\"type\":\"Fuse\"}],\"type\":\"Sequence\"} is not supported"));
-  CATCH_CHECK_THAT(refused([](auto& j) { j["post_processor"] = {{"type", "BertProcessing"}}; }),
-                   Catch::Contains("post_processor 'BertProcessing' is not supported"));
+  CATCH_CHECK_THAT(refused([](auto& j) { j["post_processor"] = {{"type", "ChatMLProcessing"}}; }),
+                   Catch::Contains("post_processor 'ChatMLProcessing' is not supported"));
+  CATCH_CHECK_THAT(refused([](auto& j) { j["post_processor"] = {{"type", "BertProcessing"}, {"sep", {"</s>", 2}}}; }),
+                   Catch::Contains("post_processor cls (missing) is not [token, id]"));
 }
 
 CATCH_TEST_CASE("added tokens with lstrip and rstrip swallow the whitespace around them", "[bpe]") {
