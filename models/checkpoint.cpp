@@ -295,13 +295,14 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   ckpt.pooling = SentencePooling::from_directory(dir, config.hidden_size);
   // Longest input: sentence-transformers' max_seq_length; else, in a sentence-transformers
   // folder, the tokenizer's model_max_length (as sentence-transformers 3 and 6 both do); both
-  // capped by the position table.
-  ckpt.max_seq_length = config.max_position_embeddings;
+  // capped by the positions the table serves (RoBERTa / MPNet: 2 fewer than its rows).
+  const int64_t positions = config.usable_positions();
+  ckpt.max_seq_length = positions;
   if (ckpt.pooling.max_seq_length > 0)
-    ckpt.max_seq_length = std::min(ckpt.pooling.max_seq_length, config.max_position_embeddings);
+    ckpt.max_seq_length = std::min(ckpt.pooling.max_seq_length, positions);
   else if (ckpt.pooling.from_sentence_transformers && wordpiece)
-    ckpt.max_seq_length = static_cast<int64_t>(std::min<std::size_t>(
-        static_cast<std::size_t>(config.max_position_embeddings), wordpiece->options().model_max_length));
+    ckpt.max_seq_length = static_cast<int64_t>(
+        std::min<std::size_t>(static_cast<std::size_t>(positions), wordpiece->options().model_max_length));
   return ckpt;
 }
 

@@ -119,6 +119,10 @@ std::vector<int64_t> ModelConfig::heads_per_layer() const {
   return counts;
 }
 
+int64_t ModelConfig::usable_positions() const {
+  return max_position_embeddings - std::max<int64_t>(position_padding_idx + 1, 0);
+}
+
 int64_t ModelConfig::total_heads() const {
   int64_t total = 0;
   for (auto n : heads_per_layer()) total += n;

@@ -114,6 +114,9 @@ struct ModelConfig {
   /// window as long as the position table changes nothing).
   bool has_effective_sliding_window() const;
 
+  /// The longest input in tokens the position table serves: max_position_embeddings, less the
+  /// padding_idx + 1 rows RoBERTa-style positions (position_padding_idx >= 0) never use.
+  int64_t usable_positions() const;
   /// Heads present in each layer (size num_hidden_layers).
   std::vector<int64_t> heads_per_layer() const;
   /// Total heads present over all layers.

@@ -294,6 +294,8 @@ CATCH_TEST_CASE("RoBERTa: positions after padding_idx, last_hidden_state and ids
     CATCH_CHECK(ckpt.tokenizer->encode(c.at("text").get<std::string>(), 512) == c.at("ids").get<std::vector<int64_t>>());
   }
   CATCH_CHECK(ckpt.tokenizer->pad_id() == 1);
+  // Inputs are cut to the 160 positions the 162-row table serves (its first 2 rows are unused).
+  CATCH_CHECK(ckpt.max_seq_length == 160);
 
   // The positions matter (the check can fail): counted after padding_idx 0 instead, every
   // state moves.

@@ -151,8 +151,7 @@ BertModel::BertModel(ModelConfig config, bool with_pooler) : config_(std::move(c
 ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) {
   const auto& ids = inputs.input_ids;
   if (ids.dim() != 2) throw Error("input_ids must have shape [batch, seq]");
-  // Positions after padding_idx (RoBERTa-style) leave padding_idx + 1 rows of the table unused.
-  const int64_t max_tokens = config_.max_position_embeddings - std::max<int64_t>(config_.position_padding_idx + 1, 0);
+  const int64_t max_tokens = config_.usable_positions();
   if (ids.size(1) > max_tokens)
     throw Error(fmt::format("sequence of {} tokens is longer than the {} positions the model has; "
                             "lower --max-length",

@@ -74,11 +74,10 @@ std::string BenchReport::to_text() const {
 BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pruned,
                       const BenchOptions& o) {
   if (o.batches.empty() || o.seqs.empty()) throw Error("the benchmark grid is empty");
-  const int64_t max_seq = std::min(dense.config().max_position_embeddings,
-                                   pruned.config().max_position_embeddings);
+  const int64_t max_seq = std::min(dense.config().usable_positions(), pruned.config().usable_positions());
   for (auto s : o.seqs)
     if (s < 1 || s > max_seq)
-      throw Error(fmt::format("sequence length {} is outside 1..{} (max_position_embeddings)", s, max_seq));
+      throw Error(fmt::format("sequence length {} is outside 1..{} (the positions the model has)", s, max_seq));
   for (auto b : o.batches)
     if (b < 1) throw Error(fmt::format("batch size {} must be >= 1", b));
   BenchReport report;
