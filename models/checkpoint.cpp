@@ -21,15 +21,19 @@
 namespace headprune::models {
 namespace {
 
-/// Strips a common task-model prefix ("bert.") so BertFor* checkpoints load into BertModel.
-std::string canonical_key(const std::string& key, bool strip_bert) {
-  return strip_bert && key.rfind("bert.", 0) == 0 ? key.substr(5) : key;
-}
-
-/// True for a BertFor* file, whose encoder keys all carry the "bert." prefix.
-bool has_bert_prefix(const TensorMap& weights) {
-  return !weights.count("embeddings.word_embeddings.weight") &&
-         weights.count("bert.embeddings.word_embeddings.weight");
+/// The tensors of a `<Family>For*` file (every encoder key under `layout`'s prefix, e.g.
+/// "roberta.") renamed to the encoder's own names; other files' tensors as they are.
+/// @returns whether the prefix was found.
+bool strip_encoder_prefix(TensorMap& weights, const std::optional<ClassificationLayout>& layout) {
+  if (!layout) return false;
+  const auto& prefix = layout->encoder_prefix;
+  const auto prefixed = [&](const std::string& key) { return key.rfind(prefix, 0) == 0; };
+  if (std::none_of(weights.begin(), weights.end(), [&](const auto& entry) { return prefixed(entry.first); }))
+    return false;
+  TensorMap out;
+  for (auto& [key, tensor] : weights) out[prefixed(key) ? key.substr(prefix.size()) : key] = tensor;
+  weights = std::move(out);
+  return true;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -44,13 +48,11 @@ std::string parent_module(const std::string& key) {
 /// The dtype in the file of each floating-point weight the model loaded, by parameter name.
 std::map<std::string, torch::ScalarType> source_dtypes(const torch::nn::Module& model,
                                                        const TensorMap& weights) {
-  const bool strip_bert = has_bert_prefix(weights);
   std::map<std::string, torch::ScalarType> out;
   std::set<std::string> params;
   for (const auto& p : model.named_parameters(true)) params.insert(p.key());
   for (const auto& [key, t] : weights)
-    if (params.count(canonical_key(key, strip_bert)) && t.is_floating_point())
-      out[canonical_key(key, strip_bert)] = t.scalar_type();
+    if (params.count(key) && t.is_floating_point()) out[key] = t.scalar_type();
   return out;
 }
 
@@ -62,13 +64,30 @@ void check_unused_outside_model(const torch::nn::Module& model, const std::vecto
   std::set<std::string> modules;
   for (const auto& p : model.named_parameters(true)) modules.insert(parent_module(p.key()));
   for (const auto& key : unused) {
-    const auto stripped = canonical_key(key, true);
-    if (modules.count(parent_module(stripped)))
+    if (modules.count(parent_module(key)))
       throw Error(fmt::format("{}: tensor '{}' belongs to module '{}', which the config describes "
                               "without it (check attention_bias / mlp_bias and similar keys in "
                               "config.json)",
-                              (dir / "model.safetensors").string(), key, parent_module(stripped)));
+                              (dir / "model.safetensors").string(), key, parent_module(key)));
   }
+}
+
+/// The classifier head of a `<Family>ForSequenceClassification` file (`weights` already
+/// without the encoder prefix): num_labels from out_proj's rows, names from id2label; its
+/// tensors are taken off `unused`. @throws headprune::Error for a missing or misshapen tensor.
+SequenceClassificationHead load_classifier(const ClassificationLayout& layout, const ModelConfig& config,
+                                           const TensorMap& weights, const std::filesystem::path& file,
+                                           std::vector<std::string>& unused) {
+  const auto& out = weights.at(layout.out_proj + ".weight");
+  const auto num_labels = out.dim() == 2 ? out.size(0) : 0;
+  SequenceClassificationHead head(layout, config.hidden_size, label_names(config, num_labels));
+  TensorMap tensors;
+  for (const auto& p : head->named_parameters(true))
+    if (weights.count(p.key())) tensors[p.key()] = weights.at(p.key());
+  load_weights(*head, tensors, file.string());
+  unused.erase(std::remove_if(unused.begin(), unused.end(), [&](const std::string& k) { return tensors.count(k) > 0; }),
+               unused.end());
+  return head;
 }
 
 /// The architecture config.json names (models/registry.h), with random weights shaped by its
@@ -137,13 +156,8 @@ std::string folder_chat_template(const std::filesystem::path& dir) {
 
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
                                       const std::string& source) {
-  const bool strip_bert = has_bert_prefix(weights);
   std::map<std::string, const torch::Tensor*> by_name;
-  std::map<std::string, std::string> file_name;
-  for (const auto& [k, v] : weights) {
-    by_name[canonical_key(k, strip_bert)] = &v;
-    file_name[canonical_key(k, strip_bert)] = k;
-  }
+  for (const auto& [k, v] : weights) by_name[k] = &v;
 
   torch::NoGradGuard no_grad;
   std::set<std::string> used;
@@ -169,7 +183,7 @@ std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap
 
   std::vector<std::string> unused;
   for (const auto& [name, t] : by_name)
-    if (!used.count(name)) unused.push_back(file_name.at(name));
+    if (!used.count(name)) unused.push_back(name);
   return unused;
 }
 
@@ -191,7 +205,7 @@ TensorMap checkpoint_state_dict(const Checkpoint& checkpoint) {
   TensorMap out;
   if (checkpoint.classifier) {
     out = state_dict(*checkpoint.classifier);
-    for (auto& [key, tensor] : encoder) out["bert." + key] = std::move(tensor);
+    for (auto& [key, tensor] : encoder) out[checkpoint.classifier->layout.encoder_prefix + key] = std::move(tensor);
   } else {
     out = std::move(encoder);
   }
@@ -242,6 +256,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   ckpt.dir = dir;
   auto config = ModelConfig::from_directory(dir);
   auto weights = load_checkpoint_weights(dir);
+  const auto layout = family_of(config.model_type).classification_layout();
+  const bool task_file = strip_encoder_prefix(weights, layout);
   auto model = make_model(config, weights);
   weights = model->weights_from_file(std::move(weights), (dir / "model.safetensors").string());
   ckpt.unused_keys = load_weights(*model, weights, (dir / "model.safetensors").string());
@@ -254,24 +270,16 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
     ckpt.passthrough[*position_ids] = weights.at(*position_ids);
     ckpt.unused_keys.erase(position_ids);
   }
-  if (auto w = weights.find("classifier.weight"); w != weights.end()) {
-    const auto* bert = dynamic_cast<const BertModel*>(model.get());
-    if (!bert || !bert->pooler_dense)
-      throw Error(fmt::format("{}: the checkpoint has classifier.weight but no BERT pooler "
-                              "(pooler.dense): only BertForSequenceClassification heads are "
-                              "supported",
-                              dir.string()));
-    const auto num_labels = w->second.dim() == 2 ? w->second.size(0) : 0;
-    ckpt.classifier = SequenceClassificationHead(config.hidden_size, label_names(config, num_labels));
-    TensorMap head;
-    for (const auto& key : {"classifier.weight", "classifier.bias"})
-      if (weights.count(key)) head[key] = weights.at(key);
-    load_weights(*ckpt.classifier, head, (dir / "model.safetensors").string());
-    ckpt.unused_keys.erase(std::remove_if(ckpt.unused_keys.begin(), ckpt.unused_keys.end(),
-                                          [](const std::string& k) { return k.rfind("classifier.", 0) == 0; }),
-                           ckpt.unused_keys.end());
+  if (layout && weights.count(layout->out_proj + ".weight")) {
+    ckpt.classifier = load_classifier(*layout, config, weights, dir / "model.safetensors", ckpt.unused_keys);
     ckpt.classifier->to(device);
     ckpt.classifier->eval();
+  } else if (task_file) {
+    throw Error(fmt::format("{}: the encoder's tensors are under '{}' as in a {}, but there is no "
+                            "{}.weight: headprune reads sequence-classification heads and bare "
+                            "encoders; save the task model's encoder alone",
+                            (dir / "model.safetensors").string(), layout->encoder_prefix, layout->architecture,
+                            layout->out_proj));
   }
   check_unused_outside_model(*model, ckpt.unused_keys, dir);
   for (const auto& key : ckpt.unused_keys) ckpt.passthrough[key] = weights.at(key);

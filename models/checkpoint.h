@@ -12,7 +12,7 @@
 #include "models/attention_model.h"
 #include "models/formats/safetensors.h"
 #include "models/sentence_pooling.h"
-#include "models/bert/sequence_classification.h"
+#include "models/sequence_classification.h"
 #include "models/tokenizer/tokenizer.h"
 
 namespace headprune::models {
@@ -38,8 +38,9 @@ struct Checkpoint {
   /// model_max_length) as sentence-transformers 3 and 6 compute it; else
   /// max_position_embeddings.
   int64_t max_seq_length = 0;
-  /// The classifier of a BertForSequenceClassification checkpoint ("classifier.weight" in
-  /// the file), else empty.
+  /// The classifier of a `<Family>ForSequenceClassification` checkpoint (the family's
+  /// ClassificationLayout: "classifier.weight", "classifier.out_proj.weight", ... in the file),
+  /// else empty.
   SequenceClassificationHead classifier{nullptr};
   /// Weights in the file that the model does not use, outside any module it models (e.g. a
   /// BertForMaskedLM's `cls.predictions.*`): carried through export unchanged, with a warning.
@@ -87,9 +88,9 @@ std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap
 TensorMap state_dict(const torch::nn::Module& module);
 
 /// What export writes for a checkpoint: state_dict(model) in the family's file layout
-/// (AttentionModel::weights_to_file), or with a classifier head HF's
-/// BertForSequenceClassification layout ("bert." + the encoder's names, plus "classifier.*"),
-/// which transformers requires once a head's keys are present; plus the passthrough tensors;
+/// (AttentionModel::weights_to_file), or with a classifier head the family's
+/// `*ForSequenceClassification` layout (ClassificationLayout: "bert." / "roberta." / ... + the
+/// encoder's names, plus the head's), which transformers requires once a head's keys are present; plus the passthrough tensors;
 /// each tensor in its source dtype. @throws headprune::Error if a passthrough name collides.
 TensorMap checkpoint_state_dict(const Checkpoint& checkpoint);
 

@@ -258,6 +258,15 @@ CATCH_TEST_CASE("tokenizer.json features BPE does not implement are refused by n
                    Catch::Contains("post_processor 'ChatMLProcessing' is not supported"));
   CATCH_CHECK_THAT(refused([](auto& j) { j["post_processor"] = {{"type", "BertProcessing"}, {"sep", {"</s>", 2}}}; }),
                    Catch::Contains("post_processor cls (missing) is not [token, id]"));
+  // Ids that are numbers but not integers (a float cast to int64 was undefined behaviour; fuzzing).
+  CATCH_CHECK_THAT(refused([](auto& j) { j["added_tokens"][0]["id"] = 1.4e118; }),
+                   Catch::Contains("added token id must be an integer"));
+  CATCH_CHECK_THAT(refused([](auto& j) {
+                     j["post_processor"] = {{"type", "TemplateProcessing"},
+                                            {"single", {{{"SpecialToken", {{"id", "<s>"}}}}, {{"Sequence", {{"id", "A"}}}}}},
+                                            {"special_tokens", {{"<s>", {{"ids", {2.5}}}}}}};
+                   }),
+                   Catch::Contains("post_processor id of <s> must be an integer"));
 }
 
 CATCH_TEST_CASE("added tokens with lstrip and rstrip swallow the whitespace around them", "[bpe]") {

@@ -33,7 +33,8 @@
 using namespace headprune;
 namespace fs = std::filesystem;
 
-namespace {
+// Helpers and cases in one named namespace: the tests build in unity batches (CMakeLists.txt).
+namespace encoder_families_test {
 
 fs::path fixture(const std::string& family = "distilbert") { return testing::fixture_path(family); }
 
@@ -87,7 +88,6 @@ const models::BertModel& bert(const models::Checkpoint& ckpt) {
   return dynamic_cast<const models::BertModel&>(*ckpt.model);
 }
 
-}  // namespace
 
 CATCH_TEST_CASE("DistilBERT: config names, last_hidden_state and tokenizer equal transformers' DistilBertModel",
                 "[encoder-families]") {
@@ -167,14 +167,22 @@ CATCH_TEST_CASE("DistilBERT: what it does not model is refused with one line nam
   refused(edited_config("distilbert-key", [](auto& c) { c["output_past"] = true; c["mystery"] = 1; }),
           "key 'mystery' is not modelled");
 
-  // A DistilBertForSequenceClassification file: the encoder under "distilbert.".
+  // DistilBertFor* files (the encoder under "distilbert."): a classifier without its
+  // pre_classifier, and a task head other than sequence classification.
   const auto task = edited_config("distilbert-task", [](auto&) {});
   auto weights = models::load_safetensors((fixture() / "model.safetensors").string());
   models::TensorMap prefixed;
   for (const auto& [key, t] : weights) prefixed["distilbert." + key] = t;
   prefixed["classifier.weight"] = torch::zeros({2, 64});
+  prefixed["classifier.bias"] = torch::zeros({2});
   models::save_safetensors(task / "model.safetensors", prefixed);
-  refused(task, "a DistilBertFor* checkpoint");
+  refused(task, "weight 'pre_classifier.weight' (shape [64, 64]) is missing");
+  prefixed.erase("classifier.weight");
+  prefixed.erase("classifier.bias");
+  prefixed["qa_outputs.weight"] = torch::zeros({2, 64});
+  models::save_safetensors(task / "model.safetensors", prefixed);
+  refused(task, "the encoder's tensors are under 'distilbert.' as in a DistilBertForSequenceClassification, "
+                "but there is no classifier.weight");
 
   // A layer tensor of no DistilBERT module.
   const auto odd = edited_config("distilbert-odd", [](auto&) {});
@@ -350,8 +358,9 @@ CATCH_TEST_CASE("RoBERTa / XLM-R: what they do not model is refused with one lin
   for (const auto& [key, t] : models::load_safetensors((fixture("roberta") / "model.safetensors").string()))
     prefixed["roberta." + key] = t;
   prefixed["classifier.out_proj.weight"] = torch::zeros({2, 64});
-  models::save_safetensors(task / "model.safetensors", prefixed);
-  refused(task, "a task model's checkpoint (RobertaFor* / XLMRobertaFor*");
+  prefixed["classifier.out_proj.bias"] = torch::zeros({2});
+  models::save_safetensors(task / "model.safetensors", prefixed);  // a head without its dense layer
+  refused(task, "weight 'classifier.dense.weight' (shape [64, 64]) is missing");
 }
 
 CATCH_TEST_CASE("XLM-RoBERTa: last_hidden_state and Unigram ids equal transformers' XLMRobertaModel",
@@ -377,3 +386,5 @@ CATCH_TEST_CASE("XLM-RoBERTa: last_hidden_state and Unigram ids equal transforme
   CATCH_CHECK(models::load_checkpoint(out, torch::kCPU).model->config().heads_per_layer() ==
               std::vector<int64_t>{3, 4, 4});
 }
+
+}  // namespace encoder_families_test

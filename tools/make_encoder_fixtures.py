@@ -66,9 +66,12 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
-from transformers import (AutoTokenizer, DistilBertConfig, DistilBertModel, DistilBertTokenizerFast,  # noqa: E402
-                          MPNetConfig, MPNetModel, MPNetTokenizerFast, RobertaConfig, RobertaModel,
-                          RobertaTokenizer, XLMRobertaConfig, XLMRobertaModel, XLMRobertaTokenizer)
+from transformers import (AutoConfig, AutoModel, AutoTokenizer, DistilBertConfig,  # noqa: E402
+                          DistilBertForSequenceClassification, DistilBertModel, DistilBertTokenizerFast,
+                          MPNetConfig, MPNetForSequenceClassification, MPNetModel, MPNetTokenizerFast,
+                          RobertaConfig, RobertaForSequenceClassification, RobertaModel, RobertaTokenizer,
+                          XLMRobertaConfig, XLMRobertaForSequenceClassification, XLMRobertaModel,
+                          XLMRobertaTokenizer)
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures"
@@ -113,11 +116,13 @@ def save_encodings(tokenizer, texts, out):
     return cases
 
 
-def redraw(model, generator):
+def redraw(model, generator, skip=None):
     """Linear std 0.8/sqrt(fan_in), biases std 0.5, embeddings std 0.3, LayerNorm weights
-    1 + 0.1 N(0, 1)."""
+    1 + 0.1 N(0, 1); parameters whose name starts with `skip` are left as they are."""
     with torch.no_grad():
         for name, p in model.named_parameters():
+            if skip and name.startswith(skip):
+                continue
             noise = torch.randn(p.shape, generator=generator)
             if "norm" in name.lower() and name.endswith(".weight"):
                 p.copy_(1.0 + 0.1 * noise)
@@ -308,9 +313,66 @@ def write_unigram_fuzz_seeds(corpus, lines):
                                             ["precompiled_charsmap"])}))
 
 
+CLASSIFIER_CLASSES = {"distilbert": DistilBertForSequenceClassification, "mpnet": MPNetForSequenceClassification,
+                      "roberta": RobertaForSequenceClassification,
+                      "xlm_roberta": XLMRobertaForSequenceClassification}
+CLASSIFIER_LABELS = {0: "negative", 1: "neutral", 2: "positive"}
+
+
+def write_classifier(name, lines):
+    """tests/fixtures/<name>_classifier: transformers' own <Family>ForSequenceClassification over
+    the <name> fixture's encoder (its weights copied in, the task class's layout: the encoder
+    under its prefix, no pooler) with a 3-label head redrawn as `redraw` does, its dense layer
+    standardised over the texts (so that predictions differ between them), saved with
+    save_pretrained beside the encoder's tokenizer files; reference.safetensors holds input_ids,
+    attention_mask and logits [8, 3] of the eight WikiText-2 lines in texts.json."""
+    base = FIXTURES / name
+    out = fresh(f"{name}_classifier")
+    config = AutoConfig.from_pretrained(str(base))
+    config.num_labels = len(CLASSIFIER_LABELS)
+    config.id2label = dict(CLASSIFIER_LABELS)
+    config.label2id = {v: k for k, v in CLASSIFIER_LABELS.items()}
+    torch.manual_seed(0)
+    model = CLASSIFIER_CLASSES[name](config)
+    encoder = getattr(model, model.base_model_prefix)
+    result = encoder.load_state_dict(AutoModel.from_pretrained(str(base)).state_dict(), strict=False)
+    if result.missing_keys or any(not k.startswith("pooler.") for k in result.unexpected_keys):
+        sys.exit(f"make_encoder_fixtures: {name}'s encoder does not fit {type(model).__name__}: {result}")
+    redraw(model, torch.Generator().manual_seed(3), skip=model.base_model_prefix + ".")
+    model = model.eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    texts = [line[:100] for line in lines[20:28]]
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    # The first token's state varies little between texts next to its mean: the dense layer is
+    # standardised over these texts (unit by unit), so that predictions differ between them.
+    dense = model.pre_classifier if name == "distilbert" else model.classifier.dense
+    with torch.no_grad():
+        first = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state[:, 0]
+        z = first @ dense.weight.T
+        dense.weight.div_(z.std(0)[:, None])
+        dense.bias.copy_(-(first @ dense.weight.T).mean(0))
+    model = model.eval()
+    model.save_pretrained(out, safe_serialization=True)
+    for file in base.iterdir():
+        if file.name.startswith(("tokenizer", "vocab", "special_tokens", "merges")):
+            shutil.copy(file, out / file.name)
+    tokenizer = AutoTokenizer.from_pretrained(str(out))
+    (out / "texts.json").write_text(json.dumps(texts, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    batch = tokenizer(texts, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    save_file({"input_ids": batch["input_ids"].contiguous(), "attention_mask": batch["attention_mask"].contiguous(),
+               "logits": logits.float().contiguous()}, str(out / "reference.safetensors"),
+              metadata={"transformers": transformers.__version__, "torch": torch.__version__})
+    print(json.dumps({"folder": str(out.relative_to(REPO)), "class": type(model).__name__,
+                      "tokens": list(batch["input_ids"].shape), "predicted": logits.argmax(1).tolist(),
+                      "logit_std": float(logits.std())}))
+
+
 WRITERS = {"distilbert": write_distilbert, "mpnet": write_mpnet, "mpnet_tokenizer": write_mpnet_tokenizer,
            "roberta": write_roberta, "xlm_roberta": write_xlm_roberta,
-           "unigram_fuzz_seeds": write_unigram_fuzz_seeds}
+           "unigram_fuzz_seeds": write_unigram_fuzz_seeds,
+           **{f"{n}_classifier": (lambda corpus, lines, n=n: write_classifier(n, lines)) for n in CLASSIFIER_CLASSES}}
 
 
 def main():

@@ -56,6 +56,10 @@ class BertFamily final : public EncoderFamily {
            "pruning: load it there with trust_remote_code=True (modeling_headprune_bert.py, "
            "registered in auto_map)";
   }
+  /// BertForSequenceClassification: tanh(pooler.dense(h)) (BertPooler, the encoder's), then `classifier`.
+  std::optional<ClassificationLayout> classification_layout() const override {
+    return ClassificationLayout{"BertForSequenceClassification", "bert.", "pooler.dense", true, "tanh", "classifier"};
+  }
   /// models/bert/modeling_headprune_bert.py: BertModel / BertForSequenceClassification with
   /// per-layer head counts read from pruned_heads, for transformers 5.
   const RemoteCode* remote_code() const override {

@@ -29,7 +29,8 @@ class EncoderFamily : public ModelFamily {
 };
 
 /// A BertModel for `config` (random weights); with the pooler when `weight_names` has
-/// `pooler.dense.weight` (or `bert.pooler.dense.weight`). Defined in bert_model.cpp.
+/// `pooler.dense.weight` (load_checkpoint takes a BertFor* file's "bert." off first). Also
+/// RoBERTa's and XLM-R's (the same tensor names). Defined in bert_model.cpp.
 std::shared_ptr<AttentionModel> make_model(const ModelConfig& config,
                                            const std::set<std::string>& weight_names);
 

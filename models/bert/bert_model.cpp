@@ -277,9 +277,7 @@ int64_t BertModel::attention_parameter_count() const {
 
 std::shared_ptr<AttentionModel> bert::make_model(const ModelConfig& config,
                                                  const std::set<std::string>& weight_names) {
-  const bool with_pooler =
-      weight_names.count("pooler.dense.weight") || weight_names.count("bert.pooler.dense.weight");
-  return std::make_shared<BertModel>(config, with_pooler);
+  return std::make_shared<BertModel>(config, weight_names.count("pooler.dense.weight") > 0);
 }
 
 }  // namespace headprune::models

@@ -1,10 +1,9 @@
-// HF BertModel (and BertForSequenceClassification's head) as an ONNX graph: the same
+// HF BertModel as an ONNX graph: the same
 // computation as bert_model.cpp's forward, per layer with that layer's heads.
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "models/bert/bert_model.h"
-#include "models/bert/sequence_classification.h"
 #include "models/errors.h"
 #include "models/formats/onnx_graph.h"
 #include "models/relative_position.h"
@@ -106,14 +105,6 @@ OnnxModelOutputs BertModel::add_to_onnx(OnnxGraph& g) const {
     x = layer_to_onnx(g, *layers[l], "encoder.layer." + std::to_string(l) + ".", x, bias, config_);
   }
   return {x, ""};
-}
-
-std::string SequenceClassificationHeadImpl::add_to_onnx(OnnxGraph& g, const AttentionModel& encoder,
-                                                        const std::string& last_hidden_state) const {
-  const auto pooler = classification_pooler(encoder);
-  auto first = g.op("Gather", {last_hidden_state, g.int64_constant({0}, true)}, {{"axis", int64_t{1}}});
-  auto pooled = g.op("Tanh", {g.linear(first, "pooler.dense", pooler->weight, pooler->bias)});
-  return g.linear(pooled, "classifier", classifier->weight, classifier->bias);
 }
 
 }  // namespace headprune::models

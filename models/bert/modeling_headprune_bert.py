@@ -236,10 +236,42 @@ class HeadpruneBertModel(HeadpruneBertPreTrainedModel):
             last_hidden_state=hidden, pooler_output=pooled, hidden_states=tuple(states) if states else None)
 
 
+def classifier_output(config, logits, labels, return_dict):
+    """A *ForSequenceClassification's output for `logits` [batch, num_labels]: with `labels`, HF's
+    loss (regression when num_labels == 1, binary cross-entropy for problem_type
+    "multi_label_classification", else cross-entropy)."""
+    loss = None
+    if labels is not None:
+        if config.num_labels == 1:
+            loss = nn.functional.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
+        elif getattr(config, "problem_type", None) == "multi_label_classification":
+            loss = nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+        else:
+            loss = nn.functional.cross_entropy(logits.view(-1, config.num_labels), labels.view(-1))
+    if return_dict is False:
+        return (loss, logits) if loss is not None else (logits,)
+    return SequenceClassifierOutput(loss=loss, logits=logits)
+
+
+class HeadpruneClassificationHead(nn.Module):
+    """RobertaClassificationHead / MPNetClassificationHead: out_proj(dropout(tanh(dense(dropout(
+    first token))))), logits [batch, num_labels]."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        dropout = getattr(config, "classifier_dropout", None)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob if dropout is None else dropout)
+        self.out_proj = nn.Linear(config.hidden_size, config.num_labels)
+
+    def forward(self, hidden):
+        x = torch.tanh(self.dense(self.dropout(hidden[:, 0])))
+        return self.out_proj(self.dropout(x))
+
+
 class HeadpruneBertForSequenceClassification(HeadpruneBertPreTrainedModel):
     """BertForSequenceClassification on HeadpruneBertModel: logits [batch, num_labels] from
-    dropout(pooler_output); loss as HF's for `labels` (regression when num_labels == 1,
-    binary cross-entropy for problem_type "multi_label_classification")."""
+    dropout(pooler_output); loss as classifier_output."""
 
     def __init__(self, config):
         super().__init__(config)
@@ -253,15 +285,4 @@ class HeadpruneBertForSequenceClassification(HeadpruneBertPreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
                 return_dict=None, **unused):
         pooled = self.bert(input_ids, attention_mask, token_type_ids).pooler_output
-        logits = self.classifier(self.dropout(pooled))
-        loss = None
-        if labels is not None:
-            if self.num_labels == 1:
-                loss = nn.functional.mse_loss(logits.squeeze(-1), labels.to(logits.dtype))
-            elif getattr(self.config, "problem_type", None) == "multi_label_classification":
-                loss = nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
-            else:
-                loss = nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
-        if return_dict is False:
-            return (loss, logits) if loss is not None else (logits,)
-        return SequenceClassifierOutput(loss=loss, logits=logits)
+        return classifier_output(self.config, self.classifier(self.dropout(pooled)), labels, return_dict)

@@ -11,6 +11,7 @@
 namespace headprune::generated {
 /// models/distilbert/modeling_headprune_distilbert.py, embedded by CMakeLists.txt.
 extern const char* const kModelingHeadpruneDistilbertPy;
+extern const char* const kModelingHeadpruneBertPy;
 }  // namespace headprune::generated
 
 namespace headprune::models::distilbert {
@@ -66,12 +67,20 @@ class DistilBertFamily final : public bert::EncoderFamily {
            "pruning: load it there with trust_remote_code=True (modeling_headprune_distilbert.py, "
            "registered in auto_map)";
   }
-  /// models/distilbert/modeling_headprune_distilbert.py: DistilBertModel with per-layer head
-  /// counts read from pruned_heads, for transformers 5.
+  /// DistilBertForSequenceClassification: relu(pre_classifier(h)), then `classifier`.
+  std::optional<ClassificationLayout> classification_layout() const override {
+    return ClassificationLayout{"DistilBertForSequenceClassification", "distilbert.", "pre_classifier", false,
+                                "relu", "classifier"};
+  }
+  /// models/distilbert/modeling_headprune_distilbert.py: DistilBertModel (and its
+  /// ForSequenceClassification) with per-layer head counts read from pruned_heads, for transformers 5.
   const RemoteCode* remote_code() const override {
     static const RemoteCode code{
         "modeling_headprune_distilbert.py", generated::kModelingHeadpruneDistilbertPy,
-        nlohmann::json{{"AutoModel", "modeling_headprune_distilbert.HeadpruneDistilBertModel"}}, {}};
+        nlohmann::json{{"AutoModel", "modeling_headprune_distilbert.HeadpruneDistilBertModel"},
+                       {"AutoModelForSequenceClassification",
+                        "modeling_headprune_distilbert.HeadpruneDistilBertForSequenceClassification"}},
+        {{"modeling_headprune_bert.py", generated::kModelingHeadpruneBertPy}}};
     return &code;
   }
 };

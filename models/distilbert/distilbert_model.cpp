@@ -25,14 +25,9 @@ class DistilBertModel final : public BertModel {
  public:
   using BertModel::BertModel;
 
-  /// @throws headprune::Error for a DistilBertFor* file (its keys under "distilbert.": the task
-  /// heads are not modelled yet) or an unknown layer tensor.
+  /// @throws headprune::Error for an unknown layer tensor. (A DistilBertFor* file's
+  /// "distilbert." prefix is taken off by load_checkpoint.)
   TensorMap weights_from_file(TensorMap weights, const std::string& source) const override {
-    if (weights.count("distilbert.embeddings.word_embeddings.weight"))
-      throw Error(fmt::format("{}: a DistilBertFor* checkpoint (its encoder under 'distilbert.'): "
-                              "headprune reads DistilBertModel checkpoints, as sentence-transformers "
-                              "saves them; save the task model's .distilbert alone",
-                              source));
     return bert::rename_layer_tensors(std::move(weights), "transformer.layer.", layer_modules(), true,
                                       "DistilBERT", source);
   }

@@ -5,6 +5,7 @@ Written by headprune next to a pruned DistilBERT checkpoint and registered in co
 `auto_map`, so that
 
     AutoModel.from_pretrained(folder, trust_remote_code=True)
+    AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)
     SentenceTransformer(folder, trust_remote_code=True)
 
 load it on transformers 5.x, which removed head pruning (`pruned_heads` is ignored there and
@@ -17,7 +18,8 @@ table, post-LN blocks): layer l keeps `n_heads - len(pruned_heads[l])` heads of 
 [dim, heads_l * head_size]. A layer with no heads adds only out_lin's bias. Parameter names are
 DistilBertModel's, so the checkpoint loads unchanged.
 
-Self-contained: imports only torch and transformers' public names present in 4.x and 5.x.
+Imports torch, transformers' public names present in 4.x and 5.x, and the classification loss
+of modeling_headprune_bert.py (written beside it).
 """
 
 import torch
@@ -25,6 +27,8 @@ from torch import nn
 from transformers import DistilBertConfig, PreTrainedModel
 from transformers.activations import get_activation
 from transformers.modeling_outputs import BaseModelOutput
+
+from .modeling_headprune_bert import classifier_output
 
 
 def pruned_heads(config):
@@ -177,3 +181,27 @@ class HeadpruneDistilBertModel(PreTrainedModel):
         if return_dict is False:
             return tuple(x for x in (hidden, tuple(states) if states else None) if x is not None)
         return BaseModelOutput(last_hidden_state=hidden, hidden_states=tuple(states) if states else None)
+
+
+class HeadpruneDistilBertForSequenceClassification(PreTrainedModel):
+    """DistilBertForSequenceClassification on HeadpruneDistilBertModel: logits [batch, num_labels]
+    = classifier(dropout(relu(pre_classifier(first token)))); loss as classifier_output."""
+
+    config_class = DistilBertConfig
+    base_model_prefix = "distilbert"
+    _keys_to_ignore_on_load_unexpected = [r"position_ids"]
+    _init_weights = HeadpruneDistilBertModel._init_weights
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.distilbert = HeadpruneDistilBertModel(config)
+        self.pre_classifier = nn.Linear(config.dim, config.dim)
+        self.classifier = nn.Linear(config.dim, config.num_labels)
+        self.dropout = nn.Dropout(config.seq_classif_dropout)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, labels=None, return_dict=None, **unused):
+        hidden = self.distilbert(input_ids, attention_mask).last_hidden_state
+        pooled = self.dropout(nn.functional.relu(self.pre_classifier(hidden[:, 0])))
+        return classifier_output(self.config, self.classifier(pooled), labels, return_dict)

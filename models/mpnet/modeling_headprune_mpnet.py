@@ -5,6 +5,7 @@ Written by headprune next to a pruned MPNet checkpoint and registered in config.
 `auto_map`, so that
 
     AutoModel.from_pretrained(folder, trust_remote_code=True)
+    AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)
     SentenceTransformer(folder, trust_remote_code=True)
 
 load it. Neither version's own MPNetModel can: transformers 4.x prunes q/k/v/o from
@@ -17,7 +18,8 @@ len(pruned_heads[l])` heads of size `hidden_size // num_attention_heads`, and ad
 scores their own columns of `encoder.relative_attention_bias` (the table keeps every original
 head's column). Parameter names are MPNetModel's, so the checkpoint loads unchanged.
 
-Self-contained: imports only torch and transformers' public names present in 4.x and 5.x.
+Imports torch, transformers' public names present in 4.x and 5.x, and the classification head
+and loss of modeling_headprune_bert.py (written beside it).
 """
 
 import math
@@ -27,6 +29,8 @@ from torch import nn
 from transformers import MPNetConfig, PreTrainedModel
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+from .modeling_headprune_bert import HeadpruneClassificationHead, classifier_output
 
 PADDING_IDX = 1  # MPNetEmbeddings' padding_idx, whatever pad_token_id says
 
@@ -238,3 +242,24 @@ class HeadpruneMPNetModel(PreTrainedModel):
             return tuple(x for x in (hidden, pooled, tuple(states) if states else None) if x is not None)
         return BaseModelOutputWithPooling(last_hidden_state=hidden, pooler_output=pooled,
                                           hidden_states=tuple(states) if states else None)
+
+
+class HeadpruneMPNetForSequenceClassification(PreTrainedModel):
+    """MPNetForSequenceClassification on HeadpruneMPNetModel (no pooler): logits [batch,
+    num_labels] from MPNetClassificationHead on the first token; loss as classifier_output."""
+
+    config_class = MPNetConfig
+    base_model_prefix = "mpnet"
+    _keys_to_ignore_on_load_unexpected = [r"position_ids"]
+    _init_weights = HeadpruneMPNetModel._init_weights
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.mpnet = HeadpruneMPNetModel(config, add_pooling_layer=False)
+        self.classifier = HeadpruneClassificationHead(config)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, labels=None, return_dict=None, **unused):
+        hidden = self.mpnet(input_ids, attention_mask).last_hidden_state
+        return classifier_output(self.config, self.classifier(hidden), labels, return_dict)

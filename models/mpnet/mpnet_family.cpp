@@ -11,6 +11,7 @@
 namespace headprune::generated {
 /// models/mpnet/modeling_headprune_mpnet.py, embedded by CMakeLists.txt.
 extern const char* const kModelingHeadpruneMpnetPy;
+extern const char* const kModelingHeadpruneBertPy;
 }  // namespace headprune::generated
 
 namespace headprune::models::mpnet {
@@ -67,12 +68,22 @@ class MpnetFamily final : public bert::EncoderFamily {
            "the relative position bias all layers share, and fails on pruned_heads; transformers 5 "
            "removed head pruning";
   }
-  /// models/mpnet/modeling_headprune_mpnet.py: MPNetModel with per-layer head counts read from
-  /// pruned_heads, each layer taking its heads' columns of the shared bias.
+  /// MPNetForSequenceClassification (MPNetClassificationHead): tanh(classifier.dense(h)), then
+  /// classifier.out_proj.
+  std::optional<ClassificationLayout> classification_layout() const override {
+    return ClassificationLayout{"MPNetForSequenceClassification", "mpnet.", "classifier.dense", false, "tanh",
+                                "classifier.out_proj"};
+  }
+  /// models/mpnet/modeling_headprune_mpnet.py: MPNetModel (and its ForSequenceClassification)
+  /// with per-layer head counts read from pruned_heads, each layer taking its heads' columns of
+  /// the shared bias.
   const RemoteCode* remote_code() const override {
     static const RemoteCode code{
         "modeling_headprune_mpnet.py", generated::kModelingHeadpruneMpnetPy,
-        nlohmann::json{{"AutoModel", "modeling_headprune_mpnet.HeadpruneMPNetModel"}}, {}};
+        nlohmann::json{{"AutoModel", "modeling_headprune_mpnet.HeadpruneMPNetModel"},
+                       {"AutoModelForSequenceClassification",
+                        "modeling_headprune_mpnet.HeadpruneMPNetForSequenceClassification"}},
+        {{"modeling_headprune_bert.py", generated::kModelingHeadpruneBertPy}}};
     return &code;
   }
 };

@@ -6,6 +6,7 @@ Written by headprune next to a pruned RoBERTa / XLM-RoBERTa checkpoint, with the
 modeling_headprune_bert.py it imports, and registered in config.json's `auto_map`, so that
 
     AutoModel.from_pretrained(folder, trust_remote_code=True)
+    AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)
     SentenceTransformer(folder, trust_remote_code=True)
 
 load it on transformers 5.x, which removed head pruning. transformers 4.x without
@@ -22,7 +23,8 @@ unchanged.
 import torch
 from transformers import RobertaConfig, XLMRobertaConfig
 
-from .modeling_headprune_bert import HeadpruneBertEmbeddings, HeadpruneBertModel
+from .modeling_headprune_bert import (HeadpruneBertEmbeddings, HeadpruneBertModel, HeadpruneBertPreTrainedModel,
+                                      HeadpruneClassificationHead, classifier_output)
 
 
 class HeadpruneRobertaEmbeddings(HeadpruneBertEmbeddings):
@@ -48,3 +50,32 @@ class HeadpruneXLMRobertaModel(HeadpruneRobertaModel):
     """XLMRobertaModel (RobertaModel under XLMRobertaConfig) with per-layer head counts."""
 
     config_class = XLMRobertaConfig
+
+
+class HeadpruneRobertaForSequenceClassification(HeadpruneBertPreTrainedModel):
+    """RobertaForSequenceClassification on HeadpruneRobertaModel (no pooler): logits [batch,
+    num_labels] from RobertaClassificationHead on the first token; loss as classifier_output."""
+
+    config_class = RobertaConfig
+    base_model_prefix = "roberta"
+    model_class = HeadpruneRobertaModel
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.roberta = self.model_class(config, add_pooling_layer=False)
+        self.classifier = HeadpruneClassificationHead(config)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, labels=None,
+                return_dict=None, **unused):
+        hidden = self.roberta(input_ids, attention_mask, token_type_ids).last_hidden_state
+        return classifier_output(self.config, self.classifier(hidden), labels, return_dict)
+
+
+class HeadpruneXLMRobertaForSequenceClassification(HeadpruneRobertaForSequenceClassification):
+    """XLMRobertaForSequenceClassification (RobertaForSequenceClassification under
+    XLMRobertaConfig) with per-layer head counts."""
+
+    config_class = XLMRobertaConfig
+    model_class = HeadpruneXLMRobertaModel

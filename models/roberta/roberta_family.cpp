@@ -25,12 +25,16 @@ namespace {
 /// pad_token_id + 1 rows serve no real token.
 class RobertaFamily final : public bert::EncoderFamily {
  public:
-  /// `model_type` "roberta" or "xlm-roberta"; `hf_class` names the HF model class in messages;
-  /// `auto_model` is the remote code's class for it.
-  RobertaFamily(std::string model_type, std::string hf_class, std::string auto_model)
+  /// `model_type` "roberta" or "xlm-roberta"; `hf_class` names the HF model class ("RobertaModel";
+  /// its task class is "RobertaForSequenceClassification"); `stem` names the remote code's classes
+  /// ("Roberta": HeadpruneRobertaModel, HeadpruneRobertaForSequenceClassification).
+  RobertaFamily(std::string model_type, std::string hf_class, const std::string& stem)
       : model_type_(std::move(model_type)), hf_class_(std::move(hf_class)),
+        task_class_(hf_class_.substr(0, hf_class_.size() - 5) + "ForSequenceClassification"),
         code_{"modeling_headprune_roberta.py", generated::kModelingHeadpruneRobertaPy,
-              nlohmann::json{{"AutoModel", "modeling_headprune_roberta." + auto_model}},
+              nlohmann::json{{"AutoModel", "modeling_headprune_roberta.Headprune" + stem + "Model"},
+                             {"AutoModelForSequenceClassification",
+                              "modeling_headprune_roberta.Headprune" + stem + "ForSequenceClassification"}},
               {{"modeling_headprune_bert.py", generated::kModelingHeadpruneBertPy}}} {}
 
   std::string model_type() const override { return model_type_; }
@@ -82,21 +86,26 @@ class RobertaFamily final : public bert::EncoderFamily {
   /// models/roberta/modeling_headprune_roberta.py: the BERT remote code's model with RoBERTa
   /// positions and the family's config class, for transformers 5.
   const RemoteCode* remote_code() const override { return &code_; }
+  /// RobertaForSequenceClassification / XLMRobertaForSequenceClassification
+  /// (RobertaClassificationHead): tanh(classifier.dense(h)), then classifier.out_proj.
+  std::optional<ClassificationLayout> classification_layout() const override {
+    return ClassificationLayout{task_class_, "roberta.", "classifier.dense", false, "tanh", "classifier.out_proj"};
+  }
 
  private:
-  std::string model_type_, hf_class_;
+  std::string model_type_, hf_class_, task_class_;
   RemoteCode code_;
 };
 
 }  // namespace
 
 const ModelFamily& family() {
-  static const RobertaFamily instance("roberta", "RobertaModel", "HeadpruneRobertaModel");
+  static const RobertaFamily instance("roberta", "RobertaModel", "Roberta");
   return instance;
 }
 
 const ModelFamily& xlm_family() {
-  static const RobertaFamily instance("xlm-roberta", "XLMRobertaModel", "HeadpruneXLMRobertaModel");
+  static const RobertaFamily instance("xlm-roberta", "XLMRobertaModel", "XLMRoberta");
   return instance;
 }
 

@@ -3,12 +3,9 @@
 // RobertaModel under another name; multilingual-e5, paraphrase-multilingual-*, bge-m3). Both
 // compute BERT's encoder with positions counted after padding_idx (HF
 // create_position_ids_from_input_ids); the model is BertModel (models/bert/bert_model.h) with
-// ModelConfig::position_padding_idx = pad_token_id. This folder holds only what differs from BERT.
+// ModelConfig::position_padding_idx = pad_token_id (the registry builds it with bert::make_model).
+// This folder holds only what differs from BERT.
 #pragma once
-
-#include <memory>
-#include <set>
-#include <string>
 
 #include "models/model_family.h"
 
@@ -18,11 +15,5 @@ namespace headprune::models::roberta {
 const ModelFamily& family();
 /// XLM-RoBERTa's: RoBERTa's rules under model_type "xlm-roberta" (HF XLMRobertaConfig).
 const ModelFamily& xlm_family();
-
-/// A RobertaModel / XLMRobertaModel for `config` (random weights): BertModel with RoBERTa
-/// positions and BERT's tensor names (RobertaModel's are the same), with the pooler when
-/// `weight_names` has `pooler.dense.weight`. Defined in roberta_model.cpp.
-std::shared_ptr<AttentionModel> make_model(const ModelConfig& config,
-                                           const std::set<std::string>& weight_names);
 
 }  // namespace headprune::models::roberta

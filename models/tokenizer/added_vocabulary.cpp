@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "models/errors.h"
+#include "models/json_get.h"
 #include "models/tokenizer/byte_level.h"
 
 namespace headprune::models {
@@ -39,7 +40,7 @@ std::size_t strip_right(const std::string& text, std::size_t pos, std::size_t li
 AddedToken AddedToken::from_json(const nlohmann::json& token, const std::string& source) {
   AddedToken out;
   try {
-    out.id = token.at("id").get<int64_t>();
+    out.id = json_integer(token.at("id"), fmt::format("{}: added token id", source));
     out.content = token.at("content").get<std::string>();
     out.single_word = token.value("single_word", false);
     out.lstrip = token.value("lstrip", false);

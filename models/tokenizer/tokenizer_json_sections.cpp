@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "models/errors.h"
+#include "models/json_get.h"
 
 namespace headprune::models {
 namespace {
@@ -22,7 +23,8 @@ void read_template(const nlohmann::json& post, const std::string& source, std::v
     }
     const auto name = item.at("SpecialToken").at("id").get<std::string>();
     const auto& special = post.at("special_tokens").at(name);
-    for (const auto& id : special.at("ids")) (seen_a ? suffix : prefix).push_back(id.get<int64_t>());
+    for (const auto& id : special.at("ids"))
+      (seen_a ? suffix : prefix).push_back(json_integer(id, fmt::format("{}: post_processor id of {}", source, name)));
   }
   if (!seen_a)
     throw Error(fmt::format("{}: post_processor TemplateProcessing single has no $A", source));

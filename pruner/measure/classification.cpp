@@ -62,8 +62,8 @@ std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& file,
 
 const std::vector<std::string>& classifier_labels(const models::Checkpoint& ckpt, const std::string& flag) {
   if (!ckpt.classifier)
-    throw Error(fmt::format("{} has no classifier head (classifier.weight): {} "
-                            "needs a BertForSequenceClassification checkpoint",
+    throw Error(fmt::format("{} has no classifier head: {} needs a *ForSequenceClassification "
+                            "checkpoint (BERT, RoBERTa, XLM-R, DistilBERT or MPNet)",
                             ckpt.dir.string(), flag));
   return ckpt.classifier->labels;
 }

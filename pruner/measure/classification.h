@@ -36,8 +36,7 @@ const std::vector<std::string>& classifier_labels(const models::Checkpoint& chec
                                                   const std::string& flag = "--classification");
 
 /// The classifier head's logits [batch, num_labels] for `encoder`'s last_hidden_state
-/// [batch, seq, hidden] (HF BertForSequenceClassification: the encoder's pooler, then
-/// `classifier`). `encoder` is the checkpoint's model or a copy of it (a frozen teacher).
+/// [batch, seq, hidden] (HF `*ForSequenceClassification`, models/sequence_classification.h). `encoder` is the checkpoint's model or a copy of it (a frozen teacher).
 /// Differentiable. @throws headprune::Error if the checkpoint has no classifier head.
 torch::Tensor classifier_logits(const models::Checkpoint& checkpoint, models::AttentionModel& encoder,
                                 const torch::Tensor& last_hidden_state);
@@ -51,7 +50,7 @@ double sequence_accuracy(const models::Checkpoint& checkpoint, models::Attention
                          const std::vector<std::vector<int64_t>>& sequences, const std::vector<int64_t>& labels,
                          int64_t pad_id, std::size_t batch_size, const torch::Device& device);
 
-/// Classifier logits [texts, num_labels] (CPU) of HF BertForSequenceClassification for
+/// Classifier logits [texts, num_labels] (CPU) of an HF `*ForSequenceClassification` for
 /// `texts`, in batches of similar length.
 /// @throws headprune::Error if the checkpoint has no classifier head or no tokenizer.
 torch::Tensor classify_texts(models::Checkpoint& checkpoint, const std::vector<std::string>& texts,

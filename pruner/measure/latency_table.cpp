@@ -11,6 +11,7 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "models/json_get.h"
 #include "pruner/log.h"
 #include "pruner/measure/bench.h"
 #include "pruner/surgery/atomic_write.h"
@@ -107,8 +108,8 @@ nlohmann::json LatencyTable::to_json() const {
 LatencyTable LatencyTable::from_json(const nlohmann::json& j, const std::string& source) {
   try {
     if (j.at("format") != "headprune latency table 1") throw Error("unknown format");
-    LatencyTable t{j.at("machine").get<std::string>(), j.at("model"), j.at("batch_size").get<int64_t>(),
-                   j.at("seq_len").get<int64_t>(), j.at("ms_by_heads").get<std::vector<double>>(),
+    LatencyTable t{j.at("machine").get<std::string>(), j.at("model"), models::json_integer(j.at("batch_size"), "batch_size"),
+                   models::json_integer(j.at("seq_len"), "seq_len"), j.at("ms_by_heads").get<std::vector<double>>(),
                    j.value("ms_measured", std::vector<double>())};
     if (t.ms_by_heads.size() < 2 || !std::is_sorted(t.ms_by_heads.begin(), t.ms_by_heads.end()) ||
         t.ms_by_heads.front() <= 0 || !(t.ms_by_heads.back() > t.ms_by_heads.front()))

@@ -42,7 +42,7 @@ std::string external_data_name(const std::string& model_file_name);
 /// `input_ids`, `attention_mask` (and BERT's `token_type_ids`), each [batch_size,
 /// sequence_length]; outputs `last_hidden_state` [batch_size, sequence_length, hidden_size];
 /// `logits` — [batch_size, sequence_length, vocab_size] for a causal LM, [batch_size,
-/// num_labels] for a BertForSequenceClassification checkpoint; and, when
+/// num_labels] for a `*ForSequenceClassification` checkpoint; and, when
 /// `sentence_embedding` and the folder is a sentence-transformers model, `sentence_embedding`
 /// [batch_size, D] (its Pooling, Dense and Normalize modules). Per-layer head counts (uneven,
 /// or zero) are written as they are. The model passes `onnx::checker::check_model`.

@@ -481,17 +481,29 @@ std::string GateTrainingOptions::resume_difference(const nlohmann::json& recorde
   return "";
 }
 
+namespace {
+
+/// A non-negative integer the gates folder's settings recorded (a float or string there is an error).
+/// @throws headprune::Error naming `what`.
+uint64_t recorded_count(const nlohmann::json& v, const std::string& what) {
+  if (!v.is_number_unsigned())
+    throw Error(fmt::format("the gates folder's settings {} must be a non-negative integer, not {}", what, v.dump()));
+  return v.get<uint64_t>();
+}
+
+}  // namespace
+
 std::pair<TrainingText, CorpusOptions> recorded_corpus(const nlohmann::json& settings) {
   const auto corpus = settings.value("corpus", nlohmann::json());
   if (!corpus.is_object() || !(corpus.contains("data") || corpus.contains("labels")))
     throw Error("the gates folder does not record its training text (settings.corpus), so it cannot be read again");
   try {
     CorpusOptions o;
-    o.max_lines = corpus.at("max_lines").get<std::size_t>();
+    o.max_lines = static_cast<std::size_t>(recorded_count(corpus.at("max_lines"), "corpus.max_lines"));
     o.holdout_fraction = corpus.at("holdout").get<double>();
     o.paragraphs = corpus.at("paragraphs").get<bool>();
-    o.seed = settings.at("seed").get<uint64_t>();
-    o.max_length = settings.at("flops_seq_len").get<std::size_t>();
+    o.seed = recorded_count(settings.at("seed"), "seed");
+    o.max_length = static_cast<std::size_t>(recorded_count(settings.at("flops_seq_len"), "flops_seq_len"));
     TrainingText text;
     if (corpus.contains("labels"))
       text.labels = corpus.at("labels").get<std::string>();
