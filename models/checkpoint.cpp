@@ -23,17 +23,22 @@ namespace {
 
 /// The tensors of a `<Family>For*` file (every encoder key under `layout`'s prefix, e.g.
 /// "roberta.") renamed to the encoder's own names; other files' tensors as they are.
-/// @returns whether the prefix was found.
-bool strip_encoder_prefix(TensorMap& weights, const std::optional<ClassificationLayout>& layout) {
-  if (!layout) return false;
+/// @returns the names that had the prefix (without it); empty when none had.
+std::set<std::string> strip_encoder_prefix(TensorMap& weights, const std::optional<ClassificationLayout>& layout) {
+  std::set<std::string> stripped;
+  if (!layout) return stripped;
   const auto& prefix = layout->encoder_prefix;
-  const auto prefixed = [&](const std::string& key) { return key.rfind(prefix, 0) == 0; };
-  if (std::none_of(weights.begin(), weights.end(), [&](const auto& entry) { return prefixed(entry.first); }))
-    return false;
   TensorMap out;
-  for (auto& [key, tensor] : weights) out[prefixed(key) ? key.substr(prefix.size()) : key] = tensor;
+  for (auto& [key, tensor] : weights) {
+    if (key.rfind(prefix, 0) != 0) {
+      out[key] = tensor;
+      continue;
+    }
+    stripped.insert(key.substr(prefix.size()));
+    out[key.substr(prefix.size())] = tensor;
+  }
   weights = std::move(out);
-  return true;
+  return stripped;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -257,7 +262,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   auto config = ModelConfig::from_directory(dir);
   auto weights = load_checkpoint_weights(dir);
   const auto layout = family_of(config.model_type).classification_layout();
-  const bool task_file = strip_encoder_prefix(weights, layout);
+  const auto prefixed = strip_encoder_prefix(weights, layout);
   auto model = make_model(config, weights);
   weights = model->weights_from_file(std::move(weights), (dir / "model.safetensors").string());
   ckpt.unused_keys = load_weights(*model, weights, (dir / "model.safetensors").string());
@@ -266,15 +271,17 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   // that sizes compare like with like), but not worth a warning.
   const auto position_ids = std::find_if(ckpt.unused_keys.begin(), ckpt.unused_keys.end(),
       [](const std::string& k) { return ends_with(k, "embeddings.position_ids"); });
+  // Tensors carried through keep their names in the file (a task file's encoder prefix too).
+  const auto file_name = [&](const std::string& key) { return prefixed.count(key) ? layout->encoder_prefix + key : key; };
   if (position_ids != ckpt.unused_keys.end()) {
-    ckpt.passthrough[*position_ids] = weights.at(*position_ids);
+    ckpt.passthrough[file_name(*position_ids)] = weights.at(*position_ids);
     ckpt.unused_keys.erase(position_ids);
   }
   if (layout && weights.count(layout->out_proj + ".weight")) {
     ckpt.classifier = load_classifier(*layout, config, weights, dir / "model.safetensors", ckpt.unused_keys);
     ckpt.classifier->to(device);
     ckpt.classifier->eval();
-  } else if (task_file) {
+  } else if (!prefixed.empty()) {
     throw Error(fmt::format("{}: the encoder's tensors are under '{}' as in a {}, but there is no "
                             "{}.weight: headprune reads sequence-classification heads and bare "
                             "encoders; save the task model's encoder alone",
@@ -282,7 +289,10 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
                             layout->out_proj));
   }
   check_unused_outside_model(*model, ckpt.unused_keys, dir);
-  for (const auto& key : ckpt.unused_keys) ckpt.passthrough[key] = weights.at(key);
+  for (auto& key : ckpt.unused_keys) {
+    ckpt.passthrough[file_name(key)] = weights.at(key);
+    key = file_name(key);
+  }
   model->to(device);
   model->eval();
   ckpt.model = model;

@@ -79,6 +79,12 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               headprune's; sentence-transformers' embeddings equal `headprune embed`'s.
   onnx distilbert / mpnet / roberta / xlm_roberta uneven   ONNX Runtime's last_hidden_state on those
               prunes against transformers' on the fixture's padded batch.
+  <name> classifier uneven   (distilbert, mpnet, roberta, xlm_roberta) tests/fixtures/<name>_classifier,
+              transformers' own <Family>ForSequenceClassification, pruned unevenly:
+              AutoModelForSequenceClassification loads it cleanly (natively where the family's
+              class holds pruned_heads, else with trust_remote_code=True), with headprune's heads;
+              its predictions on 8 texts (two classes at least) are `headprune eval
+              --classification`'s; with onnxruntime, the ONNX export's logits within 1e-4 of its.
   torchrun    PyTorch's own launcher (`python -m torch.distributed.run --no-python`, the pinned
               torch) starts 2 ranks of `headprune train-gates --distributed` on MiniLM (5 steps,
               batch 8 of the texts); gates.json equals one process's run: the same mask and
@@ -105,6 +111,7 @@ import argparse  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
 import subprocess  # noqa: E402
@@ -706,6 +713,71 @@ def case_mpnet(case, exe, folder, texts, text_file, work, tag, remove):
                       f"{case.max_diff:.2e}")
 
 
+# Each classifier fixture's uneven prune (3 layers of 4 heads), one under which transformers'
+# predictions on the fixture's texts still span two classes or more (its head was fitted to the
+# dense encoder's states; most prunes move every text to one class, where agreement proves less).
+CLASSIFIER_UNEVEN = {"distilbert": {"2": [1]}, "mpnet": {"2": [1]}, "roberta": {"1": [0], "2": [2]},
+                     "xlm_roberta": {"0": [3], "1": [1, 2]}}
+
+
+def hf_query_heads(model):
+    """Heads per layer of any BERT-style encoder under `model`: its query projections' rows over
+    head_dim (BERT / RoBERTa `query`, DistilBERT `q_lin`, MPNet `attn.q`)."""
+    head_dim = model.config.hidden_size // model.config.num_attention_heads
+    rows = {}
+    for key, p in model.named_parameters():
+        m = re.search(r"layer\.(\d+)\..*\.(query|q_lin|q)\.weight$", key)
+        if m:
+            rows[int(m.group(1))] = p.shape[0] // head_dim
+    return [rows[layer] for layer in sorted(rows)]
+
+
+def case_encoder_classifier(case, exe, work, name):
+    """tests/fixtures/<name>_classifier pruned by CLASSIFIER_UNEVEN[name]: AutoModelForSequenceClassification
+    loads it cleanly (trust_remote_code in transformers 5, and for MPNet in 4 as well) with
+    headprune's heads; `headprune eval --classification` on its predictions for the fixture's texts
+    scores 1.0 (the predictions span two classes at least, so a wrong head would show); with
+    onnxruntime, the ONNX export's logits are within 1e-4 of transformers'."""
+    fixture = REPO / "tests" / "fixtures" / f"{name}_classifier"
+    texts = json.loads((fixture / "texts.json").read_text(encoding="utf-8"))
+    out = work / f"{name}-classifier-uneven"
+    headprune_apply(exe, fixture, CLASSIFIER_UNEVEN[name], out)
+    remote = REMOTE or name == "mpnet"
+    with captured_transformers_log() as (stream, _):
+        model, info = transformers.AutoModelForSequenceClassification.from_pretrained(
+            str(out), output_loading_info=True, trust_remote_code=remote)
+    require_clean_load(info, stream.getvalue(), f"AutoModelForSequenceClassification.from_pretrained({out.name})")
+    if ("modeling_headprune" in type(model).__module__) != remote:
+        raise CheckFailed(f"built {type(model).__module__}.{type(model).__name__} (trust_remote_code={remote})")
+    heads = hf_query_heads(model)
+    if heads != headprune_inspect(exe, out)["heads_per_layer"]:
+        raise CheckFailed(f"{type(model).__name__} heads {heads}; headprune {headprune_inspect(exe, out)['heads_per_layer']}")
+    tok = transformers.AutoTokenizer.from_pretrained(str(out))
+    with torch.no_grad():
+        logits = model.eval()(**tok(texts, padding=True, return_tensors="pt")).logits.numpy()
+    predicted = logits.argmax(1).tolist()
+    if len(set(predicted)) < 2:
+        raise CheckFailed(f"transformers predicts one class for every text ({predicted}): the check could not fail")
+    top2 = np.sort(logits, axis=1)[:, -2:]
+    if (top2[:, 1] - top2[:, 0]).min() < 1e-3:  # float32 noise could flip such a text either way
+        raise CheckFailed(f"a text's two best logits are within 1e-3 ({logits.tolist()}): pick another prune")
+    labelled = work / f"{name}-classifier.tsv"
+    labelled.write_text("".join(f"{t}\t{model.config.id2label[p]}\n" for t, p in zip(texts, predicted)), encoding="utf-8")
+    proc = run_headprune(["eval", out, "--classification", labelled, "--json"], exe, "headprune eval")
+    accuracy = json.loads(proc.stdout)["classification"]["accuracy"]
+    if accuracy != 1.0:
+        raise CheckFailed(f"headprune agrees with transformers' {type(model).__name__} on {accuracy:.0%} of the texts")
+    case.notes.append(f"{type(model).__name__} heads {heads}; predictions {predicted} agree")
+    if HAVE_ORT:
+        onnx_file = work / f"{name}-classifier.onnx"
+        run_headprune(["export-onnx", out, "-o", onnx_file], exe, "headprune export-onnx")
+        batch = dict(tok(texts, padding=True, return_tensors="np"))
+        batch.setdefault("token_type_ids", np.zeros_like(batch["input_ids"]))  # RoBERTa's graph has the input, its tokenizer not
+        ours = ort_run(ort_session(onnx_file), batch)["logits"]
+        check_max_diff(case, "ONNX Runtime logits vs transformers", ours, logits)
+        case.notes.append(f"ONNX Runtime logits max |diff| {case.max_diff:.2e}")
+
+
 # The real all-mpnet-base-v2's uneven prune (12 layers of 12 heads): 13 heads, layer 11 emptied.
 MPNET_UNEVEN = {"0": [0, 1, 2], "3": [5], "6": [0, 2, 4, 6, 8, 10], "11": list(range(12))}
 
@@ -1134,7 +1206,7 @@ def main():
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
                 "onnx-uneven", "layers-sweep", "smollm2", "distilbert-uneven", "mpnet-uneven", "roberta-uneven",
-                "xlm_roberta-uneven",
+                "xlm_roberta-uneven", *(f"{n}-classifier-uneven" for n in ("distilbert", "mpnet", "roberta", "xlm_roberta")),
                 "all-mpnet-uneven",
                 *(f"{f}-{k}" for f in DECODER_CLASSES for k in ("uniform", "uneven"))):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
@@ -1168,6 +1240,8 @@ def main():
         (Case("distilbert uneven"), lambda c: case_distilbert(c, exe, work)),
         (Case("mpnet dense, uneven"), lambda c: case_mpnet_fixture(c, exe, work)),
         *((Case(f"{n} dense, uneven"), lambda c, n=n: case_roberta(c, exe, work, n)) for n in ("roberta", "xlm_roberta")),
+        *((Case(f"{n} classifier uneven"), lambda c, n=n: case_encoder_classifier(c, exe, work, n))
+          for n in ("distilbert", "mpnet", "roberta", "xlm_roberta")),
         *([(Case("all-mpnet-base-v2 dense, uneven"),
             lambda c: case_mpnet(c, exe, Path(args.mpnet).resolve(), texts, text_file, work, "all-mpnet", MPNET_UNEVEN))]
           if args.mpnet else []),

@@ -486,9 +486,10 @@ namespace {
 /// A non-negative integer the gates folder's settings recorded (a float or string there is an error).
 /// @throws headprune::Error naming `what`.
 uint64_t recorded_count(const nlohmann::json& v, const std::string& what) {
-  if (!v.is_number_unsigned())
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  if (!v.is_number_integer() || v.get<int64_t>() < 0)
     throw Error(fmt::format("the gates folder's settings {} must be a non-negative integer, not {}", what, v.dump()));
-  return v.get<uint64_t>();
+  return static_cast<uint64_t>(v.get<int64_t>());
 }
 
 }  // namespace
