@@ -15,6 +15,7 @@
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "models/tokenizer/gguf_tokenizer.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
+#include "models/tokenizer/tokenizer_json_sections.h"
 #include "models/tokenizer/unigram_tokenizer.h"
 #include "models/tokenizer/wordpiece.h"
 
@@ -75,6 +76,29 @@ void check_unused_outside_model(const torch::nn::Module& model, const std::vecto
                               "config.json)",
                               (dir / "model.safetensors").string(), key, parent_module(key)));
   }
+}
+
+/// The tokenizer of a checkpoint folder (null when it has none), its tokenizer.json parsed once:
+/// by the model type there byte-level BPE or Unigram; else WordPiece (vocab.txt, or a WordPiece
+/// tokenizer.json); else llama2.c's tokenizer.bin. @throws headprune::Error for a malformed file.
+std::shared_ptr<Tokenizer> folder_tokenizer(const std::filesystem::path& dir, const ModelConfig& config) {
+  const auto json_file = dir / kTokenizerJsonFile, config_file = dir / "tokenizer_config.json";
+  const auto tokenizer_json =
+      std::filesystem::is_regular_file(json_file) ? read_json_file(json_file) : nlohmann::json();
+  const auto type = tokenizer_json.is_object() ? section_type(tokenizer_json, "model") : std::string();
+  const auto tokenizer_config = [&] {
+    return std::filesystem::is_regular_file(config_file) ? read_json_file(config_file) : nlohmann::json();
+  };
+  if (type == "BPE")
+    return std::make_shared<BpeTokenizer>(BpeTokenizer::from_json(tokenizer_json, json_file.string(), tokenizer_config()));
+  if (type == "Unigram")  // XLM-R
+    return std::make_shared<UnigramTokenizer>(
+        UnigramTokenizer::from_json(tokenizer_json, json_file.string(), tokenizer_config()));
+  if (WordPieceTokenizer::present_in(dir))
+    return std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir, tokenizer_json));
+  if (std::filesystem::exists(dir / kLlama2cTokenizerFile))
+    return std::make_shared<Llama2cTokenizer>(Llama2cTokenizer::from_file(dir / kLlama2cTokenizerFile, config.vocab_size));
+  return nullptr;
 }
 
 /// The classifier head of a `<Family>ForSequenceClassification` file (`weights` already
@@ -296,19 +320,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   model->to(device);
   model->eval();
   ckpt.model = model;
-  std::shared_ptr<WordPieceTokenizer> wordpiece;
-  if (BpeTokenizer::present_in(dir)) {  // tokenizer.json with a BPE model
-    ckpt.tokenizer = std::make_shared<BpeTokenizer>(
-        BpeTokenizer::from_tokenizer_json(dir / kTokenizerJsonFile));
-  } else if (UnigramTokenizer::present_in(dir)) {  // tokenizer.json with a Unigram model (XLM-R)
-    ckpt.tokenizer = std::make_shared<UnigramTokenizer>(UnigramTokenizer::from_tokenizer_json(dir / kTokenizerJsonFile));
-  } else if (WordPieceTokenizer::present_in(dir)) {
-    wordpiece = std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir));
-    ckpt.tokenizer = wordpiece;
-  } else if (std::filesystem::exists(dir / kLlama2cTokenizerFile)) {
-    ckpt.tokenizer = std::make_shared<Llama2cTokenizer>(
-        Llama2cTokenizer::from_file(dir / kLlama2cTokenizerFile, config.vocab_size));
-  }
+  ckpt.tokenizer = folder_tokenizer(dir, config);
+  const auto wordpiece = std::dynamic_pointer_cast<WordPieceTokenizer>(ckpt.tokenizer);
   ckpt.chat_template = folder_chat_template(dir);
   ckpt.pooling = SentencePooling::from_directory(dir, config.hidden_size);
   // Longest input: sentence-transformers' max_seq_length; else, in a sentence-transformers

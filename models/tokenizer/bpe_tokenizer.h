@@ -115,8 +115,6 @@ class BpeTokenizer : public Tokenizer {
   /// spm_from_gguf.cpp); other SentencePiece vocabularies are refused with the architecture.
   /// @throws headprune::Error naming the model, pre name or id that is not supported / invalid.
   static BpeTokenizer from_gguf(const GgufVocabulary& vocabulary);
-  /// Whether `dir` holds a tokenizer.json whose model.type is "BPE".
-  static bool present_in(const std::filesystem::path& dir);
 
   /// HF tokenizer.json of this tokenizer (loads in HF tokenizers and from_json with the same ids).
   nlohmann::json to_tokenizer_json() const;

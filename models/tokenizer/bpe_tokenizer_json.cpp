@@ -209,14 +209,6 @@ BpeTokenizer BpeTokenizer::from_tokenizer_json(const std::filesystem::path& file
   return from_json(tokenizer, file.string(), config);
 }
 
-bool BpeTokenizer::present_in(const std::filesystem::path& dir) {
-  const auto file = dir / kTokenizerJsonFile;
-  if (!std::filesystem::is_regular_file(file)) return false;
-  std::ifstream in(file, std::ios::binary);
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  return !j.is_discarded() && section_type(j, "model") == "BPE";
-}
-
 nlohmann::json BpeTokenizer::post_processor_json() const {
   auto single = nlohmann::json::array(), pair = nlohmann::json::array();
   nlohmann::json specials = nlohmann::json::object();

@@ -18,6 +18,11 @@ UnigramModel read_model(const nlohmann::json& tokenizer, const std::string& sour
     throw Error(fmt::format("{}: model type '{}' is not supported by the Unigram tokenizer (Unigram only)",
                             source, type.empty() ? "none" : type));
   const auto& model = tokenizer.at("model");
+  for (const auto& [key, value] : model.items())  // what tokenizers' Unigram serialises
+    if (key != "type" && key != "vocab" && key != "unk_id" && key != "byte_fallback")
+      throw Error(fmt::format("{}: Unigram model key '{}' is not modelled by headprune (type, vocab, unk_id, "
+                              "byte_fallback)",
+                              source, key));
   if (model.value("byte_fallback", false))
     throw Error(fmt::format("{}: Unigram byte_fallback true is not supported", source));
   const auto& list = model.at("vocab");
@@ -150,14 +155,6 @@ UnigramTokenizer UnigramTokenizer::from_tokenizer_json(const std::filesystem::pa
   const auto config_file = file.parent_path() / "tokenizer_config.json";
   const auto config = std::filesystem::is_regular_file(config_file) ? read_json_file(config_file) : nlohmann::json();
   return from_json(read_json_file(file), file.string(), config);
-}
-
-bool UnigramTokenizer::present_in(const std::filesystem::path& dir) {
-  const auto file = dir / "tokenizer.json";
-  if (!std::filesystem::is_regular_file(file)) return false;
-  std::ifstream in(file, std::ios::binary);
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  return !j.is_discarded() && section_type(j, "model") == "Unigram";
 }
 
 std::string UnigramTokenizer::normalize(const std::string& text) const {

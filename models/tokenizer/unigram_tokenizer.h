@@ -45,8 +45,6 @@ class UnigramTokenizer : public Tokenizer {
   /// (or null).
   static UnigramTokenizer from_json(const nlohmann::json& tokenizer, const std::string& source,
                                     const nlohmann::json& config = nullptr);
-  /// Whether `dir` holds a tokenizer.json whose model.type is "Unigram".
-  static bool present_in(const std::filesystem::path& dir);
 
   /// Ids of `text` as HF `Tokenizer.encode(text, add_special_tokens)` (no truncation).
   /// @throws headprune::Error on invalid UTF-8 (naming the byte offset).

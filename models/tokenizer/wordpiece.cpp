@@ -499,11 +499,15 @@ bool WordPieceTokenizer::present_in(const std::filesystem::path& dir) {
 }
 
 WordPieceTokenizer WordPieceTokenizer::from_directory(const std::filesystem::path& dir) {
+  const auto json_path = dir / "tokenizer.json";
+  return from_directory(dir, std::filesystem::is_regular_file(json_path) ? read_json(json_path) : nlohmann::json());
+}
+
+WordPieceTokenizer WordPieceTokenizer::from_directory(const std::filesystem::path& dir,
+                                                      const nlohmann::json& tokenizer_json) {
   const auto vocab_path = dir / "vocab.txt", json_path = dir / "tokenizer.json";
   WordPieceOptions options;
   std::vector<std::string> vocab;
-  nlohmann::json tokenizer_json;
-  if (std::filesystem::is_regular_file(json_path)) tokenizer_json = read_json(json_path);
   if (std::filesystem::is_regular_file(vocab_path))
     vocab = read_vocab_txt(vocab_path);
   else if (!tokenizer_json.is_null())

@@ -78,6 +78,8 @@ class WordPieceTokenizer : public Tokenizer {
   /// override tokenizer.json's normalizer flags, as in HF's BertTokenizerFast).
   /// @throws headprune::Error naming the missing / malformed file.
   static WordPieceTokenizer from_directory(const std::filesystem::path& dir);
+  /// The same with `dir`'s tokenizer.json already parsed (null when the folder has none).
+  static WordPieceTokenizer from_directory(const std::filesystem::path& dir, const nlohmann::json& tokenizer_json);
   /// Whether `dir` holds the files from_directory reads (vocab.txt or tokenizer.json).
   static bool present_in(const std::filesystem::path& dir);
 
