@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "models/tokenizer/tokenizer.h"
 
 namespace headprune::models {
