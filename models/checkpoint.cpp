@@ -25,18 +25,20 @@ namespace {
 /// The tensors of a `<Family>For*` file (every encoder key under `layout`'s prefix, e.g.
 /// "roberta.") renamed to the encoder's own names; other files' tensors as they are.
 /// @returns the names that had the prefix (without it); empty when none had.
-std::set<std::string> strip_encoder_prefix(TensorMap& weights, const std::optional<ClassificationLayout>& layout) {
+/// @throws headprune::Error if a name is in the file both with and without the prefix.
+std::set<std::string> strip_encoder_prefix(TensorMap& weights, const std::optional<ClassificationLayout>& layout,
+                                           const std::filesystem::path& file) {
   std::set<std::string> stripped;
   if (!layout) return stripped;
   const auto& prefix = layout->encoder_prefix;
   TensorMap out;
   for (auto& [key, tensor] : weights) {
-    if (key.rfind(prefix, 0) != 0) {
-      out[key] = tensor;
-      continue;
-    }
-    stripped.insert(key.substr(prefix.size()));
-    out[key.substr(prefix.size())] = tensor;
+    const bool prefixed = key.rfind(prefix, 0) == 0;
+    const auto name = prefixed ? key.substr(prefix.size()) : key;
+    if (!out.emplace(name, tensor).second)
+      throw Error(fmt::format("{}: tensor '{}' is there both with and without the '{}' prefix", file.string(), name,
+                              prefix));
+    if (prefixed) stripped.insert(name);
   }
   weights = std::move(out);
   return stripped;
@@ -286,7 +288,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   auto config = ModelConfig::from_directory(dir);
   auto weights = load_checkpoint_weights(dir);
   const auto layout = family_of(config.model_type).classification_layout();
-  const auto prefixed = strip_encoder_prefix(weights, layout);
+  const auto prefixed = strip_encoder_prefix(weights, layout, dir / "model.safetensors");
   auto model = make_model(config, weights);
   weights = model->weights_from_file(std::move(weights), (dir / "model.safetensors").string());
   ckpt.unused_keys = load_weights(*model, weights, (dir / "model.safetensors").string());

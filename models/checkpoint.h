@@ -77,8 +77,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
 /// @throws headprune::Error "DIR has no tokenizer ... COMMAND needs the model's tokenizer".
 void require_tokenizer_files(const std::filesystem::path& dir, const std::string& command);
 
-/// Copies `weights` into the module's parameters and buffers by name (a leading "bert." on
-/// every key is accepted, as in BertFor* checkpoints). Buffers absent from the file keep their
+/// Copies `weights` into the module's parameters and buffers by name (load_checkpoint takes a
+/// `<Family>For*` file's encoder prefix off first). Buffers absent from the file keep their
 /// values. @returns the keys of `weights` (as named in the file) that the module has no slot for.
 /// @throws headprune::Error naming the first missing parameter or mismatched shape.
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,

@@ -107,4 +107,18 @@ CATCH_TEST_CASE("classifier heads: a pruned export writes the task class's layou
   }
 }
 
+CATCH_TEST_CASE("classifier heads: an encoder tensor both with and without the task prefix is refused",
+                "[encoder-families][classification]") {
+  const auto source = testing::fixture_path("roberta_classifier");
+  const auto dir = testing::temp_dir("roberta-classifier-twice");
+  for (const auto* name : {"config.json", "tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(source / name, dir / name);
+  auto weights = models::load_safetensors((source / "model.safetensors").string());
+  weights["embeddings.word_embeddings.weight"] = weights.at("roberta.embeddings.word_embeddings.weight");
+  models::save_safetensors(dir / "model.safetensors", weights);
+  CATCH_CHECK_THROWS_WITH(models::load_checkpoint(dir, torch::kCPU),
+                          Catch::Contains("tensor 'embeddings.word_embeddings.weight' is there both with and "
+                                          "without the 'roberta.' prefix"));
+}
+
 }  // namespace classifier_families_test
