@@ -82,6 +82,18 @@ struct ModelConfig {
   double query_pre_attn_scalar = 0.0;
   /// RoPE base of the sliding-window layers (Gemma 3's rope_local_base_freq); 0: rope_theta.
   double rope_local_theta = 0.0;
+  /// ModernBERT (HF ModernBertConfig); the defaults compute as LLaMA.
+  /// Encoder attention: every query sees every key but padding; in a sliding layer the keys at
+  /// most sliding_window / 2 positions away on either side (HF
+  /// sliding_window_bidirectional_overlay with local_attention // 2). false: causal.
+  bool bidirectional = false;
+  /// Norms are torch's LayerNorm (eps layer_norm_eps; biases when norm_bias), not RMSNorm.
+  bool layer_norm = false;
+  bool norm_bias = false;
+  /// A norm right after the token embeddings ("model.embed_norm"; ModernBERT's embeddings.norm).
+  bool embedding_norm = false;
+  /// false: layer 0 has no input_layernorm (ModernBERT's attn_norm is nn.Identity there).
+  bool first_layer_input_norm = true;
   /// q/k/v projections stored as one `qkv_proj` and gate/up as one `gate_up_proj` in the
   /// family's files (Phi-3); the model holds them split (models/llama/fused_projections.h).
   bool fused_projections = false;

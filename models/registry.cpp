@@ -13,6 +13,7 @@
 #include "models/gemma3/gemma3_family.h"
 #include "models/llama/llama_family.h"
 #include "models/mistral/mistral_family.h"
+#include "models/modernbert/modernbert_family.h"
 #include "models/mpnet/mpnet_family.h"
 #include "models/phi3/phi3_family.h"
 #include "models/qwen2/qwen2_family.h"
@@ -49,6 +50,7 @@ const std::vector<Entry>& registry() {
       {mpnet::family(), HEADPRUNE_FACTORY(mpnet::make_model), nullptr},
       {roberta::family(), HEADPRUNE_FACTORY(bert::make_model), nullptr},
       {roberta::xlm_family(), HEADPRUNE_FACTORY(bert::make_model), nullptr},
+      {modernbert::family(), HEADPRUNE_FACTORY(modernbert::make_model), nullptr},
       {llama::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(llama::gguf_codec)},
       {qwen2::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(qwen2::gguf_codec)},
       {qwen3::family(), HEADPRUNE_FACTORY(llama::make_model), HEADPRUNE_FACTORY(qwen3::gguf_codec)},

@@ -77,8 +77,12 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               allows), loaded natively where transformers' class holds pruned_heads and with
               trust_remote_code=True where the export carries the code; heads and parameters equal
               headprune's; sentence-transformers' embeddings equal `headprune embed`'s.
-  onnx distilbert / mpnet / roberta / xlm_roberta uneven   ONNX Runtime's last_hidden_state on those
-              prunes against transformers' on the fixture's padded batch.
+  modernbert dense, uneven   tests/fixtures/modernbert: dense through transformers 5's own
+              ModernBertModel (4.46 has none); pruned unevenly with the local layer emptied, which
+              no transformers class holds: loaded with trust_remote_code=True in both versions,
+              heads, parameters and sentence-transformers' embeddings equal headprune's.
+  onnx distilbert / mpnet / roberta / xlm_roberta / modernbert uneven   ONNX Runtime's
+              last_hidden_state on those prunes against transformers' on the fixture's padded batch.
   <name> classifier uneven   (distilbert, mpnet, roberta, xlm_roberta) tests/fixtures/<name>_classifier,
               transformers' own <Family>ForSequenceClassification, pruned unevenly:
               AutoModelForSequenceClassification loads it cleanly (natively where the family's
@@ -241,8 +245,8 @@ def hf_params(model):
     return int(sum(p.numel() for p in model.parameters()))
 
 
-def st_embed(folder, texts):
-    st = SentenceTransformer(str(folder), device="cpu", trust_remote_code=REMOTE)
+def st_embed(folder, texts, remote=REMOTE):
+    st = SentenceTransformer(str(folder), device="cpu", trust_remote_code=remote)
     emb = st.encode(texts, batch_size=32, convert_to_numpy=True, show_progress_bar=False)
     return st, np.asarray(emb, dtype=np.float64)
 
@@ -823,6 +827,39 @@ def case_roberta(case, exe, work, name):
     case.notes.append(f"pruned: {type(model).__name__} heads {heads}; embeddings max |diff| {case.max_diff:.2e}")
 
 
+MODERNBERT_UNEVEN = {"0": [1], "1": [0, 1, 2, 3], "2": [0, 2]}
+
+
+def case_modernbert(case, exe, work):
+    """tests/fixtures/modernbert (made by transformers 5.24) dense: sentence-transformers (mean
+    pooling) over transformers' own ModernBertModel vs `headprune embed` (5.x; 4.46 has no
+    ModernBERT); pruned unevenly with the local layer emptied: no transformers class loads it
+    without remote code (5.x's sizes heads from hidden_size, 4.46 has none), with
+    trust_remote_code=True (modeling_headprune_modernbert.py) both versions load it cleanly, with
+    headprune's heads and parameters, and sentence-transformers over it equals `headprune embed`."""
+    fixture = REPO / "tests" / "fixtures" / "modernbert"
+    texts, text_file = fixture_texts("modernbert", work)
+    if REMOTE:
+        dense_ours = headprune_embed(exe, fixture, text_file, work, "modernbert-dense")
+        st, dense_ref = st_embed(fixture, texts, remote=False)
+        check_cosines(case, cosines(dense_ours, dense_ref), texts, 0.99999, dense_ours, dense_ref)
+        case.notes.append(f"dense: {type(st[0].auto_model).__name__}, embeddings max |diff| {case.max_diff:.2e}")
+    out = work / "modernbert-uneven"
+    headprune_apply(exe, fixture, MODERNBERT_UNEVEN, out)
+    require_native_refusal(case, out)
+    model, info, log, _ = hf_load(out, remote=True)
+    require_clean_load(info, log, f"AutoModel.from_pretrained({out.name}, trust_remote_code=True)")
+    heads = [int(layer.attn.num_heads) for layer in model.layers]
+    insp = headprune_inspect(exe, out)
+    if heads != insp["heads_per_layer"] or hf_params(model) != insp["parameters"]:
+        raise CheckFailed(f"{type(model).__name__}: heads {heads}, {hf_params(model)} parameters; headprune "
+                          f"{insp['heads_per_layer']}, {insp['parameters']}")
+    ours = headprune_embed(exe, out, text_file, work, "modernbert-uneven")
+    _, ref = st_embed(out, texts, remote=True)
+    check_cosines(case, cosines(ours, ref), texts, 0.99999, ours, ref)
+    case.notes.append(f"pruned: {type(model).__name__} heads {heads}; embeddings max |diff| {case.max_diff:.2e}")
+
+
 def ort_session(path):
     import onnxruntime  # noqa: E402 - only in the current environment
     options = onnxruntime.SessionOptions()
@@ -1206,7 +1243,7 @@ def main():
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
                 "onnx-uneven", "layers-sweep", "smollm2", "distilbert-uneven", "mpnet-uneven", "roberta-uneven",
-                "xlm_roberta-uneven", *(f"{n}-classifier-uneven" for n in ("distilbert", "mpnet", "roberta", "xlm_roberta")),
+                "xlm_roberta-uneven", "modernbert-uneven", *(f"{n}-classifier-uneven" for n in ("distilbert", "mpnet", "roberta", "xlm_roberta")),
                 "all-mpnet-uneven",
                 *(f"{f}-{k}" for f in DECODER_CLASSES for k in ("uniform", "uneven"))):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
@@ -1240,6 +1277,7 @@ def main():
         (Case("distilbert uneven"), lambda c: case_distilbert(c, exe, work)),
         (Case("mpnet dense, uneven"), lambda c: case_mpnet_fixture(c, exe, work)),
         *((Case(f"{n} dense, uneven"), lambda c, n=n: case_roberta(c, exe, work, n)) for n in ("roberta", "xlm_roberta")),
+        (Case("modernbert dense, uneven"), lambda c: case_modernbert(c, exe, work)),
         *((Case(f"{n} classifier uneven"), lambda c, n=n: case_encoder_classifier(c, exe, work, n))
           for n in ("distilbert", "mpnet", "roberta", "xlm_roberta")),
         *([(Case("all-mpnet-base-v2 dense, uneven"),
@@ -1257,7 +1295,7 @@ def main():
              lambda c: case_onnx_minilm(c, exe, model_dir, texts, text_file, work, thr)),
             (Case("onnx classifier"), lambda c: case_onnx_classifier(c, exe, work)),
             *((Case(f"onnx {n} uneven"), lambda c, n=n: case_onnx_fixture(c, exe, work, n))
-              for n in ("distilbert", "mpnet", "roberta", "xlm_roberta")),
+              for n in ("distilbert", "mpnet", "roberta", "xlm_roberta", "modernbert")),
             (Case("onnx llama uniform, uneven"), lambda c: case_onnx_llama(c, exe, work)),
             *((Case(f"onnx {f} uneven"), lambda c, f=f: case_onnx_decoder(c, exe, work, f)) for f in DECODER_CLASSES),
         ]

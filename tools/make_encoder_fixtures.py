@@ -65,10 +65,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
 from transformers import (AutoConfig, AutoModel, AutoTokenizer, DistilBertConfig,  # noqa: E402
                           DistilBertForSequenceClassification, DistilBertModel, DistilBertTokenizerFast,
-                          MPNetConfig, MPNetForSequenceClassification, MPNetModel, MPNetTokenizerFast,
+                          ModernBertConfig, ModernBertModel, MPNetConfig, MPNetForSequenceClassification,
+                          MPNetModel, MPNetTokenizerFast, PreTrainedTokenizerFast,
                           RobertaConfig, RobertaForSequenceClassification, RobertaModel, RobertaTokenizer,
                           XLMRobertaConfig, XLMRobertaForSequenceClassification, XLMRobertaModel,
                           XLMRobertaTokenizer)
@@ -95,7 +96,7 @@ def train_wordpiece(text, special):
     return tok.get_vocab()
 
 
-def train_byte_level_bpe(text, special):
+def train_byte_level_bpe(text, special, tokenizer=False):
     """RoBERTa's pipeline (ByteLevel without a prefix space) over a 600-token vocabulary, the
     special tokens first: (vocab, merges)."""
     tok = Tokenizer(models.BPE())
@@ -103,6 +104,8 @@ def train_byte_level_bpe(text, special):
     trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=special, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator([text], trainer=trainer)
+    if tokenizer:
+        return tok
     model = json.loads(tok.to_str())["model"]
     return model["vocab"], [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
 
@@ -218,6 +221,49 @@ def write_roberta(corpus, lines):
     save_reference(model, tokenizer, [" ".join(lines[6:9])[:200], lines[9][:90]], out)
     cases = save_encodings(tokenizer, lines[10:70] + TOKENIZER_EDGES, out)
     print(json.dumps({"encodings": len(cases), "mask": tokenizer("a <mask> b")["input_ids"]}))
+
+
+MODERNBERT_SPECIAL = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"]
+
+
+def write_modernbert(corpus, lines):
+    """transformers' own ModernBertModel (ModernBertConfig's defaults but the size: 3 layers,
+    hidden 64, 4 heads of 16, GeGLU 96, 160 positions; local_attention 16 and
+    global_attn_every_n_layers 2, so layer 1 attends through a window of 8 either side on the
+    ~100-token reference; RoPE bases 160,000 global / 10,000 local; no biases, as ModernBERT-base)
+    over ModernBERT's tokenizer pipeline (byte-level BPE without a prefix space, [CLS] $A [SEP],
+    [MASK] stripping the space before it) with a 600-token vocabulary trained on Tiny
+    Shakespeare; encodings.json holds the ids of 60 more lines and edge texts."""
+    out = fresh("modernbert")
+    tok = train_byte_level_bpe(corpus, MODERNBERT_SPECIAL, tokenizer=True)
+    vocab = tok.get_vocab()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken("[MASK]", lstrip=True, normalized=False, special=True)])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", cls_token="[CLS]",
+                                        sep_token="[SEP]", pad_token="[PAD]", mask_token="[MASK]")
+    config = ModernBertConfig(vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                              intermediate_size=96, max_position_embeddings=160, local_attention=16,
+                              global_attn_every_n_layers=2, global_rope_theta=160000.0, local_rope_theta=10000.0,
+                              pad_token_id=vocab["[PAD]"], bos_token_id=vocab["[CLS]"], eos_token_id=vocab["[SEP]"],
+                              cls_token_id=vocab["[CLS]"], sep_token_id=vocab["[SEP]"])
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = ModernBertModel(config)
+    redraw(model, torch.Generator().manual_seed(1))
+    model = model.eval()
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    # transformers 5 names its backend class, which 4.x lacks; ModernBERT-base's file names this one.
+    tokenizer_config = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    tokenizer_config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2) + "\n", encoding="utf-8")
+    # Stripped: sentence-transformers 3 strips what it encodes.
+    save_reference(model, tokenizer, [" ".join(lines[11:14])[:300].strip(), lines[14][:120].strip()], out)
+    cases = save_encodings(tokenizer, lines[30:90] + TOKENIZER_EDGES + ["a [MASK] b", "[CLS][SEP] x"], out)
+    print(json.dumps({"encodings": len(cases), "mask": tokenizer("a [MASK] b")["input_ids"]}))
 
 
 FORTUNES = Path("/usr/share/games/fortunes")
@@ -370,7 +416,7 @@ def write_classifier(name, lines):
 
 
 WRITERS = {"distilbert": write_distilbert, "mpnet": write_mpnet, "mpnet_tokenizer": write_mpnet_tokenizer,
-           "roberta": write_roberta, "xlm_roberta": write_xlm_roberta,
+           "roberta": write_roberta, "xlm_roberta": write_xlm_roberta, "modernbert": write_modernbert,
            "unigram_fuzz_seeds": write_unigram_fuzz_seeds,
            **{f"{n}_classifier": (lambda corpus, lines, n=n: write_classifier(n, lines)) for n in CLASSIFIER_CLASSES}}
 

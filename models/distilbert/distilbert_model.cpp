@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "models/bert/bert_model.h"
-#include "models/bert/layer_names.h"
+#include "models/layer_names.h"
 #include "models/distilbert/distilbert_family.h"
 #include "models/errors.h"
 
@@ -11,8 +11,8 @@ namespace headprune::models {
 namespace {
 
 /// Within a layer: DistilBERT's module (after "transformer.layer.N.") and BertModel's.
-const std::vector<bert::LayerModuleName>& layer_modules() {
-  static const std::vector<bert::LayerModuleName> modules = {
+const std::vector<LayerModuleName>& layer_modules() {
+  static const std::vector<LayerModuleName> modules = {
       {"attention.q_lin.", "attention.self.query."},   {"attention.k_lin.", "attention.self.key."},
       {"attention.v_lin.", "attention.self.value."},   {"attention.out_lin.", "attention.output.dense."},
       {"sa_layer_norm.", "attention.output.LayerNorm."}, {"ffn.lin1.", "intermediate.dense."},
@@ -28,12 +28,12 @@ class DistilBertModel final : public BertModel {
   /// @throws headprune::Error for an unknown layer tensor. (A DistilBertFor* file's
   /// "distilbert." prefix is taken off by load_checkpoint.)
   TensorMap weights_from_file(TensorMap weights, const std::string& source) const override {
-    return bert::rename_layer_tensors(std::move(weights), "transformer.layer.", layer_modules(), true,
+    return rename_layer_tensors(std::move(weights), "transformer.layer.", "encoder.layer.", layer_modules(), true,
                                       "DistilBERT", source);
   }
 
   TensorMap weights_to_file(TensorMap weights) const override {
-    return bert::rename_layer_tensors(std::move(weights), "transformer.layer.", layer_modules(), false,
+    return rename_layer_tensors(std::move(weights), "transformer.layer.", "encoder.layer.", layer_modules(), false,
                                       "DistilBERT", "export");
   }
 };

@@ -15,17 +15,6 @@ namespace {
 /// The RoPE keys Gemma3TextConfig reads (its own, not LLaMA's).
 const char* const kRopeKeys[] = {"rope_theta", "rope_local_base_freq", "rope_scaling", "rope_parameters"};
 
-/// The base of one layer type in transformers 5's nested `rope_parameters` ({"full_attention":
-/// {...}, "sliding_attention": {...}}), else `fallback`. Only plain RoPE is implemented.
-/// @throws headprune::Error naming `source` and the entry.
-double nested_rope_theta(const nlohmann::json& j, const std::string& layer_type, double fallback,
-                         const std::string& source) {
-  if (!j.contains("rope_parameters") || j.at("rope_parameters").is_null()) return fallback;
-  const auto& all = j.at("rope_parameters");
-  if (!all.is_object() || !all.contains(layer_type) || all.at(layer_type).is_null()) return fallback;
-  return llama::plain_rope_theta(all.at(layer_type), "rope_parameters." + layer_type, "default", fallback, source);
-}
-
 /// RoPE: rope_theta (global layers, default 1e6) and rope_local_base_freq (sliding layers,
 /// default 1e4), or transformers 5's nested rope_parameters; rope_scaling must be null (the
 /// 4B+ checkpoints' linear scaling of the global layers is not implemented).
@@ -38,8 +27,8 @@ void parse_rope(const nlohmann::json& j, const std::string& source, ModelConfig&
         throw Error(fmt::format("{}: rope_parameters.{} is not supported (Gemma 3 takes full_attention and "
                                 "sliding_attention)", source, name));
   }
-  c.rope_theta = nested_rope_theta(j, "full_attention", json_optional<double>(j, "rope_theta", 1e6, source), source);
-  c.rope_local_theta = nested_rope_theta(j, "sliding_attention",
+  c.rope_theta = llama::nested_rope_theta(j, "full_attention", json_optional<double>(j, "rope_theta", 1e6, source), source);
+  c.rope_local_theta = llama::nested_rope_theta(j, "sliding_attention",
                                          json_optional<double>(j, "rope_local_base_freq", 1e4, source), source);
 }
 
@@ -49,18 +38,7 @@ void parse_layer_types(const nlohmann::json& j, const std::string& source, Model
     throw Error(fmt::format("{}: sliding_window null is not supported for Gemma 3 (its local layers need a window)",
                             source));
   llama::parse_sliding_window(j, source, 4096, c);
-  if (j.contains("layer_types") && !j.at("layer_types").is_null()) {
-    const auto& types = j.at("layer_types");
-    if (!types.is_array() || static_cast<int64_t>(types.size()) != c.num_hidden_layers)
-      throw Error(fmt::format("{}: layer_types must list {} layer types (one per layer)", source, c.num_hidden_layers));
-    for (size_t l = 0; l < types.size(); ++l) {
-      if (types[l] != "sliding_attention" && types[l] != "full_attention")
-        throw Error(fmt::format("{}: layer_types[{}] is {}; Gemma 3 has sliding_attention and full_attention",
-                                source, l, types[l].dump()));
-      c.sliding_layers[l] = types[l] == "sliding_attention";
-    }
-    return;
-  }
+  if (llama::read_layer_types(j, source, "Gemma 3", c)) return;
   const auto key = j.contains("_sliding_window_pattern") ? "_sliding_window_pattern" : "sliding_window_pattern";
   const auto pattern = json_optional<int64_t>(j, key, 6, source);
   if (pattern <= 0) throw Error(fmt::format("{}: {} must be positive", source, key));

@@ -70,6 +70,30 @@ void parse_sliding_window(const nlohmann::json& j, const std::string& source, in
   c.sliding_layers.assign(static_cast<size_t>(c.sliding_window > 0 ? c.num_hidden_layers : 0), true);
 }
 
+double nested_rope_theta(const nlohmann::json& j, const std::string& layer_type, double fallback,
+                         const std::string& source) {
+  if (!j.contains("rope_parameters") || j.at("rope_parameters").is_null()) return fallback;
+  const auto& all = j.at("rope_parameters");
+  if (!all.is_object() || !all.contains(layer_type) || all.at(layer_type).is_null()) return fallback;
+  return plain_rope_theta(all.at(layer_type), "rope_parameters." + layer_type, "default", fallback, source);
+}
+
+bool read_layer_types(const nlohmann::json& j, const std::string& source, const std::string& family,
+                      ModelConfig& c) {
+  if (!j.contains("layer_types") || j.at("layer_types").is_null()) return false;
+  const auto& types = j.at("layer_types");
+  if (!types.is_array() || static_cast<int64_t>(types.size()) != c.num_hidden_layers)
+    throw Error(fmt::format("{}: layer_types must list {} layer types (one per layer)", source, c.num_hidden_layers));
+  c.sliding_layers.assign(types.size(), false);
+  for (size_t l = 0; l < types.size(); ++l) {
+    if (types[l] != "sliding_attention" && types[l] != "full_attention")
+      throw Error(fmt::format("{}: layer_types[{}] is {}; {} has sliding_attention and full_attention", source, l,
+                              types[l].dump(), family));
+    c.sliding_layers[l] = types[l] == "sliding_attention";
+  }
+  return true;
+}
+
 std::string attention_span(const ModelConfig& c) {
   return c.sliding_window > 0 ? fmt::format("a sliding window of {} positions", c.sliding_window)
                               : std::string("full causal attention");

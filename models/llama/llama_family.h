@@ -104,6 +104,19 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
 double plain_rope_theta(const nlohmann::json& rope, const std::string& where, const std::string& absent_type,
                         double fallback, const std::string& source);
 
+/// The base of one layer type ("full_attention", "sliding_attention") in transformers 5's nested
+/// `rope_parameters` ({"full_attention": {...}, "sliding_attention": {...}}: Gemma 3, ModernBERT),
+/// else `fallback`. Only plain RoPE is implemented.
+/// @throws headprune::Error naming `source` and the entry.
+double nested_rope_theta(const nlohmann::json& j, const std::string& layer_type, double fallback,
+                         const std::string& source);
+
+/// Reads `layer_types` (one "sliding_attention" or "full_attention" per layer) into
+/// c.sliding_layers; false when the config has none. `family` names the family in messages.
+/// @throws headprune::Error naming `source` for a list of the wrong length or another type.
+bool read_layer_types(const nlohmann::json& j, const std::string& source, const std::string& family,
+                      ModelConfig& c);
+
 /// Reads `sliding_window` as HF MistralConfig / Phi3Config do: absent -> `absent_default` (4096
 /// for Mistral, none for Phi-3), null -> none, else a positive integer applied to every layer
 /// (ModelConfig::sliding_window / sliding_layers).

@@ -17,17 +17,34 @@
 
 namespace headprune::models {
 
-// ---------------------------------------------------------------- RMSNorm
-RMSNormImpl::RMSNormImpl(int64_t hidden_size, double eps, double offset) : eps_(eps), offset_(offset) {
+// ---------------------------------------------------------------- norms
+NormImpl::NormImpl(int64_t hidden_size, double eps, double offset) : eps_(eps), offset_(offset) {
   weight = register_parameter("weight", offset == 0.0 ? torch::ones({hidden_size}) : torch::zeros({hidden_size}));
 }
 
-torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
+NormImpl::NormImpl(int64_t hidden_size, double eps, bool layer_norm, bool with_bias)
+    : eps_(eps), offset_(0.0), layer_norm_(layer_norm) {
+  weight = register_parameter("weight", torch::ones({hidden_size}));
+  if (with_bias) bias = register_parameter("bias", torch::zeros({hidden_size}));
+}
+
+torch::Tensor NormImpl::forward(const torch::Tensor& x) {
+  if (layer_norm_) return torch::layer_norm(x, {x.size(-1)}, weight, bias, eps_);
   auto h = x.to(torch::kFloat);
   h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps_);
   if (offset_ != 0.0) return (h * (weight.to(torch::kFloat) + offset_)).to(x.scalar_type());  // Gemma
   return weight * h.to(x.scalar_type());
 }
+
+namespace {
+
+/// The norm of the stack's residual stream for `c` (models/config.h: layer_norm, rms_norm_offset).
+Norm stack_norm(const ModelConfig& c) {
+  if (c.layer_norm) return Norm(c.hidden_size, c.layer_norm_eps, true, c.norm_bias);
+  return Norm(c.hidden_size, c.rms_norm_eps, c.rms_norm_offset);
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------- rotary embedding
 std::pair<torch::Tensor, torch::Tensor> rotary_tables(int64_t seq_len, int64_t head_dim,
@@ -61,6 +78,15 @@ torch::Tensor causal_allowed(int64_t T, int64_t past, int64_t window, const torc
   return allowed;
 }
 
+/// Which keys each of T queries of an encoder reads: [T, T] (bool), every key, or with a `window`
+/// > 0 those with |i - j| <= window / 2 (HF sliding_window_bidirectional_overlay with ModernBERT's
+/// local_attention // 2).
+torch::Tensor bidirectional_allowed(int64_t T, int64_t window, const torch::Tensor& ids) {
+  auto ones = torch::ones({T, T}, ids.options().dtype(torch::kBool));
+  if (window <= 0) return ones;
+  return ones.tril(window / 2).logical_and(ones.triu(-(window / 2)));
+}
+
 /// The additive bias of a visibility mask, in x's dtype: 0 where allowed, the lowest float
 /// elsewhere (as HF's causal mask, so a row with nothing visible stays finite).
 torch::Tensor mask_bias_of(const torch::Tensor& allowed, const torch::Tensor& x) {
@@ -91,18 +117,22 @@ class LayerRotary {
 };
 
 /// The additive mask of each layer's window for T new queries after `past` cached positions
-/// (causal_allowed, and the padding mask [B, T] when defined), built once per window; undefined
-/// where every query sees every key (one new token inside its window, no padding), as
+/// (causal_allowed, or bidirectional_allowed for an encoder, and the padding mask [B, T] when
+/// defined), built once per window; undefined where every query sees every key (one new token
+/// inside its window, an encoder's window covering the sequence; no padding), as
 /// attention_context takes it.
 class LayerMasks {
  public:
-  LayerMasks(int64_t past, const torch::Tensor& ids, const torch::Tensor& padding, const torch::Tensor& like)
-      : past_(past), ids_(ids), padding_(padding), like_(like) {}
+  LayerMasks(int64_t past, const torch::Tensor& ids, const torch::Tensor& padding, const torch::Tensor& like,
+             bool bidirectional)
+      : past_(past), ids_(ids), padding_(padding), like_(like), bidirectional_(bidirectional) {}
   const torch::Tensor& operator()(int64_t window) {
     auto& bias = by_window_[window];
     const int64_t B = ids_.size(0), T = ids_.size(1);
-    if (bias.defined() || !(T > 1 || padding_.defined() || (window > 0 && past_ + T > window))) return bias;
-    auto allowed = causal_allowed(T, past_, window, ids_).view({1, 1, T, past_ + T});
+    const bool windowed = window > 0 && (bidirectional_ ? T - 1 > window / 2 : past_ + T > window);
+    if (bias.defined() || !((T > 1 && !bidirectional_) || padding_.defined() || windowed)) return bias;
+    auto allowed = (bidirectional_ ? bidirectional_allowed(T, window, ids_) : causal_allowed(T, past_, window, ids_))
+                       .view({1, 1, T, past_ + T});
     if (padding_.defined()) allowed = allowed.logical_and(padding_.to(torch::kBool).view({B, 1, 1, T}));
     return bias = mask_bias_of(allowed, like_);
   }
@@ -110,6 +140,7 @@ class LayerMasks {
  private:
   int64_t past_;
   torch::Tensor ids_, padding_, like_;
+  bool bidirectional_;
   std::map<int64_t, torch::Tensor> by_window_;
 };
 
@@ -141,8 +172,8 @@ LlamaAttentionImpl::LlamaAttentionImpl(const ModelConfig& c, std::vector<int64_t
   v_proj = register_module("v_proj", Linear(H, num_kv_heads * head_dim, qkv_bias));
   o_proj = register_module("o_proj", Linear(num_heads * head_dim, H, c.family().has_output_bias(c)));
   if (c.qk_norm) {
-    q_norm = register_module("q_norm", RMSNorm(head_dim, c.rms_norm_eps, c.rms_norm_offset));
-    k_norm = register_module("k_norm", RMSNorm(head_dim, c.rms_norm_eps, c.rms_norm_offset));
+    q_norm = register_module("q_norm", Norm(head_dim, c.rms_norm_eps, c.rms_norm_offset));
+    k_norm = register_module("k_norm", Norm(head_dim, c.rms_norm_eps, c.rms_norm_offset));
   }
   // attention_context scales by head_dim^-1/2; Gemma's scores scale by query_pre_attn_scalar^-1/2.
   if (c.query_pre_attn_scalar > 0.0 && c.query_pre_attn_scalar != static_cast<double>(head_dim))
@@ -194,7 +225,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
 }
 
 // ---------------------------------------------------------------- MLP and layer
-LlamaMLPImpl::LlamaMLPImpl(const ModelConfig& c) : gelu_tanh_(c.hidden_act == "gelu_pytorch_tanh") {
+LlamaMLPImpl::LlamaMLPImpl(const ModelConfig& c) : hidden_act_(c.hidden_act) {
   gate_proj = register_module("gate_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
   up_proj = register_module("up_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
   down_proj = register_module("down_proj", Linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
@@ -202,18 +233,19 @@ LlamaMLPImpl::LlamaMLPImpl(const ModelConfig& c) : gelu_tanh_(c.hidden_act == "g
 
 torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x) {
   auto gate = gate_proj->forward(x);
-  gate = gelu_tanh_ ? torch::gelu(gate, "tanh") : torch::silu(gate);
+  if (hidden_act_ == "silu") gate = torch::silu(gate);
+  else gate = hidden_act_ == "gelu" ? torch::gelu(gate) : torch::gelu(gate, "tanh");  // ModernBERT's / Gemma's GeGLU
   return down_proj->forward(gate * up_proj->forward(x));
 }
 
 LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const ModelConfig& c,
                                              std::vector<int64_t> kv_of_query,
-                                             int64_t num_kv_heads) {
+                                             int64_t num_kv_heads, bool input_norm) {
   self_attn = register_module("self_attn",
                               LlamaAttention(c, std::move(kv_of_query), num_kv_heads));
   mlp = register_module("mlp", LlamaMLP(c));
-  auto norm = [&](const char* name) { return register_module(name, RMSNorm(c.hidden_size, c.rms_norm_eps, c.rms_norm_offset)); };
-  input_layernorm = norm("input_layernorm");
+  auto norm = [&](const char* name) { return register_module(name, stack_norm(c)); };
+  if (input_norm) input_layernorm = norm("input_layernorm");
   post_attention_layernorm = norm("post_attention_layernorm");
   if (c.sandwich_norms) {
     pre_feedforward_layernorm = norm("pre_feedforward_layernorm");
@@ -226,7 +258,7 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x,
                                              const torch::Tensor& cos, const torch::Tensor& sin,
                                              const torch::Tensor& multiplier, torch::Tensor* past_keys,
                                              torch::Tensor* past_values) {
-  auto attn = self_attn->forward(input_layernorm->forward(x), mask_bias, cos, sin, multiplier, past_keys, past_values);
+  auto attn = self_attn->forward(input_layernorm ? input_layernorm->forward(x) : x, mask_bias, cos, sin, multiplier, past_keys, past_values);
   if (self_attn->record_context) io = {x.detach(), self_attn->context};
   if (!pre_feedforward_layernorm) {  // LLaMA
     auto h = x + attn;
@@ -249,17 +281,18 @@ LlamaModel::LlamaModel(ModelConfig config) : config_(std::move(config)) {
   auto model = register_module("model", std::make_shared<torch::nn::Module>());
   embed_tokens = model->register_module(
       "embed_tokens", torch::nn::Embedding(config_.vocab_size, config_.hidden_size));
+  if (config_.embedding_norm) embed_norm = model->register_module("embed_norm", stack_norm(config_));
   auto layer_list = model->register_module("layers", torch::nn::ModuleList());
   const auto kept_kv = config_.kept_kv_heads();
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     auto kv_of_query =
         local_kv_of_query(config_.kept_heads[l], kept_kv[l], config_.kv_group_size());
-    layers.push_back(LlamaDecoderLayer(config_, std::move(kv_of_query),
-                                       static_cast<int64_t>(kept_kv[l].size())));
+    layers.push_back(LlamaDecoderLayer(config_, std::move(kv_of_query), static_cast<int64_t>(kept_kv[l].size()),
+                                       l > 0 || config_.first_layer_input_norm));
     layer_list->push_back(layers.back());
   }
-  norm = model->register_module("norm", RMSNorm(config_.hidden_size, config_.rms_norm_eps, config_.rms_norm_offset));
-  if (!config_.tie_word_embeddings)
+  norm = model->register_module("norm", stack_norm(config_));
+  if (config_.family().has_lm_head() && !config_.tie_word_embeddings)
     lm_head = register_module("lm_head", Linear(config_.hidden_size, config_.vocab_size, false));
 }
 
@@ -278,8 +311,8 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
   if (inputs.attention_mask.defined() && inputs.attention_mask.sizes() != ids.sizes())
     throw Error(fmt::format("attention_mask has shape [{}], input_ids [{}]",
                             fmt::join(inputs.attention_mask.sizes(), ","), fmt::join(ids.sizes(), ",")));
-  // Key j is visible to query i when j <= i (and inside the layer's window) and j is not padding.
-  LayerMasks mask_bias(0, ids, inputs.attention_mask, x);
+  // Key j is visible to query i when j <= i (an encoder: any j) inside the layer's window and j is not padding.
+  LayerMasks mask_bias(0, ids, inputs.attention_mask, x, config_.bidirectional);
   LayerRotary rotary(config_, 0, T, x);
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     torch::Tensor m;
@@ -304,6 +337,9 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
 
 torch::Tensor LlamaModel::forward_cached(const torch::Tensor& ids, KvCache& cache) {
   if (ids.dim() != 2 || ids.size(1) == 0) throw Error("input_ids must have shape [batch, seq] with seq >= 1");
+  if (!config_.family().has_lm_head())
+    throw Error(fmt::format("a '{}' model is an encoder: it has no language-model head to generate with",
+                            config_.model_type));
   const int64_t L = config_.num_hidden_layers, past = cache.length, T = ids.size(1);
   if (past + T > config_.max_position_embeddings)
     throw Error(fmt::format("{} cached and {} new tokens are more than max_position_embeddings {}", past, T,
@@ -313,7 +349,7 @@ torch::Tensor LlamaModel::forward_cached(const torch::Tensor& ids, KvCache& cach
   auto x = embed(ids);
   // New token i (position past + i) sees the cached keys (inside the layer's window) and the
   // new keys up to itself.
-  LayerMasks mask_bias(past, ids, {}, x);
+  LayerMasks mask_bias(past, ids, {}, x, false);
   LayerRotary rotary(config_, past, T, x);
   for (int64_t l = 0; l < L; ++l) {
     const auto& [cos, sin] = rotary(l);
@@ -336,10 +372,11 @@ torch::Tensor LlamaModel::embed(const torch::Tensor& ids) {
   auto x = embed_tokens->forward(ids);
   // Gemma: times sqrt(hidden_size) as a tensor of the weights' dtype (Gemma3TextScaledWordEmbedding).
   if (config_.embed_scale != 1.0) x = x * torch::scalar_tensor(config_.embed_scale, x.options());
-  return x;
+  return embed_norm ? embed_norm->forward(x) : x;  // ModernBERT's embeddings.norm
 }
 
 torch::Tensor LlamaModel::lm_logits(const torch::Tensor& normed) {
+  if (!config_.family().has_lm_head()) return {};
   return lm_head ? lm_head->forward(normed) : torch::linear(normed, embed_tokens->weight);
 }
 
@@ -422,6 +459,12 @@ void LlamaModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_l
 }
 
 void LlamaModel::drop_layers(const std::vector<int64_t>& drop) {
+  // HF builds layer 0 without an input norm (ModernBERT): the layer moving into its place would lose its own.
+  if (!config_.first_layer_input_norm && std::find(drop.begin(), drop.end(), 0) != drop.end() &&
+      drop.size() < layers.size())
+    throw Error(fmt::format("layer 0 of a '{}' model cannot be removed: the first layer is built without its "
+                            "attention norm, so the layer moved into its place would lose its own",
+                            config_.model_type));
   config_.remove_layers(drop);  // validates before anything changes
   remove_from_layer_list(layers, drop, *named_children()["model"], "layers");
 }

@@ -3,7 +3,9 @@
 // (models/llama/llama_family.h, LlamaFamily): Qwen2's q/k/v biases, Qwen3's q/k norms, Mistral's
 // and Phi-3's sliding windows, Phi-3's fused file layout (split on load), Gemma 3's (1 + w)
 // sandwich norms, GeGLU, scaled embeddings, query_pre_attn_scalar and per-layer windows / RoPE
-// bases — each a ModelConfig field, none a branch on the family.
+// bases; ModernBERT's bidirectional attention, LayerNorms, embedding norm, bare first layer and
+// missing LM head (models/modernbert/, which also maps its file names) — each a ModelConfig field,
+// none a branch on the family.
 //
 // Module tree mirrors HF transformers `modeling_llama.py`, so named_parameters() are exactly the
 // checkpoint keys:
@@ -24,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/nn/modules/container/modulelist.h>
@@ -34,22 +37,32 @@
 
 namespace headprune::models {
 
-/// HF `LlamaRMSNorm`: weight * x / sqrt(mean(x²) + eps), computed in float32; with `offset` 1,
-/// HF `Gemma3RMSNorm`: (x / sqrt(mean(x²) + eps) * (1 + weight)) in float32, then cast.
-/// Parameter "weight" [H] (ones for LLaMA, zeros for Gemma when fresh).
-class RMSNormImpl : public torch::nn::Module {
+/// The per-token norm of the stack, one of:
+///  * HF `LlamaRMSNorm`: weight * x / sqrt(mean(x²) + eps), computed in float32;
+///  * with `offset` 1, HF `Gemma3RMSNorm`: (x / sqrt(mean(x²) + eps) * (1 + weight)) in float32, then cast;
+///  * with `layer_norm`, torch's nn.LayerNorm (ModernBERT): (x − mean) / sqrt(var + eps) * weight
+///    (+ bias when `bias`), the biased variance over the last axis.
+/// Parameters "weight" [H] (ones, zeros for Gemma, when fresh) and, for a LayerNorm with a bias, "bias" [H].
+class NormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(int64_t hidden_size, double eps, double offset = 0.0);
+  NormImpl(int64_t hidden_size, double eps, double offset = 0.0);
+  /// A LayerNorm, with a bias when `bias`.
+  NormImpl(int64_t hidden_size, double eps, bool layer_norm, bool bias);
   /// x: [..., H] -> [..., H].
   torch::Tensor forward(const torch::Tensor& x);
   /// The scale applied is offset() + weight.
   double offset() const { return offset_; }
+  /// Whether this is a LayerNorm (mean-centred) rather than an RMSNorm.
+  bool layer_norm() const { return layer_norm_; }
+  double eps() const { return eps_; }
   torch::Tensor weight;
+  torch::Tensor bias;  ///< [H], or undefined
 
  private:
   double eps_, offset_;
+  bool layer_norm_ = false;
 };
-TORCH_MODULE(RMSNorm);
+TORCH_MODULE(Norm);
 
 /// Rotary position embedding in HF's rotate_half convention (the first and second halves of a
 /// head's dimensions form the rotated pairs): cos/sin tables for positions.
@@ -84,12 +97,12 @@ class LlamaAttentionImpl : public torch::nn::Module {
   torch::Tensor context;        ///< [B, T, num_heads*head_dim], detached, when record_context
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   /// "q_norm" / "k_norm" [head_dim] when config.qk_norm (Qwen3), else empty.
-  RMSNorm q_norm{nullptr}, k_norm{nullptr};
+  Norm q_norm{nullptr}, k_norm{nullptr};
 };
 TORCH_MODULE(LlamaAttention);
 
 /// HF `LlamaMLP`: down_proj(act(gate_proj(x)) * up_proj(x)), act = config.hidden_act (silu:
-/// SwiGLU; gelu_pytorch_tanh: Gemma's GeGLU).
+/// SwiGLU; gelu_pytorch_tanh: Gemma's GeGLU; gelu: ModernBERT's GeGLU, `act(input) * gate` of Wi's halves).
 class LlamaMLPImpl : public torch::nn::Module {
  public:
   explicit LlamaMLPImpl(const ModelConfig& config);
@@ -97,7 +110,7 @@ class LlamaMLPImpl : public torch::nn::Module {
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 
  private:
-  bool gelu_tanh_;
+  std::string hidden_act_;  ///< silu, gelu (erf) or gelu_pytorch_tanh
 };
 TORCH_MODULE(LlamaMLP);
 
@@ -106,8 +119,9 @@ TORCH_MODULE(LlamaMLP);
 /// then h + post_feedforward_layernorm(mlp(pre_feedforward_layernorm(h))).
 class LlamaDecoderLayerImpl : public torch::nn::Module {
  public:
+  /// `input_norm` false: no input_layernorm, the block reads x itself (ModernBERT's layer 0).
   LlamaDecoderLayerImpl(const ModelConfig& config, std::vector<int64_t> kv_of_query,
-                        int64_t num_kv_heads);
+                        int64_t num_kv_heads, bool input_norm = true);
   /// As LlamaAttentionImpl::forward (the KV cache layer passed through).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
                         const torch::Tensor& cos, const torch::Tensor& sin,
@@ -116,8 +130,9 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
   /// Keeps the last forward's block input and context in `io` (sets self_attn's record_context).
   void set_record_io(bool on);
   AttentionBlockIO io;  ///< detached, when recording
-  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
-  RMSNorm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  ///< sandwich_norms only
+  Norm input_layernorm{nullptr};  ///< empty in ModernBERT's layer 0
+  Norm post_attention_layernorm{nullptr};
+  Norm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  ///< sandwich_norms only
   LlamaAttention self_attn{nullptr};
   LlamaMLP mlp{nullptr};
 };
@@ -138,7 +153,8 @@ class LlamaModel : public AttentionModel {
   explicit LlamaModel(ModelConfig config);
 
   const ModelConfig& config() const override { return config_; }
-  /// Causal attention plus the padding mask (attention_mask 0 = pad; undefined = all real).
+  /// Causal (config.bidirectional: bidirectional) attention plus the padding mask (attention_mask
+  /// 0 = pad; undefined = all real). logits are undefined for a family without an LM head.
   /// @throws headprune::Error on bad input shapes or a multiplier of the wrong shape.
   ModelOutput forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) override;
   /// Removes query heads (local indices): their q_proj rows and o_proj columns; KV heads left
@@ -166,14 +182,16 @@ class LlamaModel : public AttentionModel {
   QueryKeyWeights query_key_weights(int64_t layer) const override;
 
   torch::nn::Embedding embed_tokens{nullptr};  ///< "model.embed_tokens"
+  Norm embed_norm{nullptr};                     ///< "model.embed_norm" when config.embedding_norm (ModernBERT)
   std::vector<LlamaDecoderLayer> layers;        ///< "model.layers.N"
-  RMSNorm norm{nullptr};                        ///< "model.norm"
-  Linear lm_head{nullptr};                      ///< "lm_head", null when tied
+  Norm norm{nullptr};                        ///< "model.norm"
+  Linear lm_head{nullptr};                      ///< "lm_head", null when tied or the family has none
 
  private:
   /// The token embeddings of `ids` [B, T] -> [B, T, H], times config.embed_scale (Gemma).
   torch::Tensor embed(const torch::Tensor& ids);
-  /// The LM head (tied or not) on the final norm's output: [B, T, H] -> logits [B, T, vocab].
+  /// The LM head (tied or not) on the final norm's output: [B, T, H] -> logits [B, T, vocab];
+  /// undefined for a family without one (ModernBERT).
   torch::Tensor lm_logits(const torch::Tensor& normed);
 
   ModelConfig config_;

@@ -1,12 +1,14 @@
 // HF LlamaForCausalLM as an ONNX graph (no KV cache): the same computation as
-// llama_model.cpp's forward — RMSNorm, rotary positions 0..T-1, causal + padding mask, each
-// query head reading its own KV head (uneven groups after pruning), SwiGLU MLP, LM head.
+// llama_model.cpp's forward — RMSNorm (ModernBERT: LayerNorm), rotary positions 0..T-1, causal
+// (an encoder: bidirectional) + padding mask, each query head reading its own KV head (uneven
+// groups after pruning), gated MLP, LM head when the family has one.
 #include <map>
 
 #include <torch/torch.h>
 
 #include "models/formats/onnx_graph.h"
 #include "models/llama/llama_model.h"
+#include "models/model_family.h"
 
 namespace headprune::models {
 namespace {
@@ -34,34 +36,42 @@ std::string apply_rotary(OnnxGraph& g, const std::string& x, const std::string& 
   return g.op("Add", {g.op("Mul", {x, cos}), g.op("Mul", {rotated, sin})});
 }
 
-/// 0 where key j is visible to query i (j <= i, i - window < j when `window` > 0, j not
-/// padding), lowest float elsewhere: [B, 1, T, T].
-std::string causal_bias(OnnxGraph& g, const std::string& seq_len, int64_t window) {
+/// 0 where key j is visible to query i (j <= i, i - window < j when `window` > 0; an encoder
+/// (`bidirectional`): |i - j| <= window / 2 when `window` > 0, else every j; j not padding), lowest
+/// float elsewhere: [B, 1, T, T].
+std::string attention_mask_bias(OnnxGraph& g, const std::string& seq_len, int64_t window, bool bidirectional) {
   auto t = g.op("Unsqueeze", {seq_len, g.int64_constant({0})});
-  auto ones = g.op("Expand", {g.float_constant(1.0F), g.op("Concat", {t, t}, {{"axis", int64_t{0}}})});
-  auto causal = g.op("Trilu", {ones}, {{"upper", int64_t{0}}});
-  if (window > 0)  // keep j - i >= 1 - window
-    causal = g.op("Trilu", {causal, g.int64_constant({1 - window}, /*scalar=*/true)}, {{"upper", int64_t{1}}});
+  auto visible = g.op("Expand", {g.float_constant(1.0F), g.op("Concat", {t, t}, {{"axis", int64_t{0}}})});
+  if (!bidirectional) visible = g.op("Trilu", {visible}, {{"upper", int64_t{0}}});
+  if (window > 0 && !bidirectional)  // keep j - i >= 1 - window
+    visible = g.op("Trilu", {visible, g.int64_constant({1 - window}, /*scalar=*/true)}, {{"upper", int64_t{1}}});
+  if (window > 0 && bidirectional) {  // keep -window/2 <= j - i <= window/2
+    visible = g.op("Trilu", {visible, g.int64_constant({window / 2}, true)}, {{"upper", int64_t{0}}});
+    visible = g.op("Trilu", {visible, g.int64_constant({-(window / 2)}, true)}, {{"upper", int64_t{1}}});
+  }
   auto padding = g.op("Unsqueeze", {g.to_float("attention_mask"), g.int64_constant({1, 2})});
-  return g.mask_bias(g.op("Mul", {causal, padding}));
+  return g.mask_bias(g.op("Mul", {visible, padding}));
 }
 
-/// An RMSNorm node whose weight is the norm's whole scale (offset + weight: Gemma's 1 + w).
-std::string norm_to_onnx(OnnxGraph& g, const std::string& x, const std::string& name, const RMSNormImpl& norm,
-                         double eps) {
-  return g.rms_norm(x, name, norm.weight + norm.offset(), eps);
+/// A norm node: RMSNorm whose weight is the norm's whole scale (offset + weight: Gemma's 1 + w),
+/// or LayerNormalization (ModernBERT; a zero bias where the norm has none).
+std::string norm_to_onnx(OnnxGraph& g, const std::string& x, const std::string& name, const NormImpl& norm) {
+  if (norm.layer_norm())
+    return g.layer_norm(x, name, norm.weight, norm.bias.defined() ? norm.bias : torch::zeros_like(norm.weight),
+                        norm.eps());
+  return g.rms_norm(x, name, norm.weight + norm.offset(), norm.eps());
 }
 
 std::string attention_to_onnx(OnnxGraph& g, const LlamaAttentionImpl& a, const std::string& prefix,
                               const std::string& x, const std::string& mask_bias,
-                              const std::pair<std::string, std::string>& rotary, double eps) {
+                              const std::pair<std::string, std::string>& rotary) {
   const auto d = a.head_dim;
   auto q = g.split_heads(g.linear(x, prefix + "q_proj", a.q_proj->weight, a.q_proj->bias), a.num_heads, d);
   auto k = g.split_heads(g.linear(x, prefix + "k_proj", a.k_proj->weight, a.k_proj->bias), a.num_kv_heads, d);
   auto v = g.split_heads(g.linear(x, prefix + "v_proj", a.v_proj->weight, a.v_proj->bias), a.num_kv_heads, d);
   if (a.q_norm) {  // Qwen3, Gemma: over each head's head_dim, before RoPE
-    q = norm_to_onnx(g, q, prefix + "q_norm", *a.q_norm, eps);
-    k = norm_to_onnx(g, k, prefix + "k_norm", *a.k_norm, eps);
+    q = norm_to_onnx(g, q, prefix + "q_norm", *a.q_norm);
+    k = norm_to_onnx(g, k, prefix + "k_norm", *a.k_norm);
   }
   q = apply_rotary(g, q, rotary.first, rotary.second, d);
   k = apply_rotary(g, k, rotary.first, rotary.second, d);
@@ -79,33 +89,32 @@ std::string attention_to_onnx(OnnxGraph& g, const LlamaAttentionImpl& a, const s
 /// post_attention_layernorm of it), or "" when it adds nothing.
 std::string attention_block_to_onnx(OnnxGraph& g, const LlamaDecoderLayerImpl& layer, const std::string& prefix,
                                     const std::string& x, const std::string& mask_bias,
-                                    const std::pair<std::string, std::string>& rotary, double eps) {
+                                    const std::pair<std::string, std::string>& rotary) {
   const auto& attn = *layer.self_attn;
   std::string out;
   if (attn.num_heads > 0) {
-    auto normed = norm_to_onnx(g, x, prefix + "input_layernorm", *layer.input_layernorm, eps);
-    out = attention_to_onnx(g, attn, prefix + "self_attn.", normed, mask_bias, rotary, eps);
+    auto normed = layer.input_layernorm ? norm_to_onnx(g, x, prefix + "input_layernorm", *layer.input_layernorm) : x;
+    out = attention_to_onnx(g, attn, prefix + "self_attn.", normed, mask_bias, rotary);
   } else if (attn.o_proj->bias.defined()) {
     out = g.weight(prefix + "self_attn.o_proj.bias", attn.o_proj->bias);
   }
   if (out.empty() || !layer.pre_feedforward_layernorm) return out;
-  return norm_to_onnx(g, out, prefix + "post_attention_layernorm", *layer.post_attention_layernorm, eps);
+  return norm_to_onnx(g, out, prefix + "post_attention_layernorm", *layer.post_attention_layernorm);
 }
 
 std::string layer_to_onnx(OnnxGraph& g, const LlamaDecoderLayerImpl& layer, const std::string& prefix,
                           const std::string& x, const std::string& mask_bias,
                           const std::pair<std::string, std::string>& rotary, const ModelConfig& c) {
-  const double eps = c.rms_norm_eps;
-  const auto attn = attention_block_to_onnx(g, layer, prefix, x, mask_bias, rotary, eps);
+  const auto attn = attention_block_to_onnx(g, layer, prefix, x, mask_bias, rotary);
   const auto h = attn.empty() ? x : g.op("Add", {x, attn});
   const bool sandwich = static_cast<bool>(layer.pre_feedforward_layernorm);
   const auto& mlp = *layer.mlp;
-  auto normed = sandwich ? norm_to_onnx(g, h, prefix + "pre_feedforward_layernorm", *layer.pre_feedforward_layernorm, eps)
-                         : norm_to_onnx(g, h, prefix + "post_attention_layernorm", *layer.post_attention_layernorm, eps);
+  auto normed = sandwich ? norm_to_onnx(g, h, prefix + "pre_feedforward_layernorm", *layer.pre_feedforward_layernorm)
+                         : norm_to_onnx(g, h, prefix + "post_attention_layernorm", *layer.post_attention_layernorm);
   auto gate = g.activation(g.linear(normed, prefix + "mlp.gate_proj", mlp.gate_proj->weight, mlp.gate_proj->bias), c.hidden_act);
   auto up = g.linear(normed, prefix + "mlp.up_proj", mlp.up_proj->weight, mlp.up_proj->bias);
   auto down = g.linear(g.op("Mul", {gate, up}), prefix + "mlp.down_proj", mlp.down_proj->weight, mlp.down_proj->bias);
-  if (sandwich) down = norm_to_onnx(g, down, prefix + "post_feedforward_layernorm", *layer.post_feedforward_layernorm, eps);
+  if (sandwich) down = norm_to_onnx(g, down, prefix + "post_feedforward_layernorm", *layer.post_feedforward_layernorm);
   return g.op("Add", {h, down});
 }
 
@@ -116,12 +125,14 @@ OnnxModelOutputs LlamaModel::add_to_onnx(OnnxGraph& g) const {
   const auto embed = g.weight("model.embed_tokens.weight", embed_tokens->weight);
   auto x = g.op("Gather", {embed, "input_ids"});
   if (config_.embed_scale != 1.0) x = g.op("Mul", {x, g.float_constant(static_cast<float>(config_.embed_scale))});
+  if (embed_norm) x = norm_to_onnx(g, x, "model.embed_norm", *embed_norm);
   const auto seq_len = g.sequence_length("input_ids");
   std::map<int64_t, std::string> mask_biases;  // by window (0: none)
   std::map<double, std::pair<std::string, std::string>> rotaries;  // by RoPE base
   for (size_t l = 0; l < layers.size(); ++l) {
     const auto window = config_.window_of(static_cast<int64_t>(l));
-    if (!mask_biases.count(window)) mask_biases[window] = causal_bias(g, seq_len, window);
+    if (!mask_biases.count(window))
+      mask_biases[window] = attention_mask_bias(g, seq_len, window, config_.bidirectional);
     const auto theta = config_.rope_theta_of(static_cast<int64_t>(l));
     if (!rotaries.count(theta))
       rotaries[theta] = rotary_to_onnx(g, seq_len, config_.head_dim, theta,
@@ -129,7 +140,8 @@ OnnxModelOutputs LlamaModel::add_to_onnx(OnnxGraph& g) const {
     x = layer_to_onnx(g, *layers[l], "model.layers." + std::to_string(l) + ".", x, mask_biases[window],
                       rotaries[theta], config_);
   }
-  x = norm_to_onnx(g, x, "model.norm", *norm, config_.rms_norm_eps);
+  x = norm_to_onnx(g, x, "model.norm", *norm);
+  if (!config_.family().has_lm_head()) return {x, ""};
   if (lm_head) return {x, g.linear(x, "lm_head", lm_head->weight, lm_head->bias)};
   // A tied LM head reads the embedding matrix (no second copy).
   const auto embed_t = g.op("Transpose", {embed}, {{"perm", std::vector<int64_t>{1, 0}}});

@@ -2,15 +2,15 @@
 // MPNetSelfAttention with the encoder's relative position bias, MPNetLayer, MPNetPooler) under
 // MPNet's tensor names.
 #include "models/bert/bert_model.h"
-#include "models/bert/layer_names.h"
+#include "models/layer_names.h"
 #include "models/mpnet/mpnet_family.h"
 
 namespace headprune::models {
 namespace {
 
 /// Within a layer (after "encoder.layer.N." in both): MPNet's module and BertModel's.
-const std::vector<bert::LayerModuleName>& layer_modules() {
-  static const std::vector<bert::LayerModuleName> modules = {
+const std::vector<LayerModuleName>& layer_modules() {
+  static const std::vector<LayerModuleName> modules = {
       {"attention.attn.q.", "attention.self.query."},
       {"attention.attn.k.", "attention.self.key."},
       {"attention.attn.v.", "attention.self.value."},
@@ -29,11 +29,11 @@ class MpnetModel final : public BertModel {
 
   /// @throws headprune::Error for a layer tensor of no MPNet module.
   TensorMap weights_from_file(TensorMap weights, const std::string& source) const override {
-    return bert::rename_layer_tensors(std::move(weights), "encoder.layer.", layer_modules(), true, "MPNet", source);
+    return rename_layer_tensors(std::move(weights), "encoder.layer.", "encoder.layer.", layer_modules(), true, "MPNet", source);
   }
 
   TensorMap weights_to_file(TensorMap weights) const override {
-    return bert::rename_layer_tensors(std::move(weights), "encoder.layer.", layer_modules(), false, "MPNet", "export");
+    return rename_layer_tensors(std::move(weights), "encoder.layer.", "encoder.layer.", layer_modules(), false, "MPNet", "export");
   }
 };
 

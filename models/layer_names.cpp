@@ -1,4 +1,4 @@
-#include "models/bert/layer_names.h"
+#include "models/layer_names.h"
 
 #include <utility>
 
@@ -6,7 +6,7 @@
 
 #include "models/errors.h"
 
-namespace headprune::models::bert {
+namespace headprune::models {
 namespace {
 
 /// "file module" names of `modules`, for the error message.
@@ -21,12 +21,11 @@ std::string module_list(const std::vector<LayerModuleName>& modules) {
 
 }  // namespace
 
-TensorMap rename_layer_tensors(TensorMap weights, const std::string& file_prefix,
-                               const std::vector<LayerModuleName>& modules, bool to_bert,
+TensorMap rename_layer_tensors(TensorMap weights, const std::string& file_prefix, const std::string& model_prefix,
+                               const std::vector<LayerModuleName>& modules, bool to_model,
                                const std::string& family, const std::string& source) {
-  const std::string bert_prefix = "encoder.layer.";
-  const auto& from = to_bert ? file_prefix : bert_prefix;
-  const auto& to = to_bert ? bert_prefix : file_prefix;
+  const auto& from = to_model ? file_prefix : model_prefix;
+  const auto& to = to_model ? model_prefix : file_prefix;
   TensorMap out;
   for (auto& [key, tensor] : weights) {
     const auto dot = key.rfind(from, 0) == 0 ? key.find('.', from.size()) : std::string::npos;
@@ -38,7 +37,7 @@ TensorMap rename_layer_tensors(TensorMap weights, const std::string& file_prefix
     const auto rest = key.substr(dot + 1);
     bool renamed = false;
     for (const auto& m : modules) {
-      const std::string have = to_bert ? m.file : m.bert, want = to_bert ? m.bert : m.file;
+      const std::string have = to_model ? m.file : m.model, want = to_model ? m.model : m.file;
       if (rest.rfind(have, 0) != 0) continue;
       out[to + index + want + rest.substr(have.size())] = std::move(tensor);
       renamed = true;
@@ -51,4 +50,19 @@ TensorMap rename_layer_tensors(TensorMap weights, const std::string& file_prefix
   return out;
 }
 
-}  // namespace headprune::models::bert
+TensorMap rename_prefixes(TensorMap weights, const std::vector<LayerModuleName>& prefixes, bool to_model) {
+  TensorMap out;
+  for (auto& [key, tensor] : weights) {
+    auto name = key;
+    for (const auto& p : prefixes) {
+      const std::string have = to_model ? p.file : p.model, want = to_model ? p.model : p.file;
+      if (key.rfind(have, 0) != 0) continue;
+      name = want + key.substr(have.size());
+      break;
+    }
+    out[name] = std::move(tensor);
+  }
+  return out;
+}
+
+}  // namespace headprune::models
