@@ -287,7 +287,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   ckpt.dir = dir;
   auto config = ModelConfig::from_directory(dir);
   auto weights = load_checkpoint_weights(dir);
-  const auto layout = family_of(config.model_type).classification_layout();
+  const auto layout = family_of(config.model_type).classification_layout(config);
   const auto prefixed = strip_encoder_prefix(weights, layout, dir / "model.safetensors");
   auto model = make_model(config, weights);
   weights = model->weights_from_file(std::move(weights), (dir / "model.safetensors").string());

@@ -70,9 +70,9 @@ class ModelFamily {
   virtual int64_t ffn_matrices() const = 0;
   /// Whether the model ends in a language-model head over the vocabulary (can generate).
   virtual bool has_lm_head() const = 0;
-  /// The family's `*ForSequenceClassification` layout (models/classification_layout.h), or
-  /// empty when headprune reads no classifier head for it (decoders). Default: empty.
-  virtual std::optional<ClassificationLayout> classification_layout() const { return std::nullopt; }
+  /// The family's `*ForSequenceClassification` layout for `config` (models/classification_layout.h),
+  /// or empty when headprune reads no classifier head for it (decoders). Default: empty.
+  virtual std::optional<ClassificationLayout> classification_layout(const ModelConfig&) const { return std::nullopt; }
 
   // --- export (pruner/surgery/export.cpp asks these) ---
 

@@ -11,9 +11,9 @@ namespace headprune::models {
 
 namespace {
 
-/// Registers `linear` at a dotted `path` under `root` ("classifier.out_proj": a plain module
+/// Registers `module` at a dotted `path` under `root` ("classifier.out_proj": a plain module
 /// "classifier" holding "out_proj"), making the modules on the way.
-void register_at(torch::nn::Module& root, const std::string& path, const Linear& linear) {
+void register_at(torch::nn::Module& root, const std::string& path, const std::shared_ptr<torch::nn::Module>& module) {
   torch::nn::Module* parent = &root;
   std::string rest = path;
   for (auto dot = rest.find('.'); dot != std::string::npos; dot = rest.find('.')) {
@@ -23,7 +23,19 @@ void register_at(torch::nn::Module& root, const std::string& path, const Linear&
                                      : parent->register_module(name, std::make_shared<torch::nn::Module>()).get();
     rest = rest.substr(dot + 1);
   }
-  parent->register_module(rest, linear);
+  parent->register_module(rest, module);
+}
+
+/// HF ACT2FN[name] on x, for the activations classifier heads use.
+/// @throws headprune::Error for another name.
+torch::Tensor activate(const torch::Tensor& x, const std::string& name) {
+  if (name == "tanh") return torch::tanh(x);
+  if (name == "relu") return torch::relu(x);
+  if (name == "gelu") return torch::gelu(x);
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return torch::gelu(x, "tanh");
+  if (name == "silu") return torch::silu(x);
+  throw Error(fmt::format("classifier activation '{}' is not supported (tanh, relu, gelu, gelu_pytorch_tanh, silu)",
+                          name));
 }
 
 }  // namespace
@@ -32,11 +44,15 @@ SequenceClassificationHeadImpl::SequenceClassificationHeadImpl(ClassificationLay
                                                                std::vector<std::string> names)
     : layout(std::move(head_layout)), labels(std::move(names)) {
   if (!layout.dense_in_encoder) {
-    dense = Linear(hidden_size, hidden_size);
-    register_at(*this, layout.dense, dense);
+    dense = Linear(hidden_size, hidden_size, layout.dense_bias);
+    register_at(*this, layout.dense, dense.ptr());
+  }
+  if (!layout.norm.empty()) {
+    norm = Norm(hidden_size, layout.norm_eps, true, layout.norm_bias);
+    register_at(*this, layout.norm, norm.ptr());
   }
   out_proj = Linear(hidden_size, num_labels());
-  register_at(*this, layout.out_proj, out_proj);
+  register_at(*this, layout.out_proj, out_proj.ptr());
 }
 
 Linear SequenceClassificationHeadImpl::dense_for(const AttentionModel& encoder) const {
@@ -49,18 +65,32 @@ Linear SequenceClassificationHeadImpl::dense_for(const AttentionModel& encoder) 
 }
 
 torch::Tensor SequenceClassificationHeadImpl::forward(const AttentionModel& encoder,
-                                                      const torch::Tensor& last_hidden_state) {
-  auto x = dense_for(encoder)->forward(last_hidden_state.select(1, 0));
-  x = layout.activation == "relu" ? torch::relu(x) : torch::tanh(x);
+                                                      const torch::Tensor& last_hidden_state,
+                                                      const torch::Tensor& attention_mask) {
+  auto pooled = last_hidden_state.select(1, 0);
+  if (layout.pooling == "mean") {  // ModernBertForSequenceClassification: sum(h · mask) / sum(mask)
+    const auto mask = attention_mask.defined() ? attention_mask.to(last_hidden_state.dtype()).unsqueeze(-1)
+                                               : torch::ones_like(last_hidden_state.select(2, 0)).unsqueeze(-1);
+    pooled = (last_hidden_state * mask).sum(1) / mask.sum(1);
+  }
+  auto x = activate(dense_for(encoder)->forward(pooled), layout.activation);
+  if (norm) x = norm->forward(x);
   return out_proj->forward(x);
 }
 
 std::string SequenceClassificationHeadImpl::add_to_onnx(OnnxGraph& g, const AttentionModel& encoder,
-                                                        const std::string& last_hidden_state) const {
+                                                        const std::string& last_hidden_state,
+                                                        const std::string& attention_mask) const {
   const auto pre = dense_for(encoder);
-  const auto first = g.op("Gather", {last_hidden_state, g.int64_constant({0}, true)}, {{"axis", int64_t{1}}});
-  const auto hidden = g.op(layout.activation == "relu" ? "Relu" : "Tanh",
-                           {g.linear(first, layout.dense, pre->weight, pre->bias)});
+  auto pooled = g.op("Gather", {last_hidden_state, g.int64_constant({0}, true)}, {{"axis", int64_t{1}}});
+  if (layout.pooling == "mean") {
+    const auto mask = g.op("Unsqueeze", {g.to_float(attention_mask), g.int64_constant({2})});
+    const auto axis = g.int64_constant({1});
+    pooled = g.op("Div", {g.op("ReduceSum", {g.op("Mul", {last_hidden_state, mask}), axis}, {{"keepdims", int64_t{0}}}),
+                          g.op("ReduceSum", {mask, axis}, {{"keepdims", int64_t{0}}})});
+  }
+  auto hidden = g.activation(g.linear(pooled, layout.dense, pre->weight, pre->bias), layout.activation);
+  if (norm) hidden = norm->add_to_onnx(g, hidden, layout.norm);
   return g.linear(hidden, layout.out_proj, out_proj->weight, out_proj->bias);
 }
 

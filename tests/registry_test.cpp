@@ -26,18 +26,18 @@ nlohmann::json llama_json() {
 }  // namespace
 
 CATCH_TEST_CASE("the registry lists every family and maps each to its own", "[registry]") {
-  CATCH_CHECK(hp::models::supported_model_types() == std::vector<std::string>{"bert", "distilbert", "mpnet", "roberta", "xlm-roberta", "llama", "qwen2", "qwen3", "mistral", "phi3", "gemma3_text"});
+  CATCH_CHECK(hp::models::supported_model_types() == std::vector<std::string>{"bert", "distilbert", "mpnet", "roberta", "xlm-roberta", "modernbert", "llama", "qwen2", "qwen3", "mistral", "phi3", "gemma3_text"});
   for (const auto& type : hp::models::supported_model_types())
     CATCH_CHECK(hp::models::family_of(type).model_type() == type);
 }
 
 CATCH_TEST_CASE("an unknown model_type is refused with the supported list", "[registry]") {
   CATCH_CHECK_THROWS_WITH(hp::models::family_of("gpt2"),
-                          "model_type 'gpt2' is not supported (supported: bert, distilbert, mpnet, roberta, xlm-roberta, llama, qwen2, qwen3, mistral, phi3, gemma3_text)");
+                          "model_type 'gpt2' is not supported (supported: bert, distilbert, mpnet, roberta, xlm-roberta, modernbert, llama, qwen2, qwen3, mistral, phi3, gemma3_text)");
   auto j = llama_json();
   j["model_type"] = "gpt2";
   CATCH_CHECK_THROWS_WITH(hp::models::ModelConfig::from_json(j, "cfg.json"),
-                          "cfg.json: model_type 'gpt2' is not supported (supported: bert, distilbert, mpnet, roberta, xlm-roberta, llama, qwen2, qwen3, mistral, phi3, gemma3_text)");
+                          "cfg.json: model_type 'gpt2' is not supported (supported: bert, distilbert, mpnet, roberta, xlm-roberta, modernbert, llama, qwen2, qwen3, mistral, phi3, gemma3_text)");
 }
 
 CATCH_TEST_CASE("a family's keys are refused in another family's config", "[registry]") {

@@ -83,7 +83,7 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
               heads, parameters and sentence-transformers' embeddings equal headprune's.
   onnx distilbert / mpnet / roberta / xlm_roberta / modernbert uneven   ONNX Runtime's
               last_hidden_state on those prunes against transformers' on the fixture's padded batch.
-  <name> classifier uneven   (distilbert, mpnet, roberta, xlm_roberta) tests/fixtures/<name>_classifier,
+  <name> classifier uneven   (distilbert, mpnet, roberta, xlm_roberta, modernbert) tests/fixtures/<name>_classifier,
               transformers' own <Family>ForSequenceClassification, pruned unevenly:
               AutoModelForSequenceClassification loads it cleanly (natively where the family's
               class holds pruned_heads, else with trust_remote_code=True), with headprune's heads;
@@ -721,24 +721,25 @@ def case_mpnet(case, exe, folder, texts, text_file, work, tag, remove):
 # predictions on the fixture's texts still span two classes or more (its head was fitted to the
 # dense encoder's states; most prunes move every text to one class, where agreement proves less).
 CLASSIFIER_UNEVEN = {"distilbert": {"2": [1]}, "mpnet": {"2": [1]}, "roberta": {"1": [0], "2": [2]},
-                     "xlm_roberta": {"0": [3], "1": [1, 2]}}
+                     "xlm_roberta": {"0": [3], "1": [1, 2]}, "modernbert": {"0": [2], "1": [0, 3]}}
 
 
 def hf_query_heads(model):
     """Heads per layer of any BERT-style encoder under `model`: its query projections' rows over
-    head_dim (BERT / RoBERTa `query`, DistilBERT `q_lin`, MPNet `attn.q`)."""
+    head_dim (BERT / RoBERTa `query`, DistilBERT `q_lin`, MPNet `attn.q`; ModernBERT's fused
+    `attn.Wqkv` holds three rows per query row)."""
     head_dim = model.config.hidden_size // model.config.num_attention_heads
     rows = {}
     for key, p in model.named_parameters():
-        m = re.search(r"layer\.(\d+)\..*\.(query|q_lin|q)\.weight$", key)
+        m = re.search(r"layers?\.(\d+)\..*\.(query|q_lin|q|Wqkv)\.weight$", key)
         if m:
-            rows[int(m.group(1))] = p.shape[0] // head_dim
+            rows[int(m.group(1))] = p.shape[0] // head_dim // (3 if m.group(2) == "Wqkv" else 1)
     return [rows[layer] for layer in sorted(rows)]
 
 
 def case_encoder_classifier(case, exe, work, name):
     """tests/fixtures/<name>_classifier pruned by CLASSIFIER_UNEVEN[name]: AutoModelForSequenceClassification
-    loads it cleanly (trust_remote_code in transformers 5, and for MPNet in 4 as well) with
+    loads it cleanly (trust_remote_code in transformers 5, and for MPNet and ModernBERT in 4 as well) with
     headprune's heads; `headprune eval --classification` on its predictions for the fixture's texts
     scores 1.0 (the predictions span two classes at least, so a wrong head would show); with
     onnxruntime, the ONNX export's logits are within 1e-4 of transformers'."""
@@ -746,7 +747,7 @@ def case_encoder_classifier(case, exe, work, name):
     texts = json.loads((fixture / "texts.json").read_text(encoding="utf-8"))
     out = work / f"{name}-classifier-uneven"
     headprune_apply(exe, fixture, CLASSIFIER_UNEVEN[name], out)
-    remote = REMOTE or name == "mpnet"
+    remote = REMOTE or name in ("mpnet", "modernbert")
     with captured_transformers_log() as (stream, _):
         model, info = transformers.AutoModelForSequenceClassification.from_pretrained(
             str(out), output_loading_info=True, trust_remote_code=remote)
@@ -1243,7 +1244,7 @@ def main():
     for sub in ("uneven", "repruned", "zero-head", "classifier", "classifier-pruned", "stories",
                 "stories-uniform", "stories-6-heads", "stories-uneven", "stories-uneven-empty", "st-dense", "st-dense-pruned",
                 "onnx-uneven", "layers-sweep", "smollm2", "distilbert-uneven", "mpnet-uneven", "roberta-uneven",
-                "xlm_roberta-uneven", "modernbert-uneven", *(f"{n}-classifier-uneven" for n in ("distilbert", "mpnet", "roberta", "xlm_roberta")),
+                "xlm_roberta-uneven", "modernbert-uneven", *(f"{n}-classifier-uneven" for n in ("distilbert", "mpnet", "roberta", "xlm_roberta", "modernbert")),
                 "all-mpnet-uneven",
                 *(f"{f}-{k}" for f in DECODER_CLASSES for k in ("uniform", "uneven"))):  # apply and sweep refuse a non-empty --out
         shutil.rmtree(work / sub, ignore_errors=True)
@@ -1279,7 +1280,7 @@ def main():
         *((Case(f"{n} dense, uneven"), lambda c, n=n: case_roberta(c, exe, work, n)) for n in ("roberta", "xlm_roberta")),
         (Case("modernbert dense, uneven"), lambda c: case_modernbert(c, exe, work)),
         *((Case(f"{n} classifier uneven"), lambda c, n=n: case_encoder_classifier(c, exe, work, n))
-          for n in ("distilbert", "mpnet", "roberta", "xlm_roberta")),
+          for n in ("distilbert", "mpnet", "roberta", "xlm_roberta", "modernbert")),
         *([(Case("all-mpnet-base-v2 dense, uneven"),
             lambda c: case_mpnet(c, exe, Path(args.mpnet).resolve(), texts, text_file, work, "all-mpnet", MPNET_UNEVEN))]
           if args.mpnet else []),

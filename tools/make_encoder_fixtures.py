@@ -68,7 +68,7 @@ from safetensors.torch import save_file  # noqa: E402
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
 from transformers import (AutoConfig, AutoModel, AutoTokenizer, DistilBertConfig,  # noqa: E402
                           DistilBertForSequenceClassification, DistilBertModel, DistilBertTokenizerFast,
-                          ModernBertConfig, ModernBertModel, MPNetConfig, MPNetForSequenceClassification,
+                          ModernBertConfig, ModernBertForSequenceClassification, ModernBertModel, MPNetConfig, MPNetForSequenceClassification,
                           MPNetModel, MPNetTokenizerFast, PreTrainedTokenizerFast,
                           RobertaConfig, RobertaForSequenceClassification, RobertaModel, RobertaTokenizer,
                           XLMRobertaConfig, XLMRobertaForSequenceClassification, XLMRobertaModel,
@@ -361,7 +361,8 @@ def write_unigram_fuzz_seeds(corpus, lines):
 
 CLASSIFIER_CLASSES = {"distilbert": DistilBertForSequenceClassification, "mpnet": MPNetForSequenceClassification,
                       "roberta": RobertaForSequenceClassification,
-                      "xlm_roberta": XLMRobertaForSequenceClassification}
+                      "xlm_roberta": XLMRobertaForSequenceClassification,
+                      "modernbert": ModernBertForSequenceClassification}
 CLASSIFIER_LABELS = {0: "negative", 1: "neutral", 2: "positive"}
 
 
@@ -378,6 +379,8 @@ def write_classifier(name, lines):
     config.num_labels = len(CLASSIFIER_LABELS)
     config.id2label = dict(CLASSIFIER_LABELS)
     config.label2id = {v: k for k, v in CLASSIFIER_LABELS.items()}
+    if name == "modernbert":  # its mean pooling (the default is the first token, as the others)
+        config.classifier_pooling = "mean"
     torch.manual_seed(0)
     model = CLASSIFIER_CLASSES[name](config)
     encoder = getattr(model, model.base_model_prefix)
@@ -389,14 +392,20 @@ def write_classifier(name, lines):
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     texts = [line[:100] for line in lines[20:28]]
     batch = tokenizer(texts, return_tensors="pt", padding=True)
-    # The first token's state varies little between texts next to its mean: the dense layer is
+    # The pooled state varies little between texts next to its mean: the dense layer is
     # standardised over these texts (unit by unit), so that predictions differ between them.
-    dense = model.pre_classifier if name == "distilbert" else model.classifier.dense
+    dense = (model.pre_classifier if name == "distilbert" else model.head.dense if name == "modernbert"
+             else model.classifier.dense)
     with torch.no_grad():
-        first = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state[:, 0]
+        hidden = encoder(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+        mask = batch["attention_mask"][..., None].float()
+        first = (hidden * mask).sum(1) / mask.sum(1) if name == "modernbert" else hidden[:, 0]
         z = first @ dense.weight.T
         dense.weight.div_(z.std(0)[:, None])
-        dense.bias.copy_(-(first @ dense.weight.T).mean(0))
+        if dense.bias is not None:  # ModernBERT's head.dense has none (classifier_bias false)
+            dense.bias.copy_(-(first @ dense.weight.T).mean(0))
+        if name == "modernbert":  # its head ends in a LayerNorm: the logits are centred over the texts instead
+            model.classifier.bias.sub_(model.eval()(**batch).logits.mean(0))
     model = model.eval()
     model.save_pretrained(out, safe_serialization=True)
     for file in base.iterdir():

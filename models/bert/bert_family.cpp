@@ -57,7 +57,7 @@ class BertFamily final : public EncoderFamily {
            "registered in auto_map)";
   }
   /// BertForSequenceClassification: tanh(pooler.dense(h)) (BertPooler, the encoder's), then `classifier`.
-  std::optional<ClassificationLayout> classification_layout() const override {
+  std::optional<ClassificationLayout> classification_layout(const ModelConfig&) const override {
     return ClassificationLayout{"BertForSequenceClassification", "bert.", "pooler.dense", true, "tanh", "classifier"};
   }
   /// models/bert/modeling_headprune_bert.py: BertModel / BertForSequenceClassification with

@@ -68,7 +68,7 @@ class DistilBertFamily final : public bert::EncoderFamily {
            "registered in auto_map)";
   }
   /// DistilBertForSequenceClassification: relu(pre_classifier(h)), then `classifier`.
-  std::optional<ClassificationLayout> classification_layout() const override {
+  std::optional<ClassificationLayout> classification_layout(const ModelConfig&) const override {
     return ClassificationLayout{"DistilBertForSequenceClassification", "distilbert.", "pre_classifier", false,
                                 "relu", "classifier"};
   }

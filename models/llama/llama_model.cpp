@@ -17,25 +17,6 @@
 
 namespace headprune::models {
 
-// ---------------------------------------------------------------- norms
-NormImpl::NormImpl(int64_t hidden_size, double eps, double offset) : eps_(eps), offset_(offset) {
-  weight = register_parameter("weight", offset == 0.0 ? torch::ones({hidden_size}) : torch::zeros({hidden_size}));
-}
-
-NormImpl::NormImpl(int64_t hidden_size, double eps, bool layer_norm, bool with_bias)
-    : eps_(eps), offset_(0.0), layer_norm_(layer_norm) {
-  weight = register_parameter("weight", torch::ones({hidden_size}));
-  if (with_bias) bias = register_parameter("bias", torch::zeros({hidden_size}));
-}
-
-torch::Tensor NormImpl::forward(const torch::Tensor& x) {
-  if (layer_norm_) return torch::layer_norm(x, {x.size(-1)}, weight, bias, eps_);
-  auto h = x.to(torch::kFloat);
-  h = h * torch::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps_);
-  if (offset_ != 0.0) return (h * (weight.to(torch::kFloat) + offset_)).to(x.scalar_type());  // Gemma
-  return weight * h.to(x.scalar_type());
-}
-
 namespace {
 
 /// The norm of the stack's residual stream for `c` (models/config.h: layer_norm, rms_norm_offset).

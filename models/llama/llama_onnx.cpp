@@ -53,15 +53,6 @@ std::string attention_mask_bias(OnnxGraph& g, const std::string& seq_len, int64_
   return g.mask_bias(g.op("Mul", {visible, padding}));
 }
 
-/// A norm node: RMSNorm whose weight is the norm's whole scale (offset + weight: Gemma's 1 + w),
-/// or LayerNormalization (ModernBERT; a zero bias where the norm has none).
-std::string norm_to_onnx(OnnxGraph& g, const std::string& x, const std::string& name, const NormImpl& norm) {
-  if (norm.layer_norm())
-    return g.layer_norm(x, name, norm.weight, norm.bias.defined() ? norm.bias : torch::zeros_like(norm.weight),
-                        norm.eps());
-  return g.rms_norm(x, name, norm.weight + norm.offset(), norm.eps());
-}
-
 std::string attention_to_onnx(OnnxGraph& g, const LlamaAttentionImpl& a, const std::string& prefix,
                               const std::string& x, const std::string& mask_bias,
                               const std::pair<std::string, std::string>& rotary) {
@@ -70,8 +61,8 @@ std::string attention_to_onnx(OnnxGraph& g, const LlamaAttentionImpl& a, const s
   auto k = g.split_heads(g.linear(x, prefix + "k_proj", a.k_proj->weight, a.k_proj->bias), a.num_kv_heads, d);
   auto v = g.split_heads(g.linear(x, prefix + "v_proj", a.v_proj->weight, a.v_proj->bias), a.num_kv_heads, d);
   if (a.q_norm) {  // Qwen3, Gemma: over each head's head_dim, before RoPE
-    q = norm_to_onnx(g, q, prefix + "q_norm", *a.q_norm);
-    k = norm_to_onnx(g, k, prefix + "k_norm", *a.k_norm);
+    q = a.q_norm->add_to_onnx(g, q, prefix + "q_norm");
+    k = a.k_norm->add_to_onnx(g, k, prefix + "k_norm");
   }
   q = apply_rotary(g, q, rotary.first, rotary.second, d);
   k = apply_rotary(g, k, rotary.first, rotary.second, d);
@@ -93,13 +84,13 @@ std::string attention_block_to_onnx(OnnxGraph& g, const LlamaDecoderLayerImpl& l
   const auto& attn = *layer.self_attn;
   std::string out;
   if (attn.num_heads > 0) {
-    auto normed = layer.input_layernorm ? norm_to_onnx(g, x, prefix + "input_layernorm", *layer.input_layernorm) : x;
+    auto normed = layer.input_layernorm ? layer.input_layernorm->add_to_onnx(g, x, prefix + "input_layernorm") : x;
     out = attention_to_onnx(g, attn, prefix + "self_attn.", normed, mask_bias, rotary);
   } else if (attn.o_proj->bias.defined()) {
     out = g.weight(prefix + "self_attn.o_proj.bias", attn.o_proj->bias);
   }
   if (out.empty() || !layer.pre_feedforward_layernorm) return out;
-  return norm_to_onnx(g, out, prefix + "post_attention_layernorm", *layer.post_attention_layernorm);
+  return layer.post_attention_layernorm->add_to_onnx(g, out, prefix + "post_attention_layernorm");
 }
 
 std::string layer_to_onnx(OnnxGraph& g, const LlamaDecoderLayerImpl& layer, const std::string& prefix,
@@ -109,12 +100,12 @@ std::string layer_to_onnx(OnnxGraph& g, const LlamaDecoderLayerImpl& layer, cons
   const auto h = attn.empty() ? x : g.op("Add", {x, attn});
   const bool sandwich = static_cast<bool>(layer.pre_feedforward_layernorm);
   const auto& mlp = *layer.mlp;
-  auto normed = sandwich ? norm_to_onnx(g, h, prefix + "pre_feedforward_layernorm", *layer.pre_feedforward_layernorm)
-                         : norm_to_onnx(g, h, prefix + "post_attention_layernorm", *layer.post_attention_layernorm);
+  auto normed = sandwich ? layer.pre_feedforward_layernorm->add_to_onnx(g, h, prefix + "pre_feedforward_layernorm")
+                         : layer.post_attention_layernorm->add_to_onnx(g, h, prefix + "post_attention_layernorm");
   auto gate = g.activation(g.linear(normed, prefix + "mlp.gate_proj", mlp.gate_proj->weight, mlp.gate_proj->bias), c.hidden_act);
   auto up = g.linear(normed, prefix + "mlp.up_proj", mlp.up_proj->weight, mlp.up_proj->bias);
   auto down = g.linear(g.op("Mul", {gate, up}), prefix + "mlp.down_proj", mlp.down_proj->weight, mlp.down_proj->bias);
-  if (sandwich) down = norm_to_onnx(g, down, prefix + "post_feedforward_layernorm", *layer.post_feedforward_layernorm);
+  if (sandwich) down = layer.post_feedforward_layernorm->add_to_onnx(g, down, prefix + "post_feedforward_layernorm");
   return g.op("Add", {h, down});
 }
 
@@ -125,7 +116,7 @@ OnnxModelOutputs LlamaModel::add_to_onnx(OnnxGraph& g) const {
   const auto embed = g.weight("model.embed_tokens.weight", embed_tokens->weight);
   auto x = g.op("Gather", {embed, "input_ids"});
   if (config_.embed_scale != 1.0) x = g.op("Mul", {x, g.float_constant(static_cast<float>(config_.embed_scale))});
-  if (embed_norm) x = norm_to_onnx(g, x, "model.embed_norm", *embed_norm);
+  if (embed_norm) x = embed_norm->add_to_onnx(g, x, "model.embed_norm");
   const auto seq_len = g.sequence_length("input_ids");
   std::map<int64_t, std::string> mask_biases;  // by window (0: none)
   std::map<double, std::pair<std::string, std::string>> rotaries;  // by RoPE base
@@ -140,7 +131,7 @@ OnnxModelOutputs LlamaModel::add_to_onnx(OnnxGraph& g) const {
     x = layer_to_onnx(g, *layers[l], "model.layers." + std::to_string(l) + ".", x, mask_biases[window],
                       rotaries[theta], config_);
   }
-  x = norm_to_onnx(g, x, "model.norm", *norm);
+  x = norm->add_to_onnx(g, x, "model.norm");
   if (!config_.family().has_lm_head()) return {x, ""};
   if (lm_head) return {x, g.linear(x, "lm_head", lm_head->weight, lm_head->bias)};
   // A tied LM head reads the embedding matrix (no second copy).

@@ -19,7 +19,9 @@ halves; final_norm. Attention is bidirectional: "full_attention" layers see ever
 "sliding_attention" layers the keys at most local_attention // 2 positions away; both rotate
 queries and keys by the rotary embedding of their layer type's base (rope_parameters[type]
 ["rope_theta"], or global_rope_theta / local_rope_theta). A layer with no heads adds nothing.
-Parameter names are ModernBertModel's, so the checkpoint loads unchanged.
+Parameter names are ModernBertModel's, so the checkpoint loads unchanged. HeadpruneModernBertForSequenceClassification
+is ModernBertForSequenceClassification (pooling, head.dense, classifier_activation, head.norm, classifier)
+on it.
 
 Self-contained: imports only torch and transformers' public names present in 4.x and 5.x.
 """
@@ -28,7 +30,7 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.activations import ACT2FN
-from transformers.modeling_outputs import BaseModelOutput
+from transformers.modeling_outputs import BaseModelOutput, SequenceClassifierOutput
 
 try:
     from transformers import ModernBertConfig as ModernBertConfigBase
@@ -223,3 +225,44 @@ class HeadpruneModernBertModel(HeadpruneModernBertPreTrainedModel):
                                                 device=hidden.device).masked_fill(~allowed, minimum)
             hidden = layer(hidden, *tables[layer_type], masks[layer_type])
         return BaseModelOutput(last_hidden_state=self.final_norm(hidden))
+
+
+class HeadpruneModernBertPredictionHead(nn.Module):
+    """norm(act(dense(x))), as ModernBertPredictionHead."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size, bias=config.classifier_bias)
+        self.act = ACT2FN[config.classifier_activation]
+        self.norm = make_norm(config)
+
+    def forward(self, x):
+        return self.norm(self.act(self.dense(x)))
+
+
+class HeadpruneModernBertForSequenceClassification(HeadpruneModernBertPreTrainedModel):
+    """ModernBertForSequenceClassification on HeadpruneModernBertModel: classifier_pooling ("cls":
+    the first token's state, "mean": the mean over real tokens), the prediction head, then
+    `classifier`: `logits` [batch, num_labels]; `loss` as HF's for single-label classification."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.num_labels = config.num_labels
+        self.model = HeadpruneModernBertModel(config)
+        self.head = HeadpruneModernBertPredictionHead(config)
+        self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        self.post_init()
+
+    def forward(self, input_ids=None, attention_mask=None, position_ids=None, labels=None, return_dict=None,
+                **unused):
+        hidden = self.model(input_ids, attention_mask, position_ids).last_hidden_state
+        if self.config.classifier_pooling == "mean":
+            mask = torch.ones(hidden.shape[:2], device=hidden.device) if attention_mask is None else attention_mask
+            pooled = (hidden * mask.unsqueeze(-1)).sum(dim=1) / mask.sum(dim=1, keepdim=True)
+        else:
+            pooled = hidden[:, 0]
+        logits = self.classifier(self.head(pooled))
+        loss = None if labels is None else nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
+        if return_dict is False:
+            return (loss, logits) if loss is not None else (logits,)
+        return SequenceClassifierOutput(loss=loss, logits=logits)

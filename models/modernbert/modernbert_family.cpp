@@ -1,5 +1,9 @@
 #include "models/modernbert/modernbert_family.h"
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "models/config.h"
@@ -58,6 +62,9 @@ void parse_layers(const nlohmann::json& j, const std::string& source, ModelConfi
   }
 }
 
+/// The classifier_activation values the classifier head computes (HF ACT2FN names).
+const std::set<std::string> kClassifierActivations = {"gelu", "gelu_new", "gelu_pytorch_tanh", "silu", "relu", "tanh"};
+
 /// HF ModernBertConfig (transformers 4.48+): see the folder's header.
 class ModernBertFamily final : public llama::LlamaFamily {
  public:
@@ -109,6 +116,11 @@ class ModernBertFamily final : public llama::LlamaFamily {
     const auto pooling = json_optional<std::string>(j, "classifier_pooling", "cls", source);
     if (pooling != "cls" && pooling != "mean")
       throw Error(fmt::format("{}: classifier_pooling '{}' is not supported (cls, mean)", source, pooling));
+    const auto activation = json_optional<std::string>(j, "classifier_activation", "gelu", source);
+    if (!kClassifierActivations.count(activation))
+      throw Error(fmt::format("{}: classifier_activation '{}' is not supported (gelu, gelu_new, gelu_pytorch_tanh, "
+                              "silu, relu, tanh)", source, activation));
+    json_optional<bool>(j, "classifier_bias", false, source);
     c.bidirectional = true;
     c.layer_norm = true;
     c.embedding_norm = true;
@@ -129,6 +141,19 @@ class ModernBertFamily final : public llama::LlamaFamily {
     return j;
   }
   bool has_lm_head() const override { return false; }
+  /// ModernBertForSequenceClassification: classifier_pooling ("cls": the first token, "mean": over
+  /// real tokens), then ModernBertPredictionHead (head.dense with classifier_bias,
+  /// classifier_activation, head.norm as the encoder's norms), then `classifier`.
+  std::optional<ClassificationLayout> classification_layout(const ModelConfig& c) const override {
+    ClassificationLayout layout{"ModernBertForSequenceClassification", "model.", "head.dense", false,
+                                c.raw.value("classifier_activation", "gelu"), "classifier"};
+    layout.pooling = c.raw.value("classifier_pooling", "cls");
+    layout.dense_bias = c.raw.value("classifier_bias", false);
+    layout.norm = "head.norm";
+    layout.norm_eps = c.layer_norm_eps;
+    layout.norm_bias = c.norm_bias;
+    return layout;
+  }
 
   std::string empty_layer_warning(int64_t layer) const override {
     return fmt::format("layer {} has no heads left: its attention adds nothing (Wo has no bias); headprune and "
@@ -142,13 +167,16 @@ class ModernBertFamily final : public llama::LlamaFamily {
            "(modeling_headprune_modernbert.py, registered in auto_map), as does sentence-transformers with "
            "trust_remote_code=True";
   }
-  /// models/modernbert/modeling_headprune_modernbert.py: ModernBertConfig's keys and ModernBertModel with
-  /// per-layer head counts (headprune.kept_heads), for transformers 4.46 (which has no ModernBERT) and 5.
+  /// models/modernbert/modeling_headprune_modernbert.py: ModernBertConfig's keys and ModernBertModel (and its
+  /// ForSequenceClassification) with per-layer head counts (headprune.kept_heads), for transformers 4.46
+  /// (which has no ModernBERT) and 5.
   const RemoteCode* remote_code() const override {
     static const RemoteCode code{
         "modeling_headprune_modernbert.py", generated::kModelingHeadpruneModernbertPy,
         nlohmann::json{{"AutoConfig", "modeling_headprune_modernbert.HeadpruneModernBertConfig"},
-                       {"AutoModel", "modeling_headprune_modernbert.HeadpruneModernBertModel"}},
+                       {"AutoModel", "modeling_headprune_modernbert.HeadpruneModernBertModel"},
+                       {"AutoModelForSequenceClassification",
+                        "modeling_headprune_modernbert.HeadpruneModernBertForSequenceClassification"}},
         {}};
     return &code;
   }

@@ -70,7 +70,7 @@ class MpnetFamily final : public bert::EncoderFamily {
   }
   /// MPNetForSequenceClassification (MPNetClassificationHead): tanh(classifier.dense(h)), then
   /// classifier.out_proj.
-  std::optional<ClassificationLayout> classification_layout() const override {
+  std::optional<ClassificationLayout> classification_layout(const ModelConfig&) const override {
     return ClassificationLayout{"MPNetForSequenceClassification", "mpnet.", "classifier.dense", false, "tanh",
                                 "classifier.out_proj"};
   }

@@ -88,7 +88,7 @@ class RobertaFamily final : public bert::EncoderFamily {
   const RemoteCode* remote_code() const override { return &code_; }
   /// RobertaForSequenceClassification / XLMRobertaForSequenceClassification
   /// (RobertaClassificationHead): tanh(classifier.dense(h)), then classifier.out_proj.
-  std::optional<ClassificationLayout> classification_layout() const override {
+  std::optional<ClassificationLayout> classification_layout(const ModelConfig&) const override {
     return ClassificationLayout{task_class_, "roberta.", "classifier.dense", false, "tanh", "classifier.out_proj"};
   }
 

@@ -69,18 +69,18 @@ const std::vector<std::string>& classifier_labels(const models::Checkpoint& ckpt
 }
 
 torch::Tensor classifier_logits(const models::Checkpoint& ckpt, models::AttentionModel& encoder,
-                                const torch::Tensor& last_hidden_state) {
+                                const torch::Tensor& last_hidden_state, const torch::Tensor& attention_mask) {
   classifier_labels(ckpt);
   auto head = ckpt.classifier;  // the holder shares the module; forward() is not const
-  return head->forward(encoder, last_hidden_state);
+  return head->forward(encoder, last_hidden_state, attention_mask);
 }
 
 torch::Tensor classify_texts(models::Checkpoint& ckpt, const std::vector<std::string>& texts,
                              std::size_t batch_size, const torch::Device& device) {
   classifier_labels(ckpt);
   return run_texts(ckpt, texts, batch_size, device, ckpt.classifier->num_labels(),
-                   [&](const models::ModelInputs&, const torch::Tensor& hidden) {
-                     return classifier_logits(ckpt, *ckpt.model, hidden);
+                   [&](const models::ModelInputs& in, const torch::Tensor& hidden) {
+                     return classifier_logits(ckpt, *ckpt.model, hidden, in.attention_mask);
                    });
 }
 
@@ -96,7 +96,7 @@ double sequence_accuracy(const models::Checkpoint& ckpt, models::AttentionModel&
   int64_t correct = 0;
   for (const auto& bucket : length_buckets(sequences, batch_size)) {
     const auto in = make_inputs(sequences, bucket, pad_id, device);
-    const auto predicted = classifier_logits(ckpt, encoder, encoder.forward(in, multipliers).last_hidden_state)
+    const auto predicted = classifier_logits(ckpt, encoder, encoder.forward(in, multipliers).last_hidden_state, in.attention_mask)
                                .argmax(1).to(torch::kCPU);
     for (std::size_t i = 0; i < bucket.size(); ++i)
       correct += predicted[static_cast<int64_t>(i)].item<int64_t>() == labels[bucket[i]] ? 1 : 0;

@@ -36,10 +36,13 @@ const std::vector<std::string>& classifier_labels(const models::Checkpoint& chec
                                                   const std::string& flag = "--classification");
 
 /// The classifier head's logits [batch, num_labels] for `encoder`'s last_hidden_state
-/// [batch, seq, hidden] (HF `*ForSequenceClassification`, models/sequence_classification.h). `encoder` is the checkpoint's model or a copy of it (a frozen teacher).
+/// [batch, seq, hidden] on inputs whose attention_mask [batch, seq] is given (mean-pooling heads
+/// read it; undefined: every token real) (HF `*ForSequenceClassification`,
+/// models/sequence_classification.h). `encoder` is the checkpoint's model or a copy of it (a
+/// frozen teacher).
 /// Differentiable. @throws headprune::Error if the checkpoint has no classifier head.
 torch::Tensor classifier_logits(const models::Checkpoint& checkpoint, models::AttentionModel& encoder,
-                                const torch::Tensor& last_hidden_state);
+                                const torch::Tensor& last_hidden_state, const torch::Tensor& attention_mask);
 
 /// Accuracy, in [0, 1], of the classifier head over `encoder` (with `multipliers`, may be null)
 /// on tokenized `sequences` with gold `labels` (one class id each), in length-bucketed batches

@@ -84,7 +84,7 @@ OnnxModel build_onnx(const models::Checkpoint& ckpt, bool sentence_embedding, On
   if (!values.logits.empty())
     output("logits", values.logits, {"batch_size", "sequence_length", dim(config.vocab_size)});
   if (ckpt.classifier) {
-    output("logits", ckpt.classifier->add_to_onnx(g, *ckpt.model, values.last_hidden_state),
+    output("logits", ckpt.classifier->add_to_onnx(g, *ckpt.model, values.last_hidden_state, "attention_mask"),
            {"batch_size", dim(ckpt.classifier->num_labels())});
   }
   if (sentence_embedding && ckpt.pooling.from_sentence_transformers)

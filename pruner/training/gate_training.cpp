@@ -379,7 +379,7 @@ class GateTrainer {
     const auto student = run_.model.forward(in, &multipliers);
     last_ = distillation(student, teacher_target, in.attention_mask, ckpt_.pooling, o_.embedding_weight,
                          global_sum());
-    if (!corpus_.train_labels.empty()) last_ = with_label_loss(last_, label_loss(student), o_.label_weight);
+    if (!corpus_.train_labels.empty()) last_ = with_label_loss(last_, label_loss(student, in.attention_mask), o_.label_weight);
     r.target = o_.target_sparsity ? gates::ramped_target(*o_.target_sparsity, step, warmup_) : 0;
     r.expected_sparsity = measure_.expected(g);
     r.regularizer = !r.gate_phase         ? torch::zeros({}, r.expected_sparsity.options())
@@ -397,11 +397,12 @@ class GateTrainer {
     return r;
   }
 
-  /// The classifier's cross-entropy to the gold labels of the batch's rows (labelled text).
-  torch::Tensor label_loss(const models::ModelOutput& student) const {
+  /// The classifier's cross-entropy to the gold labels of the batch's rows (labelled text);
+  /// attention_mask [batch, seq] of the batch.
+  torch::Tensor label_loss(const models::ModelOutput& student, const torch::Tensor& attention_mask) const {
     std::vector<int64_t> labels;
     for (auto row : stream_.last_rows()) labels.push_back(corpus_.train_labels[row]);
-    const auto logits = classifier_logits(ckpt_, run_.model, student.last_hidden_state);
+    const auto logits = classifier_logits(ckpt_, run_.model, student.last_hidden_state, attention_mask);
     return label_cross_entropy(logits, torch::tensor(labels, torch::kLong).to(logits.device()), global_sum());
   }
 
