@@ -310,7 +310,8 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   } else if (!prefixed.empty()) {
     throw Error(fmt::format("{}: the encoder's tensors are under '{}' as in a {}, but there is no "
                             "{}.weight: headprune reads sequence-classification heads and bare "
-                            "encoders; save the task model's encoder alone",
+                            "encoders; save the task model's encoder alone (transformers: "
+                            "AutoModel.from_pretrained(folder).save_pretrained(new_folder))",
                             (dir / "model.safetensors").string(), layout->encoder_prefix, layout->architecture,
                             layout->out_proj));
   }

@@ -63,7 +63,7 @@ std::vector<LabelledText> read_labelled_texts(const std::filesystem::path& file,
 const std::vector<std::string>& classifier_labels(const models::Checkpoint& ckpt, const std::string& flag) {
   if (!ckpt.classifier)
     throw Error(fmt::format("{} has no classifier head: {} needs a *ForSequenceClassification "
-                            "checkpoint (BERT, RoBERTa, XLM-R, DistilBERT or MPNet)",
+                            "checkpoint (BERT, RoBERTa, XLM-R, DistilBERT, MPNet or ModernBERT)",
                             ckpt.dir.string(), flag));
   return ckpt.classifier->labels;
 }
