@@ -129,6 +129,7 @@ CATCH_TEST_CASE("ModernBERT: removed heads equal zero multipliers, and the expor
   CATCH_CHECK_FALSE(written.contains("global_attn_every_n_layers"));
   CATCH_CHECK(written["auto_map"]["AutoModel"] == "modeling_headprune_modernbert.HeadpruneModernBertModel");
   CATCH_CHECK(fs::exists(out / "modeling_headprune_modernbert.py"));
+  CATCH_CHECK(fs::exists(out / "modeling_headprune_bert.py"));  // imported by the ModernBERT file
   const auto tensors = models::load_safetensors((out / "model.safetensors").string());
   CATCH_CHECK(tensors.at("layers.0.attn.Wqkv.weight").sizes() == torch::IntArrayRef{3 * 3 * 16, 64});
   CATCH_CHECK(tensors.at("layers.1.attn.Wqkv.weight").size(0) == 0);

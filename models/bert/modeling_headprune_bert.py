@@ -170,20 +170,26 @@ class HeadpruneBertPooler(nn.Module):
         return self.activation(self.dense(hidden[:, 0]))
 
 
+def init_encoder_weights(module, std):
+    """The encoders' initialisation, for weights a checkpoint does not hold (BERT, DistilBERT,
+    MPNet, ModernBERT): Linear and Embedding weights from N(0, std), biases 0, LayerNorms 1 and 0."""
+    if isinstance(module, (nn.Linear, nn.Embedding)) and module.weight.numel() > 0:
+        module.weight.data.normal_(mean=0.0, std=std)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        module.bias.data.zero_()
+    if isinstance(module, nn.LayerNorm):
+        module.weight.data.fill_(1.0)
+        if module.bias is not None:
+            module.bias.data.zero_()
+
+
 class HeadpruneBertPreTrainedModel(PreTrainedModel):
     config_class = BertConfig
     base_model_prefix = "bert"
     _keys_to_ignore_on_load_unexpected = [r"position_ids"]
 
     def _init_weights(self, module):
-        """BERT's initialisation, for weights a checkpoint does not hold."""
-        if isinstance(module, (nn.Linear, nn.Embedding)) and module.weight.numel() > 0:
-            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            module.bias.data.zero_()
-        if isinstance(module, nn.LayerNorm):
-            module.weight.data.fill_(1.0)
-            module.bias.data.zero_()
+        init_encoder_weights(module, self.config.initializer_range)
 
 
 class HeadpruneBertModel(HeadpruneBertPreTrainedModel):

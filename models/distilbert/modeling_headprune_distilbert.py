@@ -28,7 +28,7 @@ from transformers import DistilBertConfig, PreTrainedModel
 from transformers.activations import get_activation
 from transformers.modeling_outputs import BaseModelOutput
 
-from .modeling_headprune_bert import classifier_output
+from .modeling_headprune_bert import classifier_output, init_encoder_weights
 
 
 def pruned_heads(config):
@@ -143,14 +143,7 @@ class HeadpruneDistilBertModel(PreTrainedModel):
         self.post_init()
 
     def _init_weights(self, module):
-        """DistilBERT's initialisation, for weights a checkpoint does not hold."""
-        if isinstance(module, (nn.Linear, nn.Embedding)) and module.weight.numel() > 0:
-            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            module.bias.data.zero_()
-        if isinstance(module, nn.LayerNorm):
-            module.weight.data.fill_(1.0)
-            module.bias.data.zero_()
+        init_encoder_weights(module, self.config.initializer_range)
 
     def _prune_heads(self, heads_to_prune):
         """transformers 4.x calls this at load time with config.pruned_heads, which this model

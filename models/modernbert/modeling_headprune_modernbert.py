@@ -23,14 +23,17 @@ Parameter names are ModernBertModel's, so the checkpoint loads unchanged. Headpr
 is ModernBertForSequenceClassification (pooling, head.dense, classifier_activation, head.norm, classifier)
 on it.
 
-Self-contained: imports only torch and transformers' public names present in 4.x and 5.x.
+Imports only torch, transformers' public names present in 4.x and 5.x, and
+modeling_headprune_bert.py (written beside it: the encoders' initialisation and classifier output).
 """
 
 import torch
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.activations import ACT2FN
-from transformers.modeling_outputs import BaseModelOutput, SequenceClassifierOutput
+from transformers.modeling_outputs import BaseModelOutput
+
+from .modeling_headprune_bert import classifier_output, init_encoder_weights
 
 try:
     from transformers import ModernBertConfig as ModernBertConfigBase
@@ -170,15 +173,7 @@ class HeadpruneModernBertPreTrainedModel(PreTrainedModel):
     base_model_prefix = "model"
 
     def _init_weights(self, module):
-        """A normal initialisation, for weights a checkpoint does not hold."""
-        if isinstance(module, (nn.Linear, nn.Embedding)) and module.weight.numel() > 0:
-            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            module.bias.data.zero_()
-        if isinstance(module, nn.LayerNorm):
-            module.weight.data.fill_(1.0)
-            if module.bias is not None:
-                module.bias.data.zero_()
+        init_encoder_weights(module, self.config.initializer_range)
 
 
 class HeadpruneModernBertModel(HeadpruneModernBertPreTrainedModel):
@@ -243,7 +238,7 @@ class HeadpruneModernBertPredictionHead(nn.Module):
 class HeadpruneModernBertForSequenceClassification(HeadpruneModernBertPreTrainedModel):
     """ModernBertForSequenceClassification on HeadpruneModernBertModel: classifier_pooling ("cls":
     the first token's state, "mean": the mean over real tokens), the prediction head, then
-    `classifier`: `logits` [batch, num_labels]; `loss` as HF's for single-label classification."""
+    `classifier`: `logits` [batch, num_labels]; `loss` as HF's when `labels` are given."""
 
     def __init__(self, config):
         super().__init__(config)
@@ -261,8 +256,4 @@ class HeadpruneModernBertForSequenceClassification(HeadpruneModernBertPreTrained
             pooled = (hidden * mask.unsqueeze(-1)).sum(dim=1) / mask.sum(dim=1, keepdim=True)
         else:
             pooled = hidden[:, 0]
-        logits = self.classifier(self.head(pooled))
-        loss = None if labels is None else nn.functional.cross_entropy(logits.view(-1, self.num_labels), labels.view(-1))
-        if return_dict is False:
-            return (loss, logits) if loss is not None else (logits,)
-        return SequenceClassifierOutput(loss=loss, logits=logits)
+        return classifier_output(self.config, self.classifier(self.head(pooled)), labels, return_dict)

@@ -15,6 +15,7 @@
 namespace headprune::generated {
 /// models/modernbert/modeling_headprune_modernbert.py, embedded by CMakeLists.txt.
 extern const char* const kModelingHeadpruneModernbertPy;
+extern const char* const kModelingHeadpruneBertPy;
 }  // namespace headprune::generated
 
 namespace headprune::models::modernbert {
@@ -177,7 +178,7 @@ class ModernBertFamily final : public llama::LlamaFamily {
                        {"AutoModel", "modeling_headprune_modernbert.HeadpruneModernBertModel"},
                        {"AutoModelForSequenceClassification",
                         "modeling_headprune_modernbert.HeadpruneModernBertForSequenceClassification"}},
-        {}};
+        {{"modeling_headprune_bert.py", generated::kModelingHeadpruneBertPy}}};
     return &code;
   }
   bool needs_remote_code(const ModelConfig&) const override { return true; }

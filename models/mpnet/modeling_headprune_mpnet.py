@@ -30,7 +30,7 @@ from transformers import MPNetConfig, PreTrainedModel
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from .modeling_headprune_bert import HeadpruneClassificationHead, classifier_output
+from .modeling_headprune_bert import HeadpruneClassificationHead, classifier_output, init_encoder_weights
 
 PADDING_IDX = 1  # MPNetEmbeddings' padding_idx, whatever pad_token_id says
 
@@ -202,14 +202,7 @@ class HeadpruneMPNetModel(PreTrainedModel):
         self.post_init()
 
     def _init_weights(self, module):
-        """MPNet's initialisation, for weights a checkpoint does not hold."""
-        if isinstance(module, (nn.Linear, nn.Embedding)) and module.weight.numel() > 0:
-            module.weight.data.normal_(mean=0.0, std=self.config.initializer_range)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            module.bias.data.zero_()
-        if isinstance(module, nn.LayerNorm):
-            module.weight.data.fill_(1.0)
-            module.bias.data.zero_()
+        init_encoder_weights(module, self.config.initializer_range)
 
     def _prune_heads(self, heads_to_prune):
         """transformers 4.x calls this at load time with config.pruned_heads, which this model
