@@ -44,6 +44,16 @@ const std::map<std::string, nlohmann::json> kRequiredValue = {
     {"is_encoder_decoder", false}, {"pretraining_tp", 1}, {"use_sliding_window", false},
     {"sliding_window", nullptr}};
 
+/// Whether `auto_map` registers only classes of `ours` (the family's remote code), each as
+/// `ours` does: headprune's own export, or one an earlier headprune wrote before the file
+/// registered more classes (e.g. AutoModelForSequenceClassification).
+bool own_auto_map(const nlohmann::json& auto_map, const RemoteCode* ours) {
+  if (!ours || !auto_map.is_object() || auto_map.empty()) return false;
+  for (const auto& [auto_class, target] : auto_map.items())
+    if (!ours->auto_map.contains(auto_class) || ours->auto_map.at(auto_class) != target) return false;
+  return true;
+}
+
 }  // namespace
 
 void check_config_keys(const nlohmann::json& config, const ModelFamily& family,
@@ -53,8 +63,7 @@ void check_config_keys(const nlohmann::json& config, const ModelFamily& family,
     if (kModelledCommon.count(key) || modelled.count(key) || kInert.count(key)) continue;
     if (key == "auto_map") {
       // headprune's own export (the family's remote code) computes what the family does.
-      const auto* ours = family.remote_code();
-      if (ours && value == ours->auto_map) continue;
+      if (own_auto_map(value, family.remote_code())) continue;
       throw Error(fmt::format("{}: 'auto_map' {} names custom modelling code that headprune does "
                               "not run; only checkpoints of the built-in '{}' class are supported",
                               source, value.dump(), family.model_type()));

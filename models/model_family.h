@@ -83,8 +83,9 @@ class ModelFamily {
   /// The `headprune.note` of an exported config: who can load it and how.
   virtual std::string export_note(const ModelConfig& config) const = 0;
   /// Modelling code written into every export of this family and registered in config.json's
-  /// `auto_map` (models/remote_code.h), or nullptr. A config whose `auto_map` equals this one
-  /// is headprune's own export and loads; any other `auto_map` is refused (custom code).
+  /// `auto_map` (models/remote_code.h), or nullptr. A config whose `auto_map` registers only
+  /// this one's classes, as it does (all, or fewer as an earlier headprune wrote), is headprune's
+  /// own export and loads; any other `auto_map` is refused (custom code).
   virtual const RemoteCode* remote_code() const { return nullptr; }
   /// Whether an export of `config` carries remote_code(): the family's own HF class cannot
   /// build it in some reader people use. Default: whenever the family has remote code.
