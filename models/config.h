@@ -129,6 +129,9 @@ struct ModelConfig {
   /// The longest input in tokens the position table serves: max_position_embeddings, less the
   /// padding_idx + 1 rows RoBERTa-style positions (position_padding_idx >= 0) never use.
   int64_t usable_positions() const;
+  /// Whether layer `layer` can be removed whole (remove_layers): not layer 0 where the first layer
+  /// is built without an input norm (ModernBERT: the layer moved into its place would lose its own).
+  bool droppable_layer(int64_t layer) const { return layer != 0 || first_layer_input_norm; }
   /// Heads present in each layer (size num_hidden_layers).
   std::vector<int64_t> heads_per_layer() const;
   /// Total heads present over all layers.

@@ -18,6 +18,7 @@
 #include "models/formats/safetensors.h"
 #include "models/llama/llama_model.h"
 #include "models/model_family.h"
+#include "pruner/jobs/layer_baseline.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/surgery.h"
 #include "tests/test_support.h"
@@ -143,8 +144,18 @@ CATCH_TEST_CASE("ModernBERT: removed heads equal zero multipliers, and the expor
   CATCH_CHECK(reloaded.model->config().heads_per_layer() == std::vector<int64_t>{3, 0, 2});
   CATCH_CHECK(max_diff(hidden_of(*reloaded.model), gated) <= tolerance);
 
-  // Layer 0 is built without its attention norm: removing it would strip layer 1's.
+  // Layer 0 is built without its attention norm: removing it would strip layer 1's. The greedy
+  // layer baseline passes over it.
   CATCH_CHECK_THROWS_WITH(reloaded.model->drop_layers({0}), Catch::Contains("layer 0 of a 'modernbert' model"));
+  std::vector<std::vector<int64_t>> sequences;
+  const auto& ids = reference().at("input_ids");
+  const auto& mask = reference().at("attention_mask");
+  for (int64_t row = 0; row < ids.size(0); ++row) {
+    const auto real = ids[row].masked_select(mask[row].to(torch::kBool));
+    sequences.emplace_back(real.data_ptr<int64_t>(), real.data_ptr<int64_t>() + real.numel());
+  }
+  const auto order = pruner::greedy_layer_order(fixture(), sequences, 2, torch::kCPU, 2);
+  CATCH_CHECK((order.at(0).layer != 0 && order.at(1).layer != 0));
   reloaded.model->drop_layers({1});
   const auto dropped = reloaded.model->config().family().to_json(reloaded.model->config());
   CATCH_CHECK(dropped["layer_types"] == nlohmann::json::parse(R"(["full_attention","full_attention"])"));

@@ -239,7 +239,8 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x,
                                              const torch::Tensor& cos, const torch::Tensor& sin,
                                              const torch::Tensor& multiplier, torch::Tensor* past_keys,
                                              torch::Tensor* past_values) {
-  auto attn = self_attn->forward(input_layernorm ? input_layernorm->forward(x) : x, mask_bias, cos, sin, multiplier, past_keys, past_values);
+  const auto normed = input_layernorm ? input_layernorm->forward(x) : x;  // ModernBERT's layer 0 has none
+  auto attn = self_attn->forward(normed, mask_bias, cos, sin, multiplier, past_keys, past_values);
   if (self_attn->record_context) io = {x.detach(), self_attn->context};
   if (!pre_feedforward_layernorm) {  // LLaMA
     auto h = x + attn;
@@ -441,8 +442,7 @@ void LlamaModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_l
 
 void LlamaModel::drop_layers(const std::vector<int64_t>& drop) {
   // HF builds layer 0 without an input norm (ModernBERT): the layer moving into its place would lose its own.
-  if (!config_.first_layer_input_norm && std::find(drop.begin(), drop.end(), 0) != drop.end() &&
-      drop.size() < layers.size())
+  if (std::find(drop.begin(), drop.end(), 0) != drop.end() && !config_.droppable_layer(0) && drop.size() < layers.size())
     throw Error(fmt::format("layer 0 of a '{}' model cannot be removed: the first layer is built without its "
                             "attention norm, so the layer moved into its place would lose its own",
                             config_.model_type));

@@ -68,7 +68,8 @@ std::vector<LayerDrop> greedy_layer_order(const std::filesystem::path& model,
   for (int64_t step = 0; step < steps; ++step) {
     LayerDrop best{-1, std::numeric_limits<double>::infinity()};
     for (int64_t l = 0; l < layers; ++l) {
-      if (std::find(removed.begin(), removed.end(), l) != removed.end()) continue;
+      if (std::find(removed.begin(), removed.end(), l) != removed.end() || !dense.model->config().droppable_layer(l))
+        continue;
       auto candidate = removed;
       candidate.push_back(l);
       if (const double loss = loss_without(model, candidate, targets, device); loss < best.loss) best = {l, loss};

@@ -30,7 +30,8 @@ struct LayerDrop {
 /// Cost: (L + (L−1) + … + (L−steps+1)) loss evaluations, each one forward pass per batch of a
 /// freshly loaded copy; the dense targets are kept in memory ([sequences, seq, hidden] or
 /// [sequences, seq, vocab] floats).
-/// @throws headprune::Error if `sequences` is empty or steps is not in [1, layers − 1].
+/// Layers the config cannot remove (ModelConfig::droppable_layer: ModernBERT's layer 0) are not
+/// candidates. @throws headprune::Error if `sequences` is empty or steps is not in [1, layers − 1].
 std::vector<LayerDrop> greedy_layer_order(const std::filesystem::path& model,
                                           const std::vector<std::vector<int64_t>>& sequences,
                                           std::size_t batch_size, const torch::Device& device, int64_t steps);
