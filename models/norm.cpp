@@ -10,8 +10,8 @@ NormImpl::NormImpl(int64_t hidden_size, double eps, double offset) : eps_(eps), 
   weight = register_parameter("weight", offset == 0.0 ? torch::ones({hidden_size}) : torch::zeros({hidden_size}));
 }
 
-NormImpl::NormImpl(int64_t hidden_size, double eps, bool layer_norm, bool with_bias)
-    : eps_(eps), offset_(0.0), layer_norm_(layer_norm) {
+NormImpl::NormImpl(LayerNormTag, int64_t hidden_size, double eps, bool with_bias)
+    : eps_(eps), offset_(0.0), layer_norm_(true) {
   weight = register_parameter("weight", torch::ones({hidden_size}));
   if (with_bias) bias = register_parameter("bias", torch::zeros({hidden_size}));
 }

@@ -13,6 +13,9 @@ namespace headprune::models {
 
 class OnnxGraph;
 
+/// Selects NormImpl's LayerNorm constructor: `Norm(LayerNormTag{}, hidden_size, eps, bias)`.
+struct LayerNormTag {};
+
 /// The per-token norm of the stack, one of:
 ///  * HF `LlamaRMSNorm`: weight * x / sqrt(mean(x²) + eps), computed in float32;
 ///  * with `offset` 1, HF `Gemma3RMSNorm`: (x / sqrt(mean(x²) + eps) * (1 + weight)) in float32, then cast;
@@ -23,7 +26,7 @@ class NormImpl : public torch::nn::Module {
  public:
   NormImpl(int64_t hidden_size, double eps, double offset = 0.0);
   /// A LayerNorm, with a bias when `bias`.
-  NormImpl(int64_t hidden_size, double eps, bool layer_norm, bool bias);
+  NormImpl(LayerNormTag, int64_t hidden_size, double eps, bool bias);
   /// x: [..., H] -> [..., H].
   torch::Tensor forward(const torch::Tensor& x);
   /// The same as an ONNX node on `x` (models/formats/onnx_graph.h): RMSNorm whose weight is the

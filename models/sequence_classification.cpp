@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "models/activation.h"
 #include "models/errors.h"
 #include "models/formats/onnx_graph.h"
 #include "models/integer_key.h"
@@ -26,18 +27,6 @@ void register_at(torch::nn::Module& root, const std::string& path, const std::sh
   parent->register_module(rest, module);
 }
 
-/// HF ACT2FN[name] on x, for the activations classifier heads use.
-/// @throws headprune::Error for another name.
-torch::Tensor activate(const torch::Tensor& x, const std::string& name) {
-  if (name == "tanh") return torch::tanh(x);
-  if (name == "relu") return torch::relu(x);
-  if (name == "gelu") return torch::gelu(x);
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh") return torch::gelu(x, "tanh");
-  if (name == "silu") return torch::silu(x);
-  throw Error(fmt::format("classifier activation '{}' is not supported (tanh, relu, gelu, gelu_pytorch_tanh, silu)",
-                          name));
-}
-
 }  // namespace
 
 SequenceClassificationHeadImpl::SequenceClassificationHeadImpl(ClassificationLayout head_layout, int64_t hidden_size,
@@ -48,7 +37,7 @@ SequenceClassificationHeadImpl::SequenceClassificationHeadImpl(ClassificationLay
     register_at(*this, layout.dense, dense.ptr());
   }
   if (!layout.norm.empty()) {
-    norm = Norm(hidden_size, layout.norm_eps, true, layout.norm_bias);
+    norm = Norm(LayerNormTag{}, hidden_size, layout.norm_eps, layout.norm_bias);
     register_at(*this, layout.norm, norm.ptr());
   }
   out_proj = Linear(hidden_size, num_labels());
@@ -73,7 +62,7 @@ torch::Tensor SequenceClassificationHeadImpl::forward(const AttentionModel& enco
                                                : torch::ones_like(last_hidden_state.select(2, 0)).unsqueeze(-1);
     pooled = (last_hidden_state * mask).sum(1) / mask.sum(1);
   }
-  auto x = activate(dense_for(encoder)->forward(pooled), layout.activation);
+  auto x = hf_activation(dense_for(encoder)->forward(pooled), layout.activation);
   if (norm) x = norm->forward(x);
   return out_proj->forward(x);
 }

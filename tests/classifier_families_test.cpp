@@ -16,6 +16,7 @@
 
 #include <torch/torch.h>
 
+#include "models/activation.h"
 #include "models/checkpoint.h"
 #include "models/formats/safetensors.h"
 #include "pruner/surgery/apply.h"
@@ -46,7 +47,7 @@ std::pair<torch::Tensor, torch::Tensor> logits_of(models::Checkpoint& ckpt, cons
 /// norm: max|γ| / σ · (2 + max|x̂|) over the rows it sees for `pooled` (1 without a norm).
 double norm_gain(const models::SequenceClassificationHeadImpl& head, const torch::Tensor& pooled) {
   if (!head.norm) return 1.0;
-  const auto x = torch::gelu(torch::linear(pooled, head.dense->weight, head.dense->bias));  // classifier_activation
+  const auto x = models::hf_activation(torch::linear(pooled, head.dense->weight, head.dense->bias), head.layout.activation);
   const auto sigma = x.std(1, /*unbiased=*/false);
   const auto x_hat = (x - x.mean(1, true)) / sigma.unsqueeze(1);
   return head.norm->weight.abs().max().item<double>() / sigma.min().item<double>() *

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "models/activation.h"
 #include "models/attention_kernel.h"
 #include "models/bert/bert_family.h"
 #include "models/errors.h"
@@ -74,9 +75,7 @@ BertIntermediateImpl::BertIntermediateImpl(int64_t hidden_size, int64_t intermed
 
 torch::Tensor BertIntermediateImpl::forward(const torch::Tensor& x) {
   auto h = dense->forward(x);
-  if (hidden_act_ == "gelu") return torch::gelu(h);
-  if (hidden_act_ == "relu") return torch::relu(h);
-  return torch::gelu(h, "tanh");  // gelu_new, gelu_pytorch_tanh
+  return hf_activation(h, hidden_act_);
 }
 
 BertLayerImpl::BertLayerImpl(const ModelConfig& config, int64_t num_heads) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "models/activation.h"
 #include "models/attention_kernel.h"
 #include "models/llama/fused_projections.h"
 #include "models/llama/llama_family.h"
@@ -21,7 +22,7 @@ namespace {
 
 /// The norm of the stack's residual stream for `c` (models/config.h: layer_norm, rms_norm_offset).
 Norm stack_norm(const ModelConfig& c) {
-  if (c.layer_norm) return Norm(c.hidden_size, c.layer_norm_eps, true, c.norm_bias);
+  if (c.layer_norm) return Norm(LayerNormTag{}, c.hidden_size, c.layer_norm_eps, c.norm_bias);
   return Norm(c.hidden_size, c.rms_norm_eps, c.rms_norm_offset);
 }
 
@@ -214,9 +215,7 @@ LlamaMLPImpl::LlamaMLPImpl(const ModelConfig& c) : hidden_act_(c.hidden_act) {
 
 torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x) {
   auto gate = gate_proj->forward(x);
-  if (hidden_act_ == "silu") gate = torch::silu(gate);
-  else gate = hidden_act_ == "gelu" ? torch::gelu(gate) : torch::gelu(gate, "tanh");  // ModernBERT's / Gemma's GeGLU
-  return down_proj->forward(gate * up_proj->forward(x));
+  return down_proj->forward(hf_activation(gate, hidden_act_) * up_proj->forward(x));
 }
 
 LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const ModelConfig& c,
