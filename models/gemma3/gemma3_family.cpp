@@ -107,8 +107,7 @@ class Gemma3Family final : public llama::LlamaFamily {
   /// LLaMA's, with `layer_types` written out: a dropped layer would shift sliding_window_pattern.
   nlohmann::json to_json(const ModelConfig& c) const override {
     auto j = LlamaFamily::to_json(c);
-    j["layer_types"] = nlohmann::json::array();
-    for (bool sliding : c.sliding_layers) j["layer_types"].push_back(sliding ? "sliding_attention" : "full_attention");
+    j["layer_types"] = llama::layer_types_json(c);
     return j;
   }
 

@@ -94,6 +94,12 @@ bool read_layer_types(const nlohmann::json& j, const std::string& source, const 
   return true;
 }
 
+nlohmann::json layer_types_json(const ModelConfig& c) {
+  auto types = nlohmann::json::array();
+  for (bool sliding : c.sliding_layers) types.push_back(sliding ? "sliding_attention" : "full_attention");
+  return types;
+}
+
 std::string attention_span(const ModelConfig& c) {
   return c.sliding_window > 0 ? fmt::format("a sliding window of {} positions", c.sliding_window)
                               : std::string("full causal attention");

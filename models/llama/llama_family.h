@@ -117,6 +117,9 @@ double nested_rope_theta(const nlohmann::json& j, const std::string& layer_type,
 bool read_layer_types(const nlohmann::json& j, const std::string& source, const std::string& family,
                       ModelConfig& c);
 
+/// c.sliding_layers as config.json's `layer_types` ("sliding_attention" / "full_attention" per layer).
+nlohmann::json layer_types_json(const ModelConfig& c);
+
 /// Reads `sliding_window` as HF MistralConfig / Phi3Config do: absent -> `absent_default` (4096
 /// for Mistral, none for Phi-3), null -> none, else a positive integer applied to every layer
 /// (ModelConfig::sliding_window / sliding_layers).

@@ -66,6 +66,27 @@ void parse_layers(const nlohmann::json& j, const std::string& source, ModelConfi
 /// The classifier_activation values the classifier head computes (HF ACT2FN names).
 const std::set<std::string> kClassifierActivations = {"gelu", "gelu_new", "gelu_pytorch_tanh", "silu", "relu", "tanh"};
 
+/// ModernBertForSequenceClassification's head from the config's classifier keys: classifier_pooling
+/// ("cls": the first token, "mean": over real tokens), then ModernBertPredictionHead (head.dense with
+/// classifier_bias, classifier_activation, head.norm as the encoder's norms), then `classifier`.
+/// @throws headprune::Error naming `source` for a pooling or activation the head does not compute.
+ClassificationLayout head_layout(const nlohmann::json& j, const std::string& source, const ModelConfig& c) {
+  ClassificationLayout layout{"ModernBertForSequenceClassification", "model.", "head.dense", false,
+                              json_optional<std::string>(j, "classifier_activation", "gelu", source), "classifier"};
+  layout.pooling = json_optional<std::string>(j, "classifier_pooling", "cls", source);
+  if (layout.pooling != "cls" && layout.pooling != "mean")
+    throw Error(fmt::format("{}: classifier_pooling '{}' is not supported (cls, mean)", source, layout.pooling));
+  if (!kClassifierActivations.count(layout.activation))
+    throw Error(fmt::format("{}: classifier_activation '{}' is not supported (gelu, gelu_new, gelu_pytorch_tanh, "
+                            "silu, relu, tanh)",
+                            source, layout.activation));
+  layout.dense_bias = json_optional<bool>(j, "classifier_bias", false, source);
+  layout.norm = "head.norm";
+  layout.norm_eps = c.layer_norm_eps;
+  layout.norm_bias = c.norm_bias;
+  return layout;
+}
+
 /// HF ModernBertConfig (transformers 4.48+): see the folder's header.
 class ModernBertFamily final : public llama::LlamaFamily {
  public:
@@ -114,14 +135,7 @@ class ModernBertFamily final : public llama::LlamaFamily {
     c.norm_bias = json_optional<bool>(j, "norm_bias", false, source);
     parse_rope(j, source, c);
     parse_layers(j, source, c);
-    const auto pooling = json_optional<std::string>(j, "classifier_pooling", "cls", source);
-    if (pooling != "cls" && pooling != "mean")
-      throw Error(fmt::format("{}: classifier_pooling '{}' is not supported (cls, mean)", source, pooling));
-    const auto activation = json_optional<std::string>(j, "classifier_activation", "gelu", source);
-    if (!kClassifierActivations.count(activation))
-      throw Error(fmt::format("{}: classifier_activation '{}' is not supported (gelu, gelu_new, gelu_pytorch_tanh, "
-                              "silu, relu, tanh)", source, activation));
-    json_optional<bool>(j, "classifier_bias", false, source);
+    head_layout(j, source, c);  // refuses classifier keys the head does not compute, at load
     c.bidirectional = true;
     c.layer_norm = true;
     c.embedding_norm = true;
@@ -137,23 +151,13 @@ class ModernBertFamily final : public llama::LlamaFamily {
     j["head_dim"] = c.head_dim;
     if (j.contains("headprune") && j["headprune"].is_object()) j["headprune"].erase("kept_heads");
     if (c.total_heads() != c.num_hidden_layers * c.num_attention_heads) j["headprune"]["kept_heads"] = c.kept_heads;
-    j["layer_types"] = nlohmann::json::array();
-    for (bool local : c.sliding_layers) j["layer_types"].push_back(local ? "sliding_attention" : "full_attention");
+    j["layer_types"] = llama::layer_types_json(c);
     return j;
   }
   bool has_lm_head() const override { return false; }
-  /// ModernBertForSequenceClassification: classifier_pooling ("cls": the first token, "mean": over
-  /// real tokens), then ModernBertPredictionHead (head.dense with classifier_bias,
-  /// classifier_activation, head.norm as the encoder's norms), then `classifier`.
+  /// ModernBertForSequenceClassification (head_layout; its keys were checked by parse_fields).
   std::optional<ClassificationLayout> classification_layout(const ModelConfig& c) const override {
-    ClassificationLayout layout{"ModernBertForSequenceClassification", "model.", "head.dense", false,
-                                c.raw.value("classifier_activation", "gelu"), "classifier"};
-    layout.pooling = c.raw.value("classifier_pooling", "cls");
-    layout.dense_bias = c.raw.value("classifier_bias", false);
-    layout.norm = "head.norm";
-    layout.norm_eps = c.layer_norm_eps;
-    layout.norm_bias = c.norm_bias;
-    return layout;
+    return head_layout(c.raw, "config.json", c);
   }
 
   std::string empty_layer_warning(int64_t layer) const override {
