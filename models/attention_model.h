@@ -133,6 +133,17 @@ class AttentionModel : public torch::nn::Module {
   /// with its KV head's rows). Biases and RoPE are not included; Qwen3's q/k norm weights are
   /// folded into the rows (their per-token 1/RMS scale is not).
   virtual QueryKeyWeights query_key_weights(int64_t layer) const = 0;
+  /// The language-model head's weight [vocab, hidden_size], tied or not (logits =
+  /// last_hidden_state · weightᵀ: no modelled family has an LM-head bias); undefined for a
+  /// model without an LM head. The model's own tensor.
+  virtual torch::Tensor lm_head_weight() const { return {}; }
+  /// Off: forward() leaves ModelOutput::logits undefined, for a caller that applies
+  /// lm_head_weight() itself a few tokens at a time (pruner/training/chunked_kl.h). On by default.
+  void set_compute_logits(bool on) { compute_logits_ = on; }
+  bool compute_logits() const { return compute_logits_; }
+
+ private:
+  bool compute_logits_ = true;
 };
 
 }  // namespace headprune::models

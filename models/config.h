@@ -13,6 +13,21 @@ namespace headprune::models {
 
 class ModelFamily;
 
+/// RoPE frequency scaling of Llama 3.1 / 3.2 (HF rope_type "llama3", transformers'
+/// _compute_llama3_parameters): with wavelength λ_i = 2π / inv_freq_i, L = original_max_position_embeddings,
+/// frequencies with λ_i > L / low_freq_factor are divided by `factor`, those with λ_i <
+/// L / high_freq_factor kept, and those between interpolated:
+///   s = (L / λ_i − low_freq_factor) / (high_freq_factor − low_freq_factor),
+///   inv_freq_i ← (1 − s) · inv_freq_i / factor + s · inv_freq_i.
+/// Disabled (plain RoPE) when `llama3` is false.
+struct RopeScaling {
+  bool llama3 = false;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+};
+
 /// HF `config.json`, with HF's defaults for absent optional keys.
 ///
 /// Head counts: `num_attention_heads` is the count the architecture was trained with (the
@@ -82,6 +97,8 @@ struct ModelConfig {
   double query_pre_attn_scalar = 0.0;
   /// RoPE base of the sliding-window layers (Gemma 3's rope_local_base_freq); 0: rope_theta.
   double rope_local_theta = 0.0;
+  /// Llama 3's RoPE frequency scaling (rope_scaling / rope_parameters with rope_type "llama3").
+  RopeScaling rope_scaling;
   /// ModernBERT (HF ModernBertConfig); the defaults compute as LLaMA.
   /// Encoder attention: every query sees every key but padding; in a sliding layer the keys at
   /// most sliding_window / 2 positions away on either side (HF

@@ -1,4 +1,5 @@
-// The LLaMA-style families beyond LLaMA (models/qwen2, qwen3, mistral, phi3, gemma3) against transformers
+// The LLaMA-style families beyond LLaMA (models/qwen2, qwen3, mistral, phi3, gemma3), and LLaMA with
+// Llama 3.2's layout and RoPE scaling (rope_type "llama3"), against transformers
 // 5.24's own *ForCausalLM classes: small models transformers made and saved
 // (tests/fixtures/<family>, tools/make_decoder_fixtures.py: Qwen2 with q/k/v biases and tied
 // embeddings; Qwen3 with q/k norms, head_dim 24 != hidden / heads; Mistral and Phi-3 with a
@@ -46,18 +47,23 @@ struct Family {
   /// Whether a uniform prune to 2 heads of head_dim (not filling hidden 64) needs the remote
   /// code: transformers 4.x's Qwen2 / Phi-3 take the head size as hidden / heads.
   bool uniform_needs_remote;
+  bool llama3_rope;       ///< LLaMA as Llama 3.2: rope_scaling with rope_type "llama3"
 };
 
-constexpr std::array<Family, 5> kFamilies = {{
-    {"qwen2", 16, true, false, 0, false, "HeadpruneQwen2ForCausalLM", true},
-    {"qwen3", 24, false, true, 0, false, "HeadpruneQwen3ForCausalLM", false},
-    {"mistral", 16, false, false, 8, false, "HeadpruneMistralForCausalLM", false},
-    {"phi3", 16, false, false, 8, true, "HeadprunePhi3ForCausalLM", true},
-    {"gemma3_text", 24, false, true, 8, false, "HeadpruneGemma3ForCausalLM", false},
+constexpr std::array<Family, 6> kFamilies = {{
+    {"qwen2", 16, true, false, 0, false, "HeadpruneQwen2ForCausalLM", true, false},
+    {"qwen3", 24, false, true, 0, false, "HeadpruneQwen3ForCausalLM", false, false},
+    {"mistral", 16, false, false, 8, false, "HeadpruneMistralForCausalLM", false, false},
+    {"phi3", 16, false, false, 8, true, "HeadprunePhi3ForCausalLM", true, false},
+    {"gemma3_text", 24, false, true, 8, false, "HeadpruneGemma3ForCausalLM", false, false},
+    {"llama", 16, false, false, 0, false, "HeadpruneLlamaForCausalLM", false, true},
 }};
 
-/// The fixture folder of a family (tests/fixtures/<folder>).
-std::string folder_of(const std::string& model_type) { return model_type == "gemma3_text" ? "gemma3" : model_type; }
+/// The fixture folder of a family (tests/fixtures/<folder>): LLaMA's is Llama 3.2's layout.
+std::string folder_of(const std::string& model_type) {
+  if (model_type == "gemma3_text") return "gemma3";
+  return model_type == "llama" ? "llama3" : model_type;
+}
 
 fs::path fixture(const std::string& family) { return testing::fixture_path(folder_of(family)); }
 
@@ -129,6 +135,12 @@ CATCH_TEST_CASE("Decoder families: logits match transformers' own classes", "[de
                                                         [](auto& c) { c["sliding_window"] = 1000; }),
                                           torch::kCPU);
       CATCH_CHECK(max_diff(family.name, logits_of(family.name, *full.model), ref) > 100 * tolerance);
+    }
+    if (family.llama3_rope) {
+      auto plain = models::load_checkpoint(edited_config(family.name, "llama3-plain-rope",
+                                                         [](auto& c) { c.erase("rope_scaling"); }),
+                                           torch::kCPU);
+      CATCH_CHECK(max_diff(family.name, logits_of(family.name, *plain.model), ref) > 100 * tolerance);
     }
     if (family.qkv_bias) attn->q_proj->bias.zero_();
     if (family.qk_norm) attn->q_norm->weight.fill_(1.0);
@@ -265,7 +277,8 @@ CATCH_TEST_CASE("Decoder families: what headprune does not implement is refused 
   };
   for (const auto& family : kFamilies) {
     const std::string name = family.name;
-    refused(name, "mlp-bias", [](auto& c) { c["mlp_bias"] = true; }, "key 'mlp_bias' is not modelled");
+    if (name != "llama")  // LLaMA models mlp_bias (LlamaConfig has it): the file then lacks the biases
+      refused(name, "mlp-bias", [](auto& c) { c["mlp_bias"] = true; }, "key 'mlp_bias' is not modelled");
     refused(name, "yarn", [](auto& c) { c["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}}; },
             "rope_scaling");
     const std::string act_key = name == "gemma3_text" ? "hidden_activation" : "hidden_act";  // Gemma3TextConfig's name
@@ -287,6 +300,14 @@ CATCH_TEST_CASE("Decoder families: what headprune does not implement is refused 
     refused(name, "layer-types", [](auto& c) { c["layer_types"] = {"full_attention", "sliding_attention", "full_attention"}; },
             "key 'layer_types' is not modelled");
   }
+  // Llama 3's RoPE scaling: each key read or refused, and its values checked.
+  refused("llama", "llama3-no-factor", [](auto& c) { c["rope_scaling"].erase("factor"); },
+          "rope_scaling: required key 'factor' is missing");
+  refused("llama", "llama3-unknown", [](auto& c) { c["rope_scaling"]["beta_fast"] = 32; },
+          "rope_scaling.beta_fast is not supported");
+  refused("llama", "llama3-factor", [](auto& c) { c["rope_scaling"]["factor"] = 0.5; }, "needs factor >= 1");
+  refused("llama", "llama3-bands", [](auto& c) { c["rope_scaling"]["high_freq_factor"] = 1.0; },
+          "high_freq_factor > low_freq_factor");
   // LLaMA's attention_bias (all four projections) is not a Qwen2 key; Qwen3 has it.
   refused("qwen2", "attention-bias", [](auto& c) { c["attention_bias"] = true; }, "key 'attention_bias' is not modelled");
   refused("phi3", "partial-rotary", [](auto& c) { c["partial_rotary_factor"] = 0.75; },
@@ -307,6 +328,9 @@ CATCH_TEST_CASE("Decoder families: GGUF export writes what llama.cpp's llama run
   auto gemma = models::load_checkpoint(fixture("gemma3_text"), torch::kCPU);
   CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(gemma),
                           Catch::Contains("layer 1 is full attention; llama.cpp's gemma3 makes every 6th layer global"));
+  auto llama3 = models::load_checkpoint(fixture("llama"), torch::kCPU);
+  CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(llama3), Catch::Contains("rope_type \"llama3\"") &&
+                                                                   Catch::Contains("rope_freqs"));
   auto phi3 = models::load_checkpoint(fixture("phi3"), torch::kCPU);
   CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(phi3),
                           Catch::Contains("sliding window of 8 positions") && Catch::Contains("llama.cpp's phi3"));

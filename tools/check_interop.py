@@ -63,7 +63,8 @@ Cases (texts: every "cases"[i]["text"] of tests/fixtures/minilm/tokens.json):
   llama-uneven  5, 8, 0, 8, 4 query heads (layer 2 empty): LlamaForCausalLM cannot build it
               (expected, every version); AutoModelForCausalLM with trust_remote_code=True loads
               it cleanly and decodes 40 greedy tokens as headprune does.
-  <family> dense, uniform, uneven   (qwen2, mistral, phi3; qwen3, gemma3 in transformers 5 only) the
+  <family> dense, uniform, uneven   (qwen2, mistral, phi3, llama3 (Llama 3.2's layout and RoPE
+              scaling); qwen3, gemma3 in transformers 5 only) the
               decoder fixtures transformers made (tests/fixtures/<family>,
               tools/make_decoder_fixtures.py): dense, 2 of 4 heads per layer, and 3, 4, 2 heads;
               each loads natively where transformers' class can build it (refused as the export
@@ -537,7 +538,8 @@ def decoder_greedy(exe, folder, model, steps=16):
 
 
 # The fixtures' HF class stems (tests/fixtures/<family>, tools/make_decoder_fixtures.py).
-DECODER_CLASSES = {"qwen2": "Qwen2", "qwen3": "Qwen3", "mistral": "Mistral", "phi3": "Phi3", "gemma3": "Gemma3"}
+DECODER_CLASSES = {"qwen2": "Qwen2", "qwen3": "Qwen3", "mistral": "Mistral", "phi3": "Phi3", "gemma3": "Gemma3",
+                   "llama3": "Llama"}
 # Families whose transformers 4.x class takes the head size as hidden_size / heads.
 HEAD_DIM_FROM_HIDDEN_IN_4 = {"qwen2", "phi3"}
 # Fixtures export-gguf writes as is (Mistral's and Phi-3's window of 8 and Gemma's layer pattern
@@ -1274,7 +1276,7 @@ def main():
         (Case("llama 6 of 8 heads"), lambda c: case_llama_indivisible(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama uneven, empty layer"), lambda c: case_llama_uneven(c, exe, work)),
         *((Case(f"{f} dense, uniform, uneven"), lambda c, f=f: case_decoder_family(c, exe, work, f))
-          for f in ("qwen2", "mistral", "phi3")),
+          for f in ("qwen2", "mistral", "phi3", "llama3")),
         (Case("distilbert uneven"), lambda c: case_distilbert(c, exe, work)),
         (Case("mpnet dense, uneven"), lambda c: case_mpnet_fixture(c, exe, work)),
         *((Case(f"{n} dense, uneven"), lambda c, n=n: case_roberta(c, exe, work, n)) for n in ("roberta", "xlm_roberta")),

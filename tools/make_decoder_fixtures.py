@@ -1,4 +1,4 @@
-"""Writes tests/fixtures/{qwen2,qwen3,mistral,phi3,gemma3}/: small decoders of the LLaMA-style families
+"""Writes tests/fixtures/{qwen2,qwen3,mistral,phi3,llama3,gemma3}/: small decoders of the LLaMA-style families
 made and saved by transformers itself, and their reference outputs, for headprune to match.
 
 No checkpoint of these families is packaged on PyPI small enough to commit, so each model is
@@ -15,6 +15,10 @@ save_pretrained as safetensors:
   * gemma3 (Gemma3ForCausalLM, model_type gemma3_text): head_dim 24, query_pre_attn_scalar 20
     (neither hidden / heads nor head_dim), layers sliding (window 8, RoPE base 1e4), global
     (base 1e6), sliding; (1 + w) norms drawn around 0, tied embeddings, GeGLU;
+  * llama3: LLaMA with Llama 3.2's layout (tied embeddings, no biases, head_dim 16) and its RoPE
+    frequency scaling (rope_type "llama3", factor 8, low/high_freq_factor 1/4, base 5e5) with
+    original_max_position_embeddings 64, so that positions of the inputs reach every band (kept,
+    interpolated, divided); written as Llama 3.2's config.json does (rope_theta, rope_scaling);
   * rope_theta 1e6 (Qwen) / 1e4, written top-level as the families' config.json files do, so
     that transformers 4.x reads it too; weights redrawn at scales that make every part matter
     (HF initialises biases to zero, norms to one and weights at std 0.02, under which the logits
@@ -47,7 +51,8 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers  # noqa: E402
-from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, MistralConfig, MistralForCausalLM,  # noqa: E402
+from transformers import (Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM,  # noqa: E402
+                          MistralConfig, MistralForCausalLM,
                           Phi3Config, Phi3ForCausalLM, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -61,6 +66,8 @@ SIZES = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=3, num_att
              max_position_embeddings=256, rms_norm_eps=1e-6, bos_token_id=None)
 QWEN = dict(use_sliding_window=False, max_window_layers=3,
             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0})
+LLAMA3_ROPE = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
 FAMILIES = {
     "qwen2": (Qwen2Config, Qwen2ForCausalLM, dict(QWEN, head_dim=16, tie_word_embeddings=True)),
     "qwen3": (Qwen3Config, Qwen3ForCausalLM, dict(QWEN, head_dim=24, tie_word_embeddings=False, attention_bias=False)),
@@ -68,6 +75,9 @@ FAMILIES = {
                                                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
     "phi3": (Phi3Config, Phi3ForCausalLM, dict(tie_word_embeddings=False, sliding_window=8,
                                                rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+    # Llama 3.2's layout (tied embeddings, no biases) and its RoPE scaling (rope_type llama3), with
+    # original_max_position_embeddings 64 so that the inputs' positions reach the scaled bands.
+    "llama3": (LlamaConfig, LlamaForCausalLM, dict(head_dim=16, tie_word_embeddings=True, rope_parameters=LLAMA3_ROPE)),
     "gemma3": (Gemma3TextConfig, Gemma3ForCausalLM,
                dict(head_dim=24, query_pre_attn_scalar=20, tie_word_embeddings=True, sliding_window=8,
                     layer_types=["sliding_attention", "full_attention", "sliding_attention"],
@@ -131,6 +141,9 @@ def write_family(name, tokenizer, wiki_lines):
     if "full_attention" in rope:  # Gemma 3's config.json: rope_theta and rope_local_base_freq
         written["rope_theta"] = rope["full_attention"]["rope_theta"]
         written["rope_local_base_freq"] = rope["sliding_attention"]["rope_theta"]
+    elif rope.get("rope_type") == "llama3":  # Llama 3.2's config.json: rope_theta and rope_scaling
+        written["rope_theta"] = rope.pop("rope_theta")
+        written["rope_scaling"] = rope
     else:
         written["rope_theta"] = rope["rope_theta"]
     (out / "config.json").write_text(json.dumps(written, indent=2, sort_keys=True) + "\n")

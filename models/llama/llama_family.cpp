@@ -33,8 +33,7 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
   // transformers 5 writes RoPE as rope_parameters (older: rope_scaling); only the default
   // rotary embedding is implemented.
   for (const char* key : {"rope_scaling", "rope_parameters"})
-    if (j.contains(key) && !j.at(key).is_null())
-      c.rope_theta = plain_rope_theta(j.at(key), key, "", c.rope_theta, source);
+    if (j.contains(key) && !j.at(key).is_null()) parse_rope(j.at(key), key, source, c);
   c.tie_word_embeddings = json_optional<bool>(j, "tie_word_embeddings", false, source);
   c.attention_bias = json_optional<bool>(j, "attention_bias", false, source);
   c.mlp_bias = json_optional<bool>(j, "mlp_bias", false, source);
@@ -44,6 +43,30 @@ void parse_llama_fields(const nlohmann::json& j, const std::string& source, Mode
     c.eos_token_id = json_integer(j.at("eos_token_id").at(0), source + ": eos_token_id[0]");
   else
     c.eos_token_id = json_optional<int64_t>(j, "eos_token_id", 2, source);
+}
+
+void parse_rope(const nlohmann::json& rope, const std::string& where, const std::string& source, ModelConfig& c) {
+  if (!rope.is_object() || rope.value("rope_type", "") != "llama3") {
+    c.rope_theta = plain_rope_theta(rope, where, "", c.rope_theta, source);
+    return;
+  }
+  for (const auto& [name, value] : rope.items())
+    if (name != "rope_type" && name != "rope_theta" && name != "factor" && name != "low_freq_factor" &&
+        name != "high_freq_factor" && name != "original_max_position_embeddings")
+      throw Error(fmt::format("{}: {}.{} is not supported (llama3 RoPE takes rope_theta, factor, low_freq_factor, "
+                              "high_freq_factor, original_max_position_embeddings)", source, where, name));
+  auto& s = c.rope_scaling;
+  const auto in = source + ": " + where;
+  s.llama3 = true;
+  c.rope_theta = json_optional<double>(rope, "rope_theta", c.rope_theta, in);
+  s.factor = json_required<double>(rope, "factor", in);
+  s.low_freq_factor = json_required<double>(rope, "low_freq_factor", in);
+  s.high_freq_factor = json_required<double>(rope, "high_freq_factor", in);
+  s.original_max_position_embeddings = json_required<int64_t>(rope, "original_max_position_embeddings", in);
+  if (!(s.factor >= 1) || !(s.high_freq_factor > s.low_freq_factor) || !(s.low_freq_factor > 0) ||
+      s.original_max_position_embeddings <= 0)
+    throw Error(fmt::format("{}: {} (llama3) needs factor >= 1, high_freq_factor > low_freq_factor > 0 and a positive "
+                            "original_max_position_embeddings, got {}", source, where, rope.dump()));
 }
 
 double plain_rope_theta(const nlohmann::json& rope, const std::string& where, const std::string& absent_type,

@@ -96,6 +96,13 @@ class LlamaFamily : public ModelFamily {
 /// @throws headprune::Error naming `source` and the key.
 void parse_llama_fields(const nlohmann::json& j, const std::string& source, ModelConfig& c);
 
+/// One `rope_scaling` / `rope_parameters` object (`where` names it) into `c`: plain RoPE
+/// (plain_rope_theta) or Llama 3's scaling (rope_type "llama3": factor, low_freq_factor,
+/// high_freq_factor, original_max_position_embeddings, optional rope_theta; ModelConfig::rope_scaling).
+/// @throws headprune::Error naming `source`: another rope_type, an unknown or missing key, or
+///         llama3 values outside factor >= 1, high_freq_factor > low_freq_factor > 0, L > 0.
+void parse_rope(const nlohmann::json& rope, const std::string& where, const std::string& source, ModelConfig& c);
+
 /// The rope_theta of one plain-RoPE object (`rope_scaling` / `rope_parameters`, or one layer
 /// type's entry of Gemma 3's nested `rope_parameters`), else `fallback`; `where` names it in
 /// messages, `absent_type` is the rope_type assumed when the object has none ("" refuses that).

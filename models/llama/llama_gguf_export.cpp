@@ -313,6 +313,11 @@ void check_decoder_gguf_exportable(const Checkpoint& checkpoint, const std::stri
   if (c.hidden_act != "silu")
     throw Error(fmt::format("export-gguf: {} uses hidden_act '{}'; llama.cpp's {} runs silu only",
                             checkpoint.dir.string(), c.hidden_act, architecture));
+  if (c.rope_scaling.llama3)
+    throw Error(fmt::format("export-gguf: {} scales its RoPE frequencies as Llama 3 does (rope_type \"llama3\"), "
+                            "which llama.cpp reads from a rope_freqs tensor that headprune does not write; "
+                            "export an HF folder (apply) and convert it with llama.cpp's convert_hf_to_gguf.py",
+                            checkpoint.dir.string()));
 }
 
 void check_llama_gguf_exportable(const Checkpoint& checkpoint) {

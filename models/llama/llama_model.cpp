@@ -29,13 +29,26 @@ Norm stack_norm(const ModelConfig& c) {
 }  // namespace
 
 // ---------------------------------------------------------------- rotary embedding
-std::pair<torch::Tensor, torch::Tensor> rotary_tables(int64_t seq_len, int64_t head_dim,
-                                                      double theta, const torch::Device& device) {
-  auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
+torch::Tensor rope_inv_freq(int64_t head_dim, double theta, const RopeScaling& scaling) {
   // inv_freq[i] = theta^(-2i/d), i < d/2 (HF LlamaRotaryEmbedding, default rope type).
   auto exponent = torch::arange(0, head_dim, 2, torch::TensorOptions().dtype(torch::kLong))
                       .to(torch::kFloat) / static_cast<double>(head_dim);
-  auto inv_freq = (1.0 / torch::pow(theta, exponent)).to(device);
+  auto inv_freq = 1.0 / torch::pow(theta, exponent);
+  if (!scaling.llama3) return inv_freq;
+  // transformers' _compute_llama3_parameters, in float32 as there (RopeScaling's formula).
+  const double L = static_cast<double>(scaling.original_max_position_embeddings);
+  const auto wavelen = 2 * M_PI / inv_freq;
+  auto scaled = torch::where(wavelen > L / scaling.low_freq_factor, inv_freq / scaling.factor, inv_freq);
+  const auto smooth = (L / wavelen - scaling.low_freq_factor) / (scaling.high_freq_factor - scaling.low_freq_factor);
+  const auto smoothed = (1 - smooth) * scaled / scaling.factor + smooth * scaled;
+  const auto medium = (wavelen >= L / scaling.high_freq_factor).logical_and(wavelen <= L / scaling.low_freq_factor);
+  return torch::where(medium, smoothed, scaled);
+}
+
+std::pair<torch::Tensor, torch::Tensor> rotary_tables(int64_t seq_len, int64_t head_dim, double theta,
+                                                      const RopeScaling& scaling, const torch::Device& device) {
+  auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  auto inv_freq = rope_inv_freq(head_dim, theta, scaling).to(device);
   auto positions = torch::arange(seq_len, opts);
   auto freqs = torch::outer(positions, inv_freq);  // [T, d/2]
   auto emb = torch::cat({freqs, freqs}, -1);       // [T, d]
@@ -85,7 +98,7 @@ class LayerRotary {
     const double theta = c_.rope_theta_of(layer);
     auto& tables = by_theta_[theta];
     if (!tables.first.defined()) {
-      auto [cos, sin] = rotary_tables(past_ + T_, c_.head_dim, theta, like_.device());
+      auto [cos, sin] = rotary_tables(past_ + T_, c_.head_dim, theta, c_.rope_scaling, like_.device());
       tables = {cos.narrow(0, past_, T_).to(like_.scalar_type()), sin.narrow(0, past_, T_).to(like_.scalar_type())};
     }
     return tables;
@@ -308,7 +321,7 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
     x = layers[l]->forward(x, mask_bias(config_.window_of(l)), cos, sin, m);
   }
   x = norm->forward(x);
-  ModelOutput out{x, lm_logits(x), {}, {}};
+  ModelOutput out{x, compute_logits() ? lm_logits(x) : torch::Tensor(), {}, {}};
   for (auto& layer : layers)
     if (layer->self_attn->record_probs) out.attentions.push_back(layer->self_attn->probs);
   for (auto& layer : layers)
@@ -356,9 +369,14 @@ torch::Tensor LlamaModel::embed(const torch::Tensor& ids) {
   return embed_norm ? embed_norm->forward(x) : x;  // ModernBERT's embeddings.norm
 }
 
-torch::Tensor LlamaModel::lm_logits(const torch::Tensor& normed) {
+torch::Tensor LlamaModel::lm_head_weight() const {
   if (!config_.family().has_lm_head()) return {};
-  return lm_head ? lm_head->forward(normed) : torch::linear(normed, embed_tokens->weight);
+  return lm_head ? lm_head->weight : embed_tokens->weight;
+}
+
+torch::Tensor LlamaModel::lm_logits(const torch::Tensor& normed) const {
+  const auto weight = lm_head_weight();
+  return weight.defined() ? torch::linear(normed, weight) : torch::Tensor();
 }
 
 void LlamaModel::set_output_attentions(bool on) {

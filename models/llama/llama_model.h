@@ -38,11 +38,15 @@
 
 namespace headprune::models {
 
+/// RoPE's inverse frequencies [head_dim / 2] float32 on the CPU: theta^(−2i/head_dim) (HF's
+/// default rope type), then Llama 3's frequency scaling when `scaling.llama3` (RopeScaling).
+torch::Tensor rope_inv_freq(int64_t head_dim, double theta, const RopeScaling& scaling);
+
 /// Rotary position embedding in HF's rotate_half convention (the first and second halves of a
-/// head's dimensions form the rotated pairs): cos/sin tables for positions.
+/// head's dimensions form the rotated pairs): cos/sin tables for positions, from rope_inv_freq.
 /// @returns {cos, sin}, each [T, head_dim] float32, for positions 0..T-1 on `device`.
-std::pair<torch::Tensor, torch::Tensor> rotary_tables(int64_t seq_len, int64_t head_dim,
-                                                      double theta, const torch::Device& device);
+std::pair<torch::Tensor, torch::Tensor> rotary_tables(int64_t seq_len, int64_t head_dim, double theta,
+                                                      const RopeScaling& scaling, const torch::Device& device);
 
 /// Self-attention of one layer with any set of query heads and the KV heads they use.
 class LlamaAttentionImpl : public torch::nn::Module {
@@ -154,6 +158,8 @@ class LlamaModel : public AttentionModel {
   void set_record_attention_io(bool on) override;
   Linear output_projection(int64_t layer) const override;
   QueryKeyWeights query_key_weights(int64_t layer) const override;
+  /// lm_head.weight, or embed_tokens.weight when tied; undefined without an LM head (ModernBERT).
+  torch::Tensor lm_head_weight() const override;
 
   torch::nn::Embedding embed_tokens{nullptr};  ///< "model.embed_tokens"
   Norm embed_norm{nullptr};                     ///< "model.embed_norm" when config.embedding_norm (ModernBERT)
@@ -166,7 +172,7 @@ class LlamaModel : public AttentionModel {
   torch::Tensor embed(const torch::Tensor& ids);
   /// The LM head (tied or not) on the final norm's output: [B, T, H] -> logits [B, T, vocab];
   /// undefined for a family without one (ModernBERT).
-  torch::Tensor lm_logits(const torch::Tensor& normed);
+  torch::Tensor lm_logits(const torch::Tensor& normed) const;
 
   ModelConfig config_;
 };

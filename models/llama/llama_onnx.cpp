@@ -14,11 +14,9 @@ namespace headprune::models {
 namespace {
 
 /// cos and sin tables [T, head_dim] for positions 0..T-1 (rotary_tables, in the graph).
-std::pair<std::string, std::string> rotary_to_onnx(OnnxGraph& g, const std::string& seq_len,
-                                                   int64_t head_dim, double theta, const std::string& name) {
-  // inv_freq as rotary_tables computes it: the positions-1 table's second row is 1·inv_freq.
-  auto inv_freq = torch::arange(0, head_dim, 2, torch::kLong).to(torch::kFloat) / static_cast<double>(head_dim);
-  inv_freq = 1.0 / torch::pow(theta, inv_freq);
+std::pair<std::string, std::string> rotary_to_onnx(OnnxGraph& g, const std::string& seq_len, int64_t head_dim,
+                                                   double theta, const RopeScaling& scaling, const std::string& name) {
+  const auto inv_freq = rope_inv_freq(head_dim, theta, scaling);  // as rotary_tables
   auto positions = g.to_float(g.range(seq_len));
   auto freqs = g.op("Mul", {g.op("Unsqueeze", {positions, g.int64_constant({1})}), g.weight(name, inv_freq)});
   auto emb = g.op("Concat", {freqs, freqs}, {{"axis", int64_t{-1}}});
@@ -126,7 +124,7 @@ OnnxModelOutputs LlamaModel::add_to_onnx(OnnxGraph& g) const {
       mask_biases[window] = attention_mask_bias(g, seq_len, window, config_.bidirectional);
     const auto theta = config_.rope_theta_of(static_cast<int64_t>(l));
     if (!rotaries.count(theta))
-      rotaries[theta] = rotary_to_onnx(g, seq_len, config_.head_dim, theta,
+      rotaries[theta] = rotary_to_onnx(g, seq_len, config_.head_dim, theta, config_.rope_scaling,
                                        theta == config_.rope_theta ? "rotary.inv_freq" : "rotary.local_inv_freq");
     x = layer_to_onnx(g, *layers[l], "model.layers." + std::to_string(l) + ".", x, mask_biases[window],
                       rotaries[theta], config_);

@@ -43,6 +43,8 @@ HeadpruneGemma3ForCausalLM (transformers 4.50+).
 Self-contained: imports only torch and transformers' public names present in 4.x and 5.x.
 """
 
+import math
+
 import torch
 from torch import nn
 import transformers
@@ -202,10 +204,35 @@ def make_norm(config, size):
     return HeadpruneLlamaRMSNorm(size, config.rms_norm_eps, 1.0 if is_gemma(config) else 0.0)
 
 
+def llama3_scaling(config):
+    """Llama 3's RoPE frequency scaling parameters (rope_type "llama3"), or None: transformers 5
+    keeps them in rope_parameters, 4.x in rope_scaling."""
+    for params in (getattr(config, "rope_parameters", None), getattr(config, "rope_scaling", None)):
+        if isinstance(params, dict) and params.get("rope_type", params.get("type")) == "llama3":
+            return params
+    return None
+
+
+def scaled_inv_freq(inv_freq, params):
+    """transformers' _compute_llama3_parameters: low frequencies divided by `factor`, high ones
+    kept, those between interpolated by wavelength."""
+    factor, low, high = params["factor"], params["low_freq_factor"], params["high_freq_factor"]
+    old_context = params["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > old_context / low, inv_freq / factor, inv_freq)
+    smooth = (old_context / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < old_context / high) * ~(wavelen > old_context / low)
+    return torch.where(medium, smoothed, scaled)
+
+
 def rotary(config, positions, dtype, theta):
-    """cos, sin [batch, 1, seq, head_dim] of the default rotary embedding with base `theta`."""
+    """cos, sin [batch, 1, seq, head_dim] of the rotary embedding with base `theta` (and Llama 3's
+    frequency scaling when the config has it)."""
     dim = config.head_dim
     inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64, device=positions.device).float() / dim))
+    if llama3_scaling(config) is not None:
+        inv_freq = scaled_inv_freq(inv_freq, llama3_scaling(config))
     freqs = positions[:, :, None].float() * inv_freq[None, None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]

@@ -19,17 +19,25 @@ int run_bench_training(const std::vector<std::string>& args, const GlobalOptions
       ("batch-size", arg(&o.batch, "N", o.batch), "sequences per step")
       ("seq-len", arg(&o.seq, "N", o.seq), "tokens per sequence")
       ("warmup", arg(&o.warmup, "N", o.warmup), "untimed steps of each kind")
-      ("reps", arg(&o.reps, "N", o.reps), "timed steps of each kind");
+      ("reps", arg(&o.reps, "N", o.reps), "timed steps of each kind")
+      ("kl-chunk-tokens", arg(&o.kl_chunk_tokens, "N", o.kl_chunk_tokens),
+       "language models: tokens whose logits exist at a time in the gate steps' KL, as train-gates takes it "
+       "(0 = automatic, -1 = whole batches)")
+      ("memory", "also run each kind once more for its peak resident memory: weights, optimiser state, "
+                 "activations (Linux)");
   line.group(group::kOutput).add_options()
       ("json", "print JSON instead of the table")
       ("json-file", arg(&out, "FILE"), "also write the JSON to this file");
   line.alias("--batch", "--batch-size").alias("--seq", "--seq-len").alias("--out", "--json-file");
   line.example("bench-training .cache/models/all-MiniLM-L6-v2",
                "how much a gate-training step costs against a plain forward+backward");
+  line.example("bench-training llama-1b --batch-size 4 --seq-len 512 --reps 1 --warmup 0 --memory",
+               "what one gate-training step of a 1B decoder takes in time and resident memory");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
-  if (o.batch < 1 || o.seq < 1 || o.reps < 1 || o.warmup < 0)
-    throw UsageError("--batch-size, --seq-len and --reps must be >= 1, --warmup >= 0");
+  if (o.batch < 1 || o.seq < 1 || o.reps < 1 || o.warmup < 0 || o.kl_chunk_tokens < -1)
+    throw UsageError("--batch-size, --seq-len and --reps must be >= 1, --warmup >= 0, --kl-chunk-tokens >= -1");
+  o.memory = vm.count("memory") > 0;
   o.device = globals.torch_device();
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, o.device);

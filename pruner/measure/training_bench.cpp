@@ -11,6 +11,8 @@
 #include "gates/sparsity.h"
 #include "models/errors.h"
 #include "pruner/measure/bench.h"
+#include "pruner/measure/process_memory.h"
+#include "pruner/training/chunked_kl.h"
 #include "pruner/training/distillation.h"
 #include "pruner/training/sparsity_measure.h"
 #include "pruner/log.h"
@@ -19,6 +21,16 @@ namespace headprune::pruner {
 
 double TrainingBenchReport::tokens_per_s(double ms) const {
   return ms > 0 ? static_cast<double>(batch * seq) / (ms / 1000.0) : 0;
+}
+
+nlohmann::json TrainingMemory::to_json() const {
+  return {{"load_peak_bytes", load_peak},
+          {"resting_bytes", resting},
+          {"weights_bytes", weights},
+          {"optimiser_state_bytes", optimiser},
+          {"step_peak_above_resting_bytes",
+           {{"dense_forward_backward", dense_step}, {"gate_step", gate_step}, {"gate_step_cached_teacher", gate_cached_step}}},
+          {"peak_reset", peak_reset}};
 }
 
 nlohmann::json TrainingBenchReport::to_json() const {
@@ -32,7 +44,9 @@ nlohmann::json TrainingBenchReport::to_json() const {
           {"gate_step", kind(gate_ms)},
           {"gate_step_cached_teacher", kind(gate_cached_ms)},
           {"gate_step_over_dense", gate_ms / dense_ms},
-          {"gate_step_cached_over_dense", gate_cached_ms / dense_ms}});
+          {"gate_step_cached_over_dense", gate_cached_ms / dense_ms},
+          {"kl_chunk_tokens", kl_chunk_tokens}});
+  if (memory) j["memory"] = memory->to_json();
   return j;
 }
 
@@ -48,6 +62,21 @@ std::string TrainingBenchReport::to_text() const {
   row("dense forward + backward (all weights)", dense_ms);
   row("gate step: teacher fwd + gated fwd + bwd to log_alpha", gate_ms);
   row("gate step, teacher outputs cached", gate_cached_ms);
+  if (kl_chunk_tokens > 0) s += fmt::format("(the gate steps' KL over the vocabulary {} tokens at a time)\n", kl_chunk_tokens);
+  if (!memory) return s;
+  const auto& m = *memory;
+  auto mib = [](int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); };
+  s += fmt::format("resident memory{}: after loading (peak) {:.0f} MiB; between steps {:.0f} MiB, of which weights "
+                   "{:.0f} MiB, gate optimiser state {:.3f} MiB\n",
+                   m.peak_reset ? "" : " (peaks since the start: /proc/self/clear_refs refused)", mib(m.load_peak),
+                   mib(m.resting), mib(m.weights), mib(m.optimiser));
+  auto peak = [&](const char* what, int64_t bytes) {
+    s += fmt::format("  peak during {:<40} +{:.0f} MiB (activations, gradients, temporaries) = {:.0f} MiB\n", what,
+                     mib(bytes), mib(m.resting + bytes));
+  };
+  peak("a dense forward + backward", m.dense_step);
+  peak("a gate step", m.gate_step);
+  peak("a gate step, teacher cached", m.gate_cached_step);
   return s;
 }
 
@@ -63,13 +92,19 @@ class StepKinds {
         in_(random_batch(model_.config(), o)),
         gates_(model_.config().heads_per_layer(), {}),
         gate_opt_({gates_.log_alpha}, torch::optim::AdamWOptions(0.1).weight_decay(0)),
-        measure_(sparsity_measure(model_.config(), gates::SparsityUnit::kHeads, o.seq)) {
+        measure_(sparsity_measure(model_.config(), gates::SparsityUnit::kHeads, o.seq)),
+        chunked_(chunked_lm_head(model_, model_, o.batch * o.seq, o.kl_chunk_tokens)) {
     model_.eval();
     gates_.to(device_);
     lagrangian_.to(device_);
     torch::NoGradGuard no_grad;
+    const ScopedLogitsOff logits_off({&model_}, chunked_.has_value());
     cached_ = distillation_target(model_.forward(in_, nullptr));
   }
+
+  int64_t kl_chunk_tokens() const { return chunked_ ? chunked_->chunk_tokens : 0; }
+  /// AdamW's two moments of log_alpha, bytes.
+  int64_t optimiser_bytes() const { return 2 * gates_.log_alpha.numel() * gates_.log_alpha.element_size(); }
 
   /// Forward and backward through every weight: what a plain training step costs.
   void dense_step() {
@@ -82,14 +117,15 @@ class StepKinds {
 
   /// A gate-training step: teacher forward (unless cached), gated forward, backward to log_alpha.
   void gate_step(bool teacher_cached) {
+    const ScopedLogitsOff logits_off({&model_}, chunked_.has_value());
     torch::Tensor teacher = cached_;
     if (!teacher_cached) {
       torch::NoGradGuard no_grad;
       teacher = distillation_target(model_.forward(in_, nullptr));
     }
     auto multipliers = gates_.split(gates_.sample());
-    auto loss = distillation(model_.forward(in_, &multipliers), teacher, in_.attention_mask,
-                             ckpt_.pooling, 1.0).total +
+    auto loss = distillation(model_.forward(in_, &multipliers), teacher, in_.attention_mask, ckpt_.pooling, 1.0, {},
+                             chunked_ ? &*chunked_ : nullptr).total +
                 lagrangian_.penalty(measure_.expected(gates_), 0.5);
     gate_opt_.zero_grad();
     loss.backward();
@@ -123,8 +159,38 @@ class StepKinds {
   gates::Lagrangian lagrangian_;
   torch::optim::AdamW gate_opt_;
   gates::SparsityMeasure measure_;
+  std::optional<ChunkedLmHead> chunked_;
   torch::Tensor cached_;
 };
+
+/// Bytes of the model's parameters and buffers as held.
+int64_t model_bytes(const torch::nn::Module& model) {
+  int64_t bytes = 0;
+  for (const auto& p : model.parameters()) bytes += p.numel() * p.element_size();
+  for (const auto& b : model.buffers()) bytes += b.numel() * b.element_size();
+  return bytes;
+}
+
+/// Each kind once more, untimed: its peak resident memory above the resting process.
+TrainingMemory measure_memory(const std::vector<std::function<void()>>& kinds, const StepKinds& steps,
+                              const models::AttentionModel& model, int64_t load_peak) {
+  TrainingMemory m;
+  m.load_peak = load_peak;
+  m.weights = model_bytes(model);
+  m.optimiser = steps.optimiser_bytes();
+  std::vector<int64_t> peaks;
+  for (const auto& kind : kinds) {
+    m.peak_reset = reset_peak_resident() && m.peak_reset;
+    const int64_t resting = resident_bytes();
+    kind();
+    peaks.push_back(std::max<int64_t>(0, peak_resident_bytes() - resting));
+    m.resting = std::max(m.resting, resting);
+  }
+  m.dense_step = peaks.at(0);
+  m.gate_step = peaks.at(1);
+  m.gate_cached_step = peaks.at(2);
+  return m;
+}
 
 /// Runs each kind `warmup` times, then `reps` interleaved rounds (the order rotates each
 /// round); returns each kind's median milliseconds.
@@ -159,10 +225,11 @@ TrainingBenchReport run_training_bench(models::Checkpoint& ckpt, const TrainingB
   if (o.seq > config.max_position_embeddings)
     throw Error(fmt::format("--seq {} exceeds max_position_embeddings {}", o.seq,
                             config.max_position_embeddings));
+  const int64_t load_peak = peak_resident_bytes();
   StepKinds steps(ckpt, o);
-  const auto medians = interleaved_medians(
-      {[&] { steps.dense_step(); }, [&] { steps.gate_step(false); }, [&] { steps.gate_step(true); }},
-      o.warmup, o.reps);
+  const std::vector<std::function<void()>> kinds = {
+      [&] { steps.dense_step(); }, [&] { steps.gate_step(false); }, [&] { steps.gate_step(true); }};
+  const auto medians = interleaved_medians(kinds, o.warmup, o.reps);
   TrainingBenchReport r;
   r.batch = o.batch;
   r.seq = o.seq;
@@ -172,6 +239,8 @@ TrainingBenchReport run_training_bench(models::Checkpoint& ckpt, const TrainingB
   r.dense_ms = medians[0];
   r.gate_ms = medians[1];
   r.gate_cached_ms = medians[2];
+  r.kl_chunk_tokens = steps.kl_chunk_tokens();
+  if (o.memory) r.memory = measure_memory(kinds, steps, *ckpt.model, load_peak);
   return r;
 }
 

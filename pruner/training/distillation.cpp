@@ -60,6 +60,20 @@ DistillationLoss causal_lm_distillation(const torch::Tensor& student_logits,
   return loss;
 }
 
+DistillationLoss chunked_causal_lm_distillation(const torch::Tensor& student_hidden,
+                                                const torch::Tensor& teacher_hidden,
+                                                const torch::Tensor& attention_mask, const ChunkedLmHead& head,
+                                                const GlobalSum& global_sum) {
+  const auto real = attention_mask.reshape({-1}).to(torch::kBool);
+  auto rows = [&](const torch::Tensor& h) { return h.reshape({-1, h.size(-1)}).index({real}); };
+  const auto count = real.sum().to(torch::kFloat);
+  DistillationLoss loss;
+  loss.kl = chunked_token_kl_sum(rows(student_hidden), rows(teacher_hidden.detach()), head) /
+            over_ranks(count, global_sum).clamp_min(1);
+  loss.total = loss.kl;
+  return loss;
+}
+
 torch::Tensor token_kl(const torch::Tensor& log_teacher, const torch::Tensor& log_student) {
   return (log_teacher.exp() * (log_teacher - log_student)).sum(-1);
 }
@@ -71,7 +85,10 @@ torch::Tensor distillation_target(const models::ModelOutput& teacher) {
 DistillationLoss distillation(const models::ModelOutput& student, const torch::Tensor& teacher_target,
                               const torch::Tensor& attention_mask,
                               const models::SentencePooling& pooling, double embedding_weight,
-                              const GlobalSum& global_sum) {
+                              const GlobalSum& global_sum, const ChunkedLmHead* chunked) {
+  if (chunked)
+    return chunked_causal_lm_distillation(student.last_hidden_state, teacher_target, attention_mask, *chunked,
+                                          global_sum);
   if (student.logits.defined())
     return causal_lm_distillation(student.logits, teacher_target, attention_mask, global_sum);
   return encoder_distillation(student.last_hidden_state, teacher_target, attention_mask, pooling,

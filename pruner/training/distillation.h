@@ -9,6 +9,7 @@
 
 #include "models/attention_model.h"
 #include "models/sentence_pooling.h"
+#include "pruner/training/chunked_kl.h"
 
 namespace headprune::pruner {
 
@@ -54,6 +55,14 @@ DistillationLoss causal_lm_distillation(const torch::Tensor& student_logits,
                                         const torch::Tensor& attention_mask,
                                         const GlobalSum& global_sum = {});
 
+/// causal_lm_distillation from the final hidden states [B, T, H] (student with gradient,
+/// teacher frozen) through `head`'s LM-head weights, a chunk of real tokens at a time
+/// (chunked_token_kl_sum): the same kl without any [B, T, vocab] logits.
+DistillationLoss chunked_causal_lm_distillation(const torch::Tensor& student_hidden,
+                                                const torch::Tensor& teacher_hidden,
+                                                const torch::Tensor& attention_mask, const ChunkedLmHead& head,
+                                                const GlobalSum& global_sum = {});
+
 /// Per-position KL(p_t ‖ p_s) = Σ_v p_t(v) (log p_t(v) − log p_s(v)), in nats.
 /// log_teacher, log_student: log-probabilities [B, T, V] -> [B, T].
 torch::Tensor token_kl(const torch::Tensor& log_teacher, const torch::Tensor& log_student);
@@ -62,11 +71,13 @@ torch::Tensor token_kl(const torch::Tensor& log_teacher, const torch::Tensor& lo
 /// else its final hidden states.
 torch::Tensor distillation_target(const models::ModelOutput& teacher);
 
-/// The model's objective: causal_lm_distillation when `student` has logits, else
-/// encoder_distillation. `teacher_target` comes from distillation_target().
+/// The model's objective: chunked_causal_lm_distillation when `chunked` is given (the models'
+/// logits then off: teacher_target is the teacher's last_hidden_state), causal_lm_distillation
+/// when `student` has logits, else encoder_distillation. `teacher_target` comes from
+/// distillation_target().
 DistillationLoss distillation(const models::ModelOutput& student, const torch::Tensor& teacher_target,
                               const torch::Tensor& attention_mask,
                               const models::SentencePooling& pooling, double embedding_weight,
-                              const GlobalSum& global_sum = {});
+                              const GlobalSum& global_sum = {}, const ChunkedLmHead* chunked = nullptr);
 
 }  // namespace headprune::pruner

@@ -15,6 +15,7 @@
 #include "pruner/measure/latency_table.h"
 #include "models/model_family.h"
 #include "pruner/distributed/process_group.h"
+#include "pruner/training/chunked_kl.h"
 #include "pruner/training/distillation.h"
 #include "pruner/measure/classification.h"
 #include "pruner/measure/fidelity.h"
@@ -34,6 +35,13 @@ namespace {
 std::vector<double> to_vector(const torch::Tensor& t) {
   auto c = t.detach().to(torch::kCPU, torch::kDouble).contiguous();
   return {c.data_ptr<double>(), c.data_ptr<double>() + c.numel()};
+}
+
+/// The most tokens a training batch can hold: the batch size times the longest sequence.
+int64_t longest_batch_tokens(const Corpus& corpus, const GateTrainingOptions& o) {
+  std::size_t longest = 0;
+  for (const auto& sequence : corpus.train) longest = std::max(longest, sequence.size());
+  return static_cast<int64_t>(o.batch_size * longest);
 }
 
 /// The model's config after removing the heads `keep` (layer-major, one bool per head) drops.
@@ -304,7 +312,10 @@ class GateTrainer {
         start_(prepare_out_dir()),
         stream_(corpus.train, o.batch_size, corpus.pad_id, o.seed),
         progress_(group.is_main() ? std::make_optional<TrainingProgress>(o.out_dir, o.resume) : std::nullopt),
-        teacher_cache_(o.teacher_cache_mib) {
+        teacher_cache_(o.teacher_cache_mib),
+        chunked_(corpus.train_labels.empty()
+                     ? chunked_lm_head(run_.model, *run_.teacher, longest_batch_tokens(corpus, o), o.kl_chunk_tokens)
+                     : std::nullopt) {
     stream_.skip(start_);
   }
 
@@ -358,6 +369,9 @@ class GateTrainer {
                   ? fmt::format("target sparsity {} ({}) by Lagrangian, warm-up {} steps",
                                 *o_.target_sparsity, gates::to_string(o_.unit), warmup_)
                   : fmt::format("fixed L0 penalty lambda {}", o_.l0_lambda));
+    if (chunked_)
+      log::info("KL over the vocabulary {} tokens at a time (--kl-chunk-tokens): no batch's whole logits are held",
+                chunked_->chunk_tokens);
     if (!corpus_.train_labels.empty())
       log::info("objective: {} x the labels' cross-entropy + {} x distillation to the dense model (--label-weight)",
                 o_.label_weight, 1 - o_.label_weight);
@@ -372,13 +386,14 @@ class GateTrainer {
     if (!r.gate_phase && fixed_.empty()) end_gate_phase();
     torch::manual_seed(o_.seed + static_cast<uint64_t>(step) * 7919ULL);  // noise: resumable
     auto in = stream_.next(o_.device, group_.rank(), group_.world_size());
+    const ScopedLogitsOff logits_off({&run_.model, run_.teacher.get()}, chunked_.has_value());
     auto teacher_target = teacher_cache_.get(
         stream_.last_bucket(), [&] { return distillation_target(run_.teacher->forward(in, nullptr)); });
     auto& g = *run_.gates;
     auto multipliers = r.gate_phase ? g.split(g.sample()) : fixed_;
     const auto student = run_.model.forward(in, &multipliers);
     last_ = distillation(student, teacher_target, in.attention_mask, ckpt_.pooling, o_.embedding_weight,
-                         global_sum());
+                         global_sum(), chunked_ ? &*chunked_ : nullptr);
     if (!corpus_.train_labels.empty()) last_ = with_label_loss(last_, label_loss(student, in.attention_mask), o_.label_weight);
     r.target = o_.target_sparsity ? gates::ramped_target(*o_.target_sparsity, step, warmup_) : 0;
     r.expected_sparsity = measure_.expected(g);
@@ -544,6 +559,7 @@ class GateTrainer {
   BatchStream stream_;
   std::optional<TrainingProgress> progress_;  ///< rank 0 only
   TeacherCache teacher_cache_;
+  const std::optional<ChunkedLmHead> chunked_;  ///< the KL's LM head when chunked (pruner/training/chunked_kl.h)
   double tokens_ = 0;
   int signal_ = 0;                   ///< SIGINT/SIGTERM received by any rank this step
   DistillationLoss last_;

@@ -38,6 +38,7 @@ bool positive(const T& v) { return v > 0; }
 template <typename T>
 bool non_negative(const T& v) { return v >= 0; }
 bool positive_finite(const double& v) { return v > 0 && std::isfinite(v); }
+bool at_least_minus_one(const int64_t& v) { return v >= -1; }
 
 /// Stores a flag's value through `store(settings, value)` after `ok` accepts it.
 /// @throws UsageError "--FLAG must be REQUIREMENT" when it does not.
@@ -350,6 +351,10 @@ std::vector<TrainingOption> phase_rows() {
       run_option("teacher-cache-mib", int64_t{2048}, "", [](auto& o) -> auto& { return o.teacher_cache_mib; },
                  &non_negative<int64_t>, ">= 0",
                  "memory for caching the frozen teacher's outputs between epochs (0 = off)"),
+      run_option("kl-chunk-tokens", int64_t{0}, "", [](auto& o) -> auto& { return o.kl_chunk_tokens; },
+                 &at_least_minus_one, ">= -1",
+                 "language models: tokens whose logits exist at a time in the KL (0 = automatic: whole "
+                 "batches up to 512 MiB of logits, else ~64 MiB chunks; -1 = whole batches)"),
       run_option("log-every", int64_t{10}, "", [](auto& o) -> auto& { return o.log_every; },
                  &positive<int64_t>, ">= 1", "progress line every N steps"),
       run_option("save-every", int64_t{50}, "", [](auto& o) -> auto& { return o.save_every; }, nullptr, "",

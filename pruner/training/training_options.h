@@ -83,6 +83,10 @@ struct GateTrainingOptions {
   /// With frozen weights the teacher's outputs never change: keep up to this many MiB of them
   /// so later epochs skip the teacher's forward pass (0 = no cache).
   int64_t teacher_cache_mib = 2048;
+  /// Language models: tokens whose logits the KL computes at a time (pruner/training/chunked_kl.h);
+  /// 0 = automatic (whole batches while their logits take <= 512 MiB, else ~64 MiB chunks);
+  /// -1 = always whole batches through the model's own logits.
+  int64_t kl_chunk_tokens = 0;
   /// The training text as given (files made absolute, --max-lines, --holdout, --paragraphs):
   /// recorded so that --resume refuses a different corpus. Null when not set (API callers).
   nlohmann::json corpus;

@@ -1,0 +1,98 @@
+#include "pruner/training/chunked_kl.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include "models/errors.h"
+
+namespace headprune::pruner {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+/// log-softmax of one chunk's logits, float32: rows [begin, end) of `hidden` through `weight`.
+torch::Tensor chunk_log_probs(const torch::Tensor& hidden, const torch::Tensor& weight, int64_t begin, int64_t end) {
+  return torch::log_softmax(torch::matmul(hidden.slice(0, begin, end), weight.t()).to(torch::kFloat), -1);
+}
+
+/// The custom autograd function behind chunked_token_kl_sum (inputs: student hidden, teacher
+/// hidden, student weight, teacher weight, chunk).
+struct ChunkedKl : public torch::autograd::Function<ChunkedKl> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hs, const torch::Tensor& ht,
+                               const torch::Tensor& ws, const torch::Tensor& wt, int64_t chunk) {
+    ctx->save_for_backward({hs, ht, ws, wt});
+    ctx->saved_data["chunk"] = chunk;
+    auto sum = torch::zeros({}, hs.options().dtype(torch::kFloat));
+    for (int64_t b = 0; b < hs.size(0); b += chunk) {
+      const int64_t e = std::min(b + chunk, hs.size(0));
+      const auto log_t = chunk_log_probs(ht, wt, b, e), log_s = chunk_log_probs(hs, ws, b, e);
+      sum += (log_t.exp() * (log_t - log_s)).sum();
+    }
+    return sum;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_output) {
+    const auto saved = ctx->get_saved_variables();
+    const auto &hs = saved[0], &ht = saved[1], &ws = saved[2], &wt = saved[3];
+    const int64_t chunk = ctx->saved_data["chunk"].toInt();
+    const auto g = grad_output[0].to(torch::kFloat);
+    const bool weight_grad = ctx->needs_input_grad(2);
+    auto grad_hs = torch::empty_like(hs);
+    torch::Tensor grad_ws = weight_grad ? torch::zeros_like(ws) : torch::Tensor();
+    for (int64_t b = 0; b < hs.size(0); b += chunk) {
+      const int64_t e = std::min(b + chunk, hs.size(0));
+      // ∂/∂z_s of Σ_v p_t (log p_t − log_softmax(z_s)) = softmax(z_s) − p_t (Σ_v p_t = 1).
+      const auto dz = ((chunk_log_probs(hs, ws, b, e).exp() - chunk_log_probs(ht, wt, b, e).exp()) * g)
+                          .to(hs.scalar_type());
+      grad_hs.slice(0, b, e).copy_(torch::matmul(dz, ws));
+      if (weight_grad) grad_ws += torch::matmul(dz.t(), hs.slice(0, b, e));
+    }
+    return {grad_hs, torch::Tensor(), grad_ws, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor chunked_token_kl_sum(const torch::Tensor& student_hidden, const torch::Tensor& teacher_hidden,
+                                   const ChunkedLmHead& head) {
+  if (head.chunk_tokens < 1) throw Error(fmt::format("KL chunk of {} tokens: it must be at least 1", head.chunk_tokens));
+  const auto& hs = student_hidden;
+  if (hs.dim() != 2 || teacher_hidden.sizes() != hs.sizes() || head.student_weight.dim() != 2 ||
+      head.teacher_weight.sizes() != head.student_weight.sizes() || head.student_weight.size(1) != hs.size(1))
+    throw Error(fmt::format("chunked KL: hidden states [{}] and [{}] need LM-head weights [vocab, {}], got [{}] and [{}]",
+                            fmt::join(hs.sizes(), ","), fmt::join(teacher_hidden.sizes(), ","), hs.size(-1),
+                            fmt::join(head.student_weight.sizes(), ","), fmt::join(head.teacher_weight.sizes(), ",")));
+  return ChunkedKl::apply(hs, teacher_hidden.detach(), head.student_weight, head.teacher_weight.detach(),
+                          head.chunk_tokens);
+}
+
+int64_t automatic_kl_chunk_tokens(int64_t batch_tokens, int64_t vocab_size) {
+  const int64_t row_bytes = std::max<int64_t>(vocab_size, 1) * 4;
+  if (batch_tokens * row_bytes <= kWholeBatchLogitsBytes) return 0;
+  return std::max<int64_t>(1, kChunkLogitsBytes / row_bytes);
+}
+
+std::optional<ChunkedLmHead> chunked_lm_head(const models::AttentionModel& student,
+                                             const models::AttentionModel& teacher, int64_t batch_tokens,
+                                             int64_t kl_chunk_tokens) {
+  const auto weight = student.lm_head_weight();
+  if (!weight.defined() || kl_chunk_tokens < 0) return std::nullopt;
+  const int64_t chunk = kl_chunk_tokens > 0 ? kl_chunk_tokens : automatic_kl_chunk_tokens(batch_tokens, weight.size(0));
+  if (chunk == 0) return std::nullopt;
+  return ChunkedLmHead{weight, teacher.lm_head_weight(), chunk};
+}
+
+ScopedLogitsOff::ScopedLogitsOff(std::vector<models::AttentionModel*> models, bool off)
+    : models_(off ? std::move(models) : std::vector<models::AttentionModel*>{}) {
+  for (auto* m : models_) m->set_compute_logits(false);
+}
+
+ScopedLogitsOff::~ScopedLogitsOff() {
+  for (auto* m : models_) m->set_compute_logits(true);
+}
+
+}  // namespace headprune::pruner

@@ -1,0 +1,147 @@
+// The chunked KL (pruner/training/chunked_kl.h, issue 37 item 2): the same loss and gradients
+// as the whole-batch KL through the model's logits, and the same gates after training.
+//
+// Tolerances. Both float32 evaluations are compared with a float64 reference. A logit is a dot
+// product of length H, off by at most δz = γ_H · max_v Σ_i |h_i w_vi| (Higham eq. 3.5, γ_K ≈ K·u);
+// log-softmax moves by at most 2δz (z − logsumexp z), in the student's and the teacher's, and
+// the per-token sum over the vocabulary adds γ_V · Σ_v |p_t (log p_t − log p_s)|. Per token:
+// 4δz + γ_V · Σ_v |term|, summed over the tokens. The gradient row (p_s − p_t) W: each p moves
+// by at most p · 2δz (relative), and the product of length V adds γ_V Σ_v |dz_v w_vi|.
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "gates/hard_concrete.h"
+#include "models/checkpoint.h"
+#include "models/errors.h"
+#include "pruner/training/chunked_kl.h"
+#include "pruner/training/corpus.h"
+#include "pruner/training/distillation.h"
+#include "pruner/training/gate_training.h"
+#include "tests/stories_support.h"
+#include "tests/test_support.h"
+#include "tests/tolerance.h"
+
+using namespace headprune;
+
+namespace chunked_kl_test {
+
+double accumulation_gamma(int64_t k) { return static_cast<double>(k) * testing::kFloat32UnitRoundoff; }
+
+/// Random hidden states [n, h] and an LM head [v, h] scaled so that logits spread over a few nats.
+struct Problem {
+  torch::Tensor hs, ht, w;
+  explicit Problem(int64_t n, int64_t h, int64_t v) {
+    torch::manual_seed(11);
+    hs = torch::randn({n, h});
+    ht = hs + 0.3 * torch::randn({n, h});
+    w = torch::randn({v, h}) / std::sqrt(static_cast<double>(h)) * 2;
+  }
+  /// The whole-batch KL (what causal_lm_distillation computes per token), summed, in `dtype`.
+  torch::Tensor whole(const torch::Tensor& student_hidden, torch::Dtype dtype) const {
+    const auto lt = torch::log_softmax(torch::matmul(ht.to(dtype), w.to(dtype).t()), -1);
+    const auto ls = torch::log_softmax(torch::matmul(student_hidden.to(dtype), w.to(dtype).t()), -1);
+    return pruner::token_kl(lt, ls).sum();
+  }
+  /// δz of the header, for the float32 logits.
+  double logit_error() const {
+    return accumulation_gamma(hs.size(1)) * torch::matmul(torch::max(hs.abs(), ht.abs()), w.abs().t()).max().item<double>();
+  }
+};
+
+}  // namespace chunked_kl_test
+
+using chunked_kl_test::accumulation_gamma;
+using chunked_kl_test::Problem;
+
+CATCH_TEST_CASE("chunked KL: loss and gradients equal the whole-batch KL's within float32 rounding", "[chunked_kl]") {
+  const Problem p(37, 16, 1000);  // 37 tokens: chunks of 5 leave a remainder
+  const auto dz = p.logit_error();
+  // The float64 reference, its gradients by autograd.
+  auto hs64 = p.hs.to(torch::kDouble).requires_grad_(true);
+  auto w64 = p.w.to(torch::kDouble).requires_grad_(true);
+  const auto lt64 = torch::log_softmax(torch::matmul(p.ht.to(torch::kDouble), w64.detach().t()), -1);
+  const auto ls64 = torch::log_softmax(torch::matmul(hs64, w64.t()), -1);
+  const auto terms = lt64.exp() * (lt64 - ls64);
+  const auto ref = terms.sum();
+  ref.backward();
+  const double loss_tol = 4 * dz * p.hs.size(0) + accumulation_gamma(p.w.size(0)) * terms.abs().sum().item<double>();
+  CATCH_CHECK(std::abs(p.whole(p.hs, torch::kFloat).item<double>() - ref.item<double>()) <= loss_tol);
+
+  for (int64_t chunk : {1, 5, 37, 64}) {
+    CATCH_INFO("chunk " << chunk);
+    auto hs = p.hs.clone().requires_grad_(true);
+    auto w = p.w.clone().requires_grad_(true);
+    const auto kl = pruner::chunked_token_kl_sum(hs, p.ht, {w, p.w, chunk});
+    CATCH_CHECK(kl.scalar_type() == torch::kFloat);
+    CATCH_CHECK(std::abs(kl.item<double>() - ref.item<double>()) <= loss_tol);
+    kl.backward();
+    // Gradient bounds, per element (header).
+    const auto ps = ls64.exp().detach(), pt = lt64.exp();
+    const auto moved = (ps + pt) * 2 * dz;  // |δ(p_s − p_t)| per vocabulary entry
+    const auto grad_dz = (ps - pt).abs();
+    const auto hs_tol = torch::matmul(moved + accumulation_gamma(p.w.size(0)) * grad_dz, p.w.abs().to(torch::kDouble));
+    const auto w_tol = torch::matmul((moved + accumulation_gamma(p.hs.size(0)) * grad_dz).t(), p.hs.abs().to(torch::kDouble));
+    CATCH_CHECK(((hs.grad().to(torch::kDouble) - hs64.grad()).abs() <= hs_tol).all().item<bool>());
+    CATCH_CHECK(((w.grad().to(torch::kDouble) - w64.grad()).abs() <= w_tol).all().item<bool>());
+  }
+  // A frozen LM head gets no gradient and costs none.
+  auto hs = p.hs.clone().requires_grad_(true);
+  pruner::chunked_token_kl_sum(hs, p.ht, {p.w, p.w, 8}).backward();
+  CATCH_CHECK(hs.grad().defined());
+  CATCH_CHECK(!p.w.grad().defined());
+}
+
+CATCH_TEST_CASE("chunked KL: shapes and chunk sizes are checked, and automatic chunks follow the logits' size",
+                "[chunked_kl]") {
+  const Problem p(4, 8, 50);
+  CATCH_CHECK_THROWS_AS(pruner::chunked_token_kl_sum(p.hs, p.ht, {p.w, p.w, 0}), Error);
+  CATCH_CHECK_THROWS_AS(pruner::chunked_token_kl_sum(p.hs, p.ht.slice(0, 0, 3), {p.w, p.w, 2}), Error);
+  CATCH_CHECK_THROWS_AS(pruner::chunked_token_kl_sum(p.hs, p.ht, {p.w.slice(1, 0, 7), p.w, 2}), Error);
+  // SmolLM2 (49,152 tokens) at 8 x 128: 192 MiB of logits, whole; Llama 3.2 (128,256) at 4 x 512:
+  // 1,002 MiB, chunked by 130 tokens (64 MiB).
+  CATCH_CHECK(pruner::automatic_kl_chunk_tokens(8 * 128, 49152) == 0);
+  CATCH_CHECK(pruner::automatic_kl_chunk_tokens(4 * 512, 128256) == 130);
+}
+
+CATCH_TEST_CASE("stories260K: gates trained with the chunked KL equal the whole-batch KL's after 20 steps",
+                "[chunked_kl][llama]") {
+  const auto dir = testing::converted_stories();
+  auto train = [&](int64_t chunk) {
+    auto ckpt = models::load_checkpoint(dir, torch::kCPU);
+    pruner::CorpusOptions co;
+    co.max_length = 64;
+    co.max_lines = 400;
+    const auto corpus = pruner::load_corpus({testing::shared_data_dir() / "corpus" / "tinyshakespeare_input.txt"},
+                                            *ckpt.tokenizer, co);
+    pruner::GateTrainingOptions o;
+    o.target_sparsity = 0.5;
+    o.steps = 20;
+    o.batch_size = 8;
+    o.log_every = 20;
+    o.save_every = 0;
+    o.teacher_cache_mib = 0;
+    o.kl_chunk_tokens = chunk;
+    o.out_dir = testing::temp_dir("chunked-kl-gates");
+    return pruner::train_gates(ckpt, corpus, o);
+  };
+  const auto whole = train(-1), chunked = train(7);
+  // Bound: the loss's gradient differs by a relative γ_{V+H} (the header's per-token terms, V =
+  // 512, H = 64) from rounding alone; AdamW's step lr · m̂ / √v̂ is scale-free, so each of the 20
+  // steps moves a log_alpha by at most lr · 2 · γ_{V+H} differently (m̂ and √v̂ each), and the
+  // gates' feedback on the next gradient is bounded by the same relative change: at most
+  // 20 · lr · 4 · γ_{V+H} apart.
+  const double tol = 20 * 0.1 * 4 * accumulation_gamma(512 + 64);
+  double worst = 0;
+  for (std::size_t l = 0; l < whole.layers.size(); ++l)
+    for (std::size_t h = 0; h < whole.layers[l].log_alpha.size(); ++h)
+      worst = std::max(worst, std::abs(whole.layers[l].log_alpha[h] - chunked.layers[l].log_alpha[h]));
+  CATCH_INFO("largest log_alpha difference " << worst << ", bound " << tol);
+  CATCH_CHECK(worst <= tol);
+  // The gates did move from their start (log_alpha_init 3): a run that trained nothing would
+  // pass the comparison trivially.
+  double moved = 0;
+  for (const auto& layer : whole.layers)
+    for (double a : layer.log_alpha) moved = std::max(moved, std::abs(a - gates::HardConcreteOptions{}.log_alpha_init));
+  CATCH_CHECK(moved > 100 * tol);
+}
