@@ -44,8 +44,11 @@ if(HEADPRUNE_TORCH_CUDA)
     endif()
   endforeach()
   # --no-as-needed: libtorch_cuda registers the CUDA operators and hooks from static initialisers.
+  # One item, not "-Wl,--no-as-needed;lib;-Wl,--as-needed": CMake drops repeated flags from a link
+  # line, so a second "-Wl,--no-as-needed" vanished, the linker dropped libtorch_cuda as unused
+  # and the program had no CUDA (seen on an H200: "this LibTorch build has no usable CUDA").
   set_property(TARGET headprune_torch_wheel APPEND PROPERTY INTERFACE_LINK_LIBRARIES
-    "-Wl,--no-as-needed;${_wheel}/lib/libtorch_cuda.so;${_wheel}/lib/libc10_cuda.so;-Wl,--as-needed")
+    "-Wl,--no-as-needed,${_wheel}/lib/libtorch_cuda.so,${_wheel}/lib/libc10_cuda.so,--as-needed")
   set(_kind "CPU and CUDA")
 endif()
 message(STATUS "LibTorch ${Torch_VERSION} (${_kind}) from the PyTorch wheel in ${_wheel}")
