@@ -34,7 +34,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
-from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM  # noqa: E402
+from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 TOKENIZER = REPO / "tests" / "fixtures" / "llama3"
@@ -51,10 +51,16 @@ TEXTS = ["The king said that the court would meet again at dawn, and every lord 
 
 
 def write_reference(folder, device):
-    """folder/reference.safetensors: input_ids, attention_mask [2, T] and float32 logits."""
-    tokenizer = AutoTokenizer.from_pretrained(folder)
+    """folder/reference.safetensors: input_ids, attention_mask [2, T] and float32 logits, from
+    LlamaForCausalLM, or from headprune's remote code where the folder registers it (a head
+    count transformers 5's LlamaConfig refuses, such as 24 heads of 64 in hidden 2048)."""
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(folder)  # not AutoTokenizer: it reads the model config
     batch = tokenizer(TEXTS, return_tensors="pt", padding=True)
-    model = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
+    config = json.loads((Path(folder) / "config.json").read_text())
+    if "AutoModelForCausalLM" in config.get("auto_map", {}):
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, trust_remote_code=True)
+    else:
+        model = LlamaForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager")
     model = model.to(device).eval()
     with torch.no_grad():
         logits = model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device)).logits

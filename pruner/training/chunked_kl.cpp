@@ -20,38 +20,39 @@ torch::Tensor chunk_log_probs(const torch::Tensor& hidden, const torch::Tensor& 
 }
 
 /// The custom autograd function behind chunked_token_kl_sum (inputs: student hidden, teacher
-/// hidden, student weight, teacher weight, chunk).
+/// hidden, student weight, teacher weight, chunk, and which gradients are wanted). The loss is
+/// linear in its incoming gradient g, so the gradients are computed in the forward pass, while
+/// each chunk's probabilities exist (as fused linear cross-entropy kernels do), and backward
+/// scales them by g: the LM head runs once per chunk for each model, as the whole-batch path's
+/// forward does, instead of again in backward.
 struct ChunkedKl : public torch::autograd::Function<ChunkedKl> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hs, const torch::Tensor& ht,
-                               const torch::Tensor& ws, const torch::Tensor& wt, int64_t chunk) {
-    ctx->save_for_backward({hs, ht, ws, wt});
-    ctx->saved_data["chunk"] = chunk;
+                               const torch::Tensor& ws, const torch::Tensor& wt, int64_t chunk, bool hidden_grad,
+                               bool weight_grad) {
     auto sum = torch::zeros({}, hs.options().dtype(torch::kFloat));
+    torch::Tensor grad_hs = hidden_grad ? torch::empty_like(hs) : torch::Tensor();
+    torch::Tensor grad_ws = weight_grad ? torch::zeros_like(ws) : torch::Tensor();
     for (int64_t b = 0; b < hs.size(0); b += chunk) {
       const int64_t e = std::min(b + chunk, hs.size(0));
       const auto log_t = chunk_log_probs(ht, wt, b, e), log_s = chunk_log_probs(hs, ws, b, e);
-      sum += (log_t.exp() * (log_t - log_s)).sum();
+      const auto p_t = log_t.exp();
+      sum += (p_t * (log_t - log_s)).sum();
+      if (!hidden_grad && !weight_grad) continue;
+      // ∂/∂z_s of Σ_v p_t (log p_t − log_softmax(z_s)) = softmax(z_s) − p_t (Σ_v p_t = 1).
+      const auto dz = (log_s.exp() - p_t).to(hs.scalar_type());
+      if (hidden_grad) grad_hs.slice(0, b, e).copy_(torch::matmul(dz, ws));
+      if (weight_grad) grad_ws += torch::matmul(dz.t(), hs.slice(0, b, e));
     }
+    ctx->save_for_backward({grad_hs, grad_ws});
     return sum;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_output) {
     const auto saved = ctx->get_saved_variables();
-    const auto &hs = saved[0], &ht = saved[1], &ws = saved[2], &wt = saved[3];
-    const int64_t chunk = ctx->saved_data["chunk"].toInt();
-    const auto g = grad_output[0].to(torch::kFloat);
-    const bool weight_grad = ctx->needs_input_grad(2);
-    auto grad_hs = torch::empty_like(hs);
-    torch::Tensor grad_ws = weight_grad ? torch::zeros_like(ws) : torch::Tensor();
-    for (int64_t b = 0; b < hs.size(0); b += chunk) {
-      const int64_t e = std::min(b + chunk, hs.size(0));
-      // ∂/∂z_s of Σ_v p_t (log p_t − log_softmax(z_s)) = softmax(z_s) − p_t (Σ_v p_t = 1).
-      const auto dz = ((chunk_log_probs(hs, ws, b, e).exp() - chunk_log_probs(ht, wt, b, e).exp()) * g)
-                          .to(hs.scalar_type());
-      grad_hs.slice(0, b, e).copy_(torch::matmul(dz, ws));
-      if (weight_grad) grad_ws += torch::matmul(dz.t(), hs.slice(0, b, e));
-    }
-    return {grad_hs, torch::Tensor(), grad_ws, torch::Tensor(), torch::Tensor()};
+    const auto g = grad_output[0];
+    auto scaled = [&](const torch::Tensor& grad) { return grad.defined() ? grad * g.to(grad.scalar_type()) : grad; };
+    return {scaled(saved[0]), torch::Tensor(), scaled(saved[1]), torch::Tensor(), torch::Tensor(), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -66,8 +67,9 @@ torch::Tensor chunked_token_kl_sum(const torch::Tensor& student_hidden, const to
     throw Error(fmt::format("chunked KL: hidden states [{}] and [{}] need LM-head weights [vocab, {}], got [{}] and [{}]",
                             fmt::join(hs.sizes(), ","), fmt::join(teacher_hidden.sizes(), ","), hs.size(-1),
                             fmt::join(head.student_weight.sizes(), ","), fmt::join(head.teacher_weight.sizes(), ",")));
+  const bool grad = torch::GradMode::is_enabled();
   return ChunkedKl::apply(hs, teacher_hidden.detach(), head.student_weight, head.teacher_weight.detach(),
-                          head.chunk_tokens);
+                          head.chunk_tokens, grad && hs.requires_grad(), grad && head.student_weight.requires_grad());
 }
 
 int64_t automatic_kl_chunk_tokens(int64_t batch_tokens, int64_t vocab_size) {

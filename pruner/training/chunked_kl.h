@@ -1,5 +1,5 @@
 // KL distillation of a language model without its full logits: the LM head is applied a chunk
-// of tokens at a time, in the forward pass and again in the backward pass (issue 37, item 2).
+// of tokens at a time, its gradient taken while the chunk exists (issue 37, item 2).
 #pragma once
 
 #include <cstdint>
@@ -24,9 +24,11 @@ struct ChunkedLmHead {
 /// p_s,n = softmax(student_hidden[n] · student_weightᵀ) and p_t,n likewise for the teacher,
 /// evaluated `head.chunk_tokens` rows at a time in float32 (Hinton et al. 2015 at temperature 1;
 /// the same per-token quantity as pruner::token_kl). Only one chunk's [chunk, vocab] logits
-/// exist at a time: the backward pass recomputes them and uses ∂KL/∂z_s = p_s − p_t per row,
-/// so the gradient reaches student_hidden (and student_weight when it requires grad) without
-/// autograd keeping any [tokens, vocab] tensor. Peak extra memory: about 4 · chunk · vocab floats.
+/// exist at a time: while they do, the gradient ∂KL/∂z_s = p_s − p_t per row is taken on to
+/// student_hidden (and student_weight when it requires grad) and kept, [N, hidden_size]; the
+/// backward pass scales it by the incoming gradient (the loss is linear in it). So autograd
+/// keeps no [tokens, vocab] tensor and the LM heads run once per chunk, as in the whole-batch
+/// forward. Peak extra memory: about 4 · chunk · vocab floats.
 /// student_hidden, teacher_hidden: [N, hidden_size] (the real tokens only); the teacher's carry
 /// no gradient. Returns a 0-dim float32 tensor.
 /// @throws headprune::Error on mismatched shapes or chunk_tokens < 1.
