@@ -60,8 +60,11 @@ class ScopedLogitsOff {
   std::vector<models::AttentionModel*> models_;
 };
 
-/// Above this many bytes of one batch's float32 logits, automatic_kl_chunk_tokens chunks (512 MiB).
-inline constexpr int64_t kWholeBatchLogitsBytes = int64_t{512} << 20;
+/// Above this many bytes of one batch's float32 logits, automatic_kl_chunk_tokens chunks (1 GiB).
+/// The trade (docs/results.md, SmolLM2 at 32 x 128, 768 MiB of logits): chunks take the step's
+/// peak from +10.4 to +5.7 GB but cost 7% (teacher run) to 22% (teacher cached: its LM head runs
+/// again) of step time, so batches up to this size keep the whole-batch path's speed.
+inline constexpr int64_t kWholeBatchLogitsBytes = int64_t{1} << 30;
 /// The logits of one chunk, when chunking (64 MiB: 130 tokens of a 128,256-token vocabulary).
 inline constexpr int64_t kChunkLogitsBytes = int64_t{64} << 20;
 

@@ -354,7 +354,7 @@ std::vector<TrainingOption> phase_rows() {
       run_option("kl-chunk-tokens", int64_t{0}, "", [](auto& o) -> auto& { return o.kl_chunk_tokens; },
                  &at_least_minus_one, ">= -1",
                  "language models: tokens whose logits exist at a time in the KL (0 = automatic: whole "
-                 "batches up to 512 MiB of logits, else ~64 MiB chunks; -1 = whole batches)"),
+                 "batches up to 1 GiB of logits, else ~64 MiB chunks; -1 = whole batches)"),
       run_option("log-every", int64_t{10}, "", [](auto& o) -> auto& { return o.log_every; },
                  &positive<int64_t>, ">= 1", "progress line every N steps"),
       run_option("save-every", int64_t{50}, "", [](auto& o) -> auto& { return o.save_every; }, nullptr, "",

@@ -84,7 +84,7 @@ struct GateTrainingOptions {
   /// so later epochs skip the teacher's forward pass (0 = no cache).
   int64_t teacher_cache_mib = 2048;
   /// Language models: tokens whose logits the KL computes at a time (pruner/training/chunked_kl.h);
-  /// 0 = automatic (whole batches while their logits take <= 512 MiB, else ~64 MiB chunks);
+  /// 0 = automatic (whole batches while their logits take <= 1 GiB, else ~64 MiB chunks);
   /// -1 = always whole batches through the model's own logits.
   int64_t kl_chunk_tokens = 0;
   /// The training text as given (files made absolute, --max-lines, --holdout, --paragraphs):
