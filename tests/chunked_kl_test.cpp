@@ -14,6 +14,7 @@
 #include "gates/hard_concrete.h"
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "pruner/measure/training_bench.h"
 #include "pruner/training/chunked_kl.h"
 #include "pruner/training/corpus.h"
 #include "pruner/training/distillation.h"
@@ -144,4 +145,32 @@ CATCH_TEST_CASE("stories260K: gates trained with the chunked KL equal the whole-
   for (const auto& layer : whole.layers)
     for (double a : layer.log_alpha) moved = std::max(moved, std::abs(a - gates::HardConcreteOptions{}.log_alpha_init));
   CATCH_CHECK(moved > 100 * tol);
+}
+
+CATCH_TEST_CASE("bench-training runs the gate steps with the chunked KL train-gates would use, and splits memory",
+                "[chunked_kl][bench]") {
+  auto ckpt = models::load_checkpoint(testing::fixture_path("llama3"), torch::kCPU);
+  pruner::TrainingBenchOptions o;
+  o.batch = 2;
+  o.seq = 32;
+  o.reps = 1;
+  o.warmup = 0;
+  o.kl_chunk_tokens = 16;
+  o.memory = true;
+  const auto r = pruner::run_training_bench(ckpt, o);
+  CATCH_CHECK(r.kl_chunk_tokens == 16);
+  CATCH_CHECK(r.to_json()["kl_chunk_tokens"] == 16);
+  CATCH_REQUIRE(r.memory.has_value());
+  // Weights: 135,616 float32 parameters (the fixture) and no buffers; the gate optimiser holds
+  // AdamW's two moments of the 12 heads' log_alpha.
+  CATCH_CHECK(r.memory->weights == 135616 * 4);
+  CATCH_CHECK(r.memory->optimiser == 2 * 12 * 4);
+  CATCH_CHECK(r.memory->resting > r.memory->weights);
+  CATCH_CHECK(r.to_json()["memory"]["step_peak_above_resting_bytes"].size() == 3);
+  // -1 asks for the whole-batch path, which the automatic choice also takes at this size.
+  o.kl_chunk_tokens = -1;
+  o.memory = false;
+  CATCH_CHECK(pruner::run_training_bench(ckpt, o).kl_chunk_tokens == 0);
+  o.kl_chunk_tokens = 0;
+  CATCH_CHECK(pruner::run_training_bench(ckpt, o).kl_chunk_tokens == 0);
 }

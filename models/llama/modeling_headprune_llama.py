@@ -231,8 +231,9 @@ def rotary(config, positions, dtype, theta):
     frequency scaling when the config has it)."""
     dim = config.head_dim
     inv_freq = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64, device=positions.device).float() / dim))
-    if llama3_scaling(config) is not None:
-        inv_freq = scaled_inv_freq(inv_freq, llama3_scaling(config))
+    scaling = llama3_scaling(config)
+    if scaling is not None:
+        inv_freq = scaled_inv_freq(inv_freq, scaling)
     freqs = positions[:, :, None].float() * inv_freq[None, None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype)[:, None], emb.sin().to(dtype)[:, None]

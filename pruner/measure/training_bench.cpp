@@ -172,12 +172,12 @@ int64_t model_bytes(const torch::nn::Module& model) {
 }
 
 /// Each kind once more, untimed: its peak resident memory above the resting process.
-TrainingMemory measure_memory(const std::vector<std::function<void()>>& kinds, const StepKinds& steps,
-                              const models::AttentionModel& model, int64_t load_peak) {
+TrainingMemory measure_memory(const std::vector<std::function<void()>>& kinds, const models::AttentionModel& model,
+                              int64_t optimiser_bytes, int64_t load_peak) {
   TrainingMemory m;
   m.load_peak = load_peak;
   m.weights = model_bytes(model);
-  m.optimiser = steps.optimiser_bytes();
+  m.optimiser = optimiser_bytes;
   std::vector<int64_t> peaks;
   for (const auto& kind : kinds) {
     m.peak_reset = reset_peak_resident() && m.peak_reset;
@@ -240,7 +240,7 @@ TrainingBenchReport run_training_bench(models::Checkpoint& ckpt, const TrainingB
   r.gate_ms = medians[1];
   r.gate_cached_ms = medians[2];
   r.kl_chunk_tokens = steps.kl_chunk_tokens();
-  if (o.memory) r.memory = measure_memory(kinds, steps, *ckpt.model, load_peak);
+  if (o.memory) r.memory = measure_memory(kinds, *ckpt.model, steps.optimiser_bytes(), load_peak);
   return r;
 }
 
