@@ -21,6 +21,7 @@
 #include "pruner/training/gate_training.h"
 #include "tests/stories_support.h"
 #include "tests/test_support.h"
+#include "tests/tiny_model.h"
 #include "tests/tolerance.h"
 
 using namespace headprune;
@@ -101,6 +102,11 @@ CATCH_TEST_CASE("chunked KL: shapes and chunk sizes are checked, and automatic c
   CATCH_CHECK_THROWS_AS(pruner::chunked_token_kl_sum(p.hs, p.ht, {p.w.slice(1, 0, 7), p.w, 2}), Error);
   // SmolLM2 (49,152 tokens) at 32 x 128: 768 MiB of logits, whole; Llama 3.2 (128,256) at 8 x 512:
   // 2,004 MiB, chunked by 130 tokens (64 MiB).
+  // An encoder has no vocabulary to chunk: asking for chunks is refused, the default passes.
+  const auto tiny = testing::tiny_checkpoint();
+  CATCH_CHECK_THROWS_WITH(pruner::chunked_lm_head(*tiny.model, *tiny.model, 64, 16),
+                          Catch::Contains("has no language-model head"));
+  CATCH_CHECK(!pruner::chunked_lm_head(*tiny.model, *tiny.model, 64, 0).has_value());
   CATCH_CHECK(pruner::automatic_kl_chunk_tokens(32 * 128, 49152) == 0);
   CATCH_CHECK(pruner::automatic_kl_chunk_tokens(8 * 512, 128256) == 130);
 }

@@ -82,6 +82,10 @@ std::optional<ChunkedLmHead> chunked_lm_head(const models::AttentionModel& stude
                                              const models::AttentionModel& teacher, int64_t batch_tokens,
                                              int64_t kl_chunk_tokens) {
   const auto weight = student.lm_head_weight();
+  if (!weight.defined() && kl_chunk_tokens > 0)
+    throw UsageError(fmt::format("--kl-chunk-tokens {}: a '{}' model has no language-model head, so there is no KL "
+                                 "over a vocabulary to chunk; leave it out",
+                                 kl_chunk_tokens, student.config().model_type));
   if (!weight.defined() || kl_chunk_tokens < 0) return std::nullopt;
   const int64_t chunk = kl_chunk_tokens > 0 ? kl_chunk_tokens : automatic_kl_chunk_tokens(batch_tokens, weight.size(0));
   if (chunk == 0) return std::nullopt;

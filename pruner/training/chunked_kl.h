@@ -43,6 +43,7 @@ int64_t automatic_kl_chunk_tokens(int64_t batch_tokens, int64_t vocab_size);
 /// The chunked LM head of a distillation run, or nullopt when the KL should use the models'
 /// own logits: a model without an LM head, `kl_chunk_tokens` -1, or 0 (automatic) with
 /// batches of at most `batch_tokens` tokens small enough (automatic_kl_chunk_tokens).
+/// @throws headprune::UsageError for kl_chunk_tokens > 0 on a model without an LM head.
 std::optional<ChunkedLmHead> chunked_lm_head(const models::AttentionModel& student,
                                              const models::AttentionModel& teacher, int64_t batch_tokens,
                                              int64_t kl_chunk_tokens);

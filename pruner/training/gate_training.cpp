@@ -44,6 +44,17 @@ int64_t longest_batch_tokens(const Corpus& corpus, const GateTrainingOptions& o)
   return static_cast<int64_t>(o.batch_size * longest);
 }
 
+/// The run's chunked LM head (chunked_lm_head), none with labels: the labelled objective reads the
+/// classifier's logits, not a vocabulary's. @throws UsageError for --kl-chunk-tokens N with labels.
+std::optional<ChunkedLmHead> chunked_kl_head(TrainingRun& run, const Corpus& corpus, const GateTrainingOptions& o) {
+  if (corpus.train_labels.empty())
+    return chunked_lm_head(run.model, *run.teacher, longest_batch_tokens(corpus, o), o.kl_chunk_tokens);
+  if (o.kl_chunk_tokens > 0)
+    throw UsageError(fmt::format("--kl-chunk-tokens {} does not apply to training on labels; leave it out",
+                                 o.kl_chunk_tokens));
+  return std::nullopt;
+}
+
 /// The model's config after removing the heads `keep` (layer-major, one bool per head) drops.
 models::ModelConfig config_after(const models::ModelConfig& config, const std::vector<bool>& keep) {
   auto after = config;
@@ -309,13 +320,11 @@ class GateTrainer {
         warmup_(o.warmup_steps >= 0 ? o.warmup_steps : (o.steps * 2) / 5),
         fingerprint_(fingerprint_of(*ckpt.model)),
         run_(ckpt, o),
+        chunked_(chunked_kl_head(run_, corpus, o)),  // refused settings before the out dir is touched
         start_(prepare_out_dir()),
         stream_(corpus.train, o.batch_size, corpus.pad_id, o.seed),
         progress_(group.is_main() ? std::make_optional<TrainingProgress>(o.out_dir, o.resume) : std::nullopt),
-        teacher_cache_(o.teacher_cache_mib),
-        chunked_(corpus.train_labels.empty()
-                     ? chunked_lm_head(run_.model, *run_.teacher, longest_batch_tokens(corpus, o), o.kl_chunk_tokens)
-                     : std::nullopt) {
+        teacher_cache_(o.teacher_cache_mib) {
     stream_.skip(start_);
   }
 
@@ -555,11 +564,11 @@ class GateTrainer {
   const int64_t warmup_;
   const ModelFingerprint fingerprint_;
   TrainingRun run_;
+  const std::optional<ChunkedLmHead> chunked_;  ///< the KL's LM head when chunked (pruner/training/chunked_kl.h)
   const int64_t start_;
   BatchStream stream_;
   std::optional<TrainingProgress> progress_;  ///< rank 0 only
   TeacherCache teacher_cache_;
-  const std::optional<ChunkedLmHead> chunked_;  ///< the KL's LM head when chunked (pruner/training/chunked_kl.h)
   double tokens_ = 0;
   int signal_ = 0;                   ///< SIGINT/SIGTERM received by any rank this step
   DistillationLoss last_;
