@@ -200,6 +200,122 @@ CATCH_TEST_CASE("refit on stories260K (GQA, no biases): reported errors are real
   check_reported_errors(result, measure(*model.model, *dense.model, batches));
 }
 
+namespace refit_exactness {
+
+/// Layer 0's attention parameter `part` ("self.query", "output.dense", ...) of a MiniLM.
+torch::Tensor layer0(models::Checkpoint& ckpt, const std::string& part, const std::string& kind) {
+  return ckpt.model->named_parameters()["encoder.layer.0.attention." + part + "." + kind];
+}
+
+/// Head `copy` of layer 0 attends and reads values exactly as head `of` does (its query, key
+/// and value rows and biases are the same), so both heads' contexts are equal on every token.
+void repeat_head(models::Checkpoint& ckpt, int64_t copy, int64_t of) {
+  torch::NoGradGuard no_grad;
+  const int64_t d = ckpt.model->config().head_dim;
+  for (const char* part : {"self.query", "self.key", "self.value"})
+    for (const char* kind : {"weight", "bias"}) {
+      auto t = layer0(ckpt, part, kind);
+      t.narrow(0, copy * d, d).copy_(t.narrow(0, of * d, d).clone());
+    }
+}
+
+/// The output-projection columns of head `h` of layer 0.
+torch::Tensor output_columns(models::Checkpoint& ckpt, int64_t h) {
+  const int64_t d = ckpt.model->config().head_dim;
+  return layer0(ckpt, "output.dense", "weight").narrow(1, h * d, d);
+}
+
+/// Largest |difference| of the last hidden states of two models on `batches`, and the float32
+/// bound of the dense one (tests/tolerance.h, the whole network).
+std::pair<double, double> final_difference(models::AttentionModel& pruned, models::AttentionModel& dense,
+                                           const std::vector<models::ModelInputs>& batches) {
+  torch::NoGradGuard no_grad;
+  double diff = 0, tol = 0;
+  for (const auto& in : batches) {
+    const auto real = in.attention_mask.unsqueeze(-1);
+    const auto d = dense.forward(in, nullptr).last_hidden_state * real;
+    const auto p = pruned.forward(in, nullptr).last_hidden_state * real;
+    diff = std::max(diff, (p - d).abs().max().item<double>());
+    tol = std::max(tol, testing::float32_tolerance(dense.config(), d));
+  }
+  return {diff, tol};
+}
+
+}  // namespace refit_exactness
+
+// A removed head whose output the kept heads can produce: head 1 of layer 0 repeats head 0's
+// attention and values, so its contribution W1·c0 is reachable by the output refit (head 0's
+// columns become W0 + W1), and by the scale refit when W1 = 0.5·W0 (head 0 scaled by 1.5).
+// With --refit-ridge 0 the refitted model is then the dense one up to float32 rounding.
+CATCH_TEST_CASE("refit recovers a reachable dense output to float32 rounding (output and scale)", "[refit][minilm]") {
+  using namespace refit_exactness;
+  for (auto method : {pruner::RefitMethod::kOutput, pruner::RefitMethod::kHeadScale}) {
+    CATCH_INFO("method " << pruner::refit_method_name(method));
+    const bool scale = method == pruner::RefitMethod::kHeadScale;
+    auto dense = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+    auto model = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+    for (auto* ckpt : {&dense, &model}) {
+      repeat_head(*ckpt, 1, 0);
+      torch::NoGradGuard no_grad;
+      if (scale) output_columns(*ckpt, 1).copy_(0.5 * output_columns(*ckpt, 0));
+    }
+    const auto head0 = output_columns(model, 0).clone(), head1 = output_columns(model, 1).clone();
+    pruner::apply_plan(*model.model, pruner::plan_from_remove_heads({{"0", {1}}}, model.model->config()));
+    const auto corpus = wikitext(*model.tokenizer, 200);
+    const auto batches = batches_of(corpus, 24);
+    const auto [before, tol] = final_difference(*model.model, *dense.model, batches);
+    CATCH_CHECK(before > 10 * tol);  // removing the head alone is far from the dense model
+    const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id,
+                                                   refit_options(method, 24));
+    const auto measured = measure(*model.model, *dense.model, batches);
+    for (const auto& layer : result.layers) {
+      CATCH_INFO("layer " << layer.layer);
+      CATCH_CHECK_FALSE(layer.singular);
+      CATCH_CHECK(measured[static_cast<std::size_t>(layer.layer)].error <=
+                  measured[static_cast<std::size_t>(layer.layer)].tolerance);
+    }
+    const auto [after, tol_after] = final_difference(*model.model, *dense.model, batches);
+    CATCH_CHECK(after <= tol_after);
+    // The fit found the construction: head 0's columns (the first after removal) are W0 + W1.
+    const auto fitted = output_columns(model, 0);
+    CATCH_CHECK((fitted - (head0 + head1)).abs().max().item<double>() <= 1e-3 * head0.abs().max().item<double>());
+  }
+}
+
+// Head 2 of layer 0 reads zero values (its value rows and biases are 0): its context is zero on
+// every token, so with --refit-ridge 0 the normal matrix has a zero block. The refit says so,
+// takes the minimum-norm step (head 2's columns, or its scale, stay as they were) and stays
+// finite, and still lowers the error.
+CATCH_TEST_CASE("refit of a singular system (a kept head that outputs nothing, no ridge) is reported, finite",
+                "[refit][minilm]") {
+  using namespace refit_exactness;
+  for (auto method : {pruner::RefitMethod::kOutput, pruner::RefitMethod::kHeadScale}) {
+    CATCH_INFO("method " << pruner::refit_method_name(method));
+    auto dense = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+    auto model = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+    const int64_t d = model.model->config().head_dim;
+    for (auto* ckpt : {&dense, &model}) {
+      torch::NoGradGuard no_grad;
+      layer0(*ckpt, "self.value", "weight").narrow(0, 2 * d, d).zero_();
+      layer0(*ckpt, "self.value", "bias").narrow(0, 2 * d, d).zero_();
+    }
+    pruner::apply_plan(*model.model, pruner::plan_from_remove_heads({{"0", {0}}}, model.model->config()));
+    const auto zero_head = output_columns(model, 1).clone();  // head 2 is the second kept one
+    const auto corpus = wikitext(*model.tokenizer, 200);
+    const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id,
+                                                   refit_options(method, 24));
+    const auto& layer = result.layers[0];
+    CATCH_CHECK(layer.singular);
+    // Output: 11 heads x 32 inputs + bias, less head 2's 32; scale: 11 heads less head 2.
+    CATCH_CHECK(layer.rank == (method == pruner::RefitMethod::kOutput ? 11 * d + 1 - d : 10));
+    CATCH_CHECK(std::isfinite(layer.error_after));
+    CATCH_CHECK(layer.error_after < layer.error_before);
+    for (const auto& p : model.model->parameters()) CATCH_CHECK(torch::isfinite(p).all().item<bool>());
+    CATCH_CHECK(torch::equal(output_columns(model, 1), zero_head));
+    for (std::size_t l = 1; l < result.layers.size(); ++l) CATCH_CHECK_FALSE(result.layers[l].singular);
+  }
+}
+
 CATCH_TEST_CASE("refit refuses too little text and an empty corpus", "[refit][errors]") {
   auto dense = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
   auto model = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);

@@ -84,10 +84,26 @@ struct NormalEquations {
     return target_squared > 0 ? std::max(e, 0.0) / target_squared : 0.0;
   }
   /// θ0 + Δ with (G + λI)Δ = C − Gθ0, λ = ridge × mean diag(G): the ridge pulls towards θ0.
-  torch::Tensor solve(const torch::Tensor& theta0, double ridge) const {
+  /// Solved by Cholesky (G + λI is symmetric positive semi-definite); when it has no factor
+  /// (singular: a zero or repeated input and λ = 0) or the solution is not finite, Δ is the
+  /// minimum-norm least-squares solution (SVD, LAPACK gelsd, on the CPU) and `singular` is set.
+  struct Solution {
+    torch::Tensor theta;
+    bool singular = false;
+    int64_t rank = 0;
+  };
+  Solution solve(const torch::Tensor& theta0, double ridge) const {
     const double lambda = ridge * gram.diagonal().mean().item<double>();
-    const auto eye = torch::eye(gram.size(0), gram.options());
-    return theta0 + torch::linalg_solve(gram + lambda * eye, cross - gram.matmul(theta0), /*left=*/true);
+    const auto a = gram + lambda * torch::eye(gram.size(0), gram.options());
+    const auto b = cross - gram.matmul(theta0);
+    const auto [factor, info] = torch::linalg_cholesky_ex(a);
+    if (info.item<int64_t>() == 0) {
+      auto theta = theta0 + torch::cholesky_solve(b, factor);
+      if (torch::isfinite(theta).all().item<bool>()) return {theta, false, a.size(0)};
+    }
+    // gelsd's default cut-off treats singular values below p · ε · σ_max as zero.
+    const auto [delta, residuals, rank, values] = torch::linalg_lstsq(a.cpu(), b.cpu(), c10::optional<double>(), "gelsd");
+    return {theta0 + delta.to(theta0.device()), true, rank.item<int64_t>()};
   }
 };
 
@@ -141,15 +157,25 @@ LayerRefit refit_layer(const Fit& fit, AttentionModel& pruned, AttentionModel& d
   for (std::size_t b = 0; b < batches.size(); ++b)
     fit.add(eq, layer_sample(pruned, dense, batches[b], layer, cached.empty() ? nullptr : &cached[b]));
   const auto theta0 = fit.theta0();
-  LayerRefit done{layer, theta0.numel(), eq.relative_error(theta0), eq.relative_error(theta0)};
+  LayerRefit done;
+  done.layer = layer;
+  done.parameters = theta0.numel();
+  done.error_before = done.error_after = eq.relative_error(theta0);
   if (theta0.size(0) == 0) return done;  // no heads and no bias: nothing to fit
   if (eq.tokens < theta0.size(0))
     throw Error(fmt::format("--refit: layer {} has {} values per output to fit but the calibration text "
                             "has only {} tokens; give more text, or use --refit scale",
                             layer, theta0.size(0), eq.tokens));
-  const auto theta = eq.solve(theta0, ridge);
-  done.error_after = eq.relative_error(theta);
-  fit.write(theta);
+  const auto solution = eq.solve(theta0, ridge);
+  done.error_after = eq.relative_error(solution.theta);
+  done.singular = solution.singular;
+  done.rank = solution.rank;
+  if (done.singular)
+    log::warn("refit layer {}: the normal matrix is singular (rank {} of {}: kept heads whose outputs are zero or "
+              "repeat others' on this text); took the minimum-norm least-squares step, so what the text cannot "
+              "determine keeps its weights (a --refit-ridge above 0 does the same smoothly)",
+              layer, done.rank, theta0.size(0));
+  fit.write(solution.theta);
   return done;
 }
 
@@ -244,7 +270,8 @@ nlohmann::json RefitResult::to_json() const {
   nlohmann::json layers_json = nlohmann::json::array();
   for (const auto& l : layers)
     layers_json.push_back({{"layer", l.layer}, {"parameters", l.parameters},
-                           {"relative_error_before", l.error_before}, {"relative_error_after", l.error_after}});
+                           {"relative_error_before", l.error_before}, {"relative_error_after", l.error_after},
+                           {"singular", l.singular}, {"rank", l.rank}});
   return {{"method", refit_method_name(method)}, {"sequences", sequences}, {"tokens", tokens},
           {"seconds", seconds}, {"layers", layers_json}};
 }

@@ -53,6 +53,11 @@ struct LayerRefit {
   int64_t parameters = 0;     ///< values the fit chose (weight and bias entries, or head scales)
   double error_before = 0;    ///< with the weights surgery left
   double error_after = 0;     ///< with the refitted ones (≤ error_before up to the ridge term)
+  /// The regularised normal matrix was singular (no Cholesky factor: heads whose outputs are zero
+  /// or repeat other kept heads' on this text, with --refit-ridge 0): the step taken is then the
+  /// minimum-norm least-squares one, so values the text cannot determine keep their weights.
+  bool singular = false;
+  int64_t rank = 0;           ///< rank of the layer's p x p normal matrix (p values per output; p when not singular)
 };
 
 /// What a refit did.
@@ -70,7 +75,9 @@ struct RefitResult {
 /// Refits `pruned` (in place, no gradients) to follow `dense` on `sequences` (token ids with
 /// special tokens; the first options.max_sequences are used), as the file comment describes.
 /// Both models must have the same layers and hidden size; `dense` is only read. Logs
-/// RefitResult::describe() at info level when it refits (method not kNone).
+/// RefitResult::describe() at info level when it refits (method not kNone), and a warning per
+/// layer whose normal matrix was singular (LayerRefit::singular). The result is finite whatever
+/// the text: a singular system gets the minimum-norm step, never NaN.
 /// @throws headprune::Error if there are no sequences, the models do not match, or a layer has
 ///         fewer calibration tokens than values to fit per output (give more text, or use
 ///         the head-scale method).
