@@ -54,6 +54,10 @@ struct ModelOutput {
   /// With set_record_attention_io(true): per layer its attention block's input and context
   /// (detached). Empty otherwise.
   std::vector<AttentionBlockIO> attention_io;
+  /// With set_output_hidden_states(true): per layer its output [batch, seq, hidden_size], the
+  /// residual stream after the layer (with its gradient; HF's `output_hidden_states` less the
+  /// embeddings' entry, and for pre-norm decoders before the final norm). Empty otherwise.
+  std::vector<torch::Tensor> hidden_states;
 };
 
 /// Query/key weights of one layer's heads, for the score matrix X·W_Q,h·W_K,hᵀ·Xᵀ.
@@ -141,9 +145,14 @@ class AttentionModel : public torch::nn::Module {
   /// lm_head_weight() itself a few tokens at a time (pruner/training/chunked_kl.h). On by default.
   void set_compute_logits(bool on) { compute_logits_ = on; }
   bool compute_logits() const { return compute_logits_; }
+  /// On: forward() fills ModelOutput::hidden_states (layer-wise distillation,
+  /// pruner/training/distillation.h). Off by default.
+  void set_output_hidden_states(bool on) { output_hidden_states_ = on; }
+  bool output_hidden_states() const { return output_hidden_states_; }
 
  private:
   bool compute_logits_ = true;
+  bool output_hidden_states_ = false;
 };
 
 }  // namespace headprune::models

@@ -87,6 +87,32 @@ CATCH_TEST_CASE("a padded batch matches HF transformers", "[bert][minilm]") {
   CATCH_CHECK(diff <= testing::float32_tolerance(ckpt.model->config(), t.at("batch.hidden") * real));
 }
 
+// set_output_hidden_states (layer-wise distillation): each layer's output against HF's
+// output_hidden_states, and the last one is last_hidden_state itself.
+CATCH_TEST_CASE("every layer's output matches HF transformers' hidden_states", "[bert][minilm]") {
+  auto& ckpt = minilm();
+  const auto& t = reference().tensors;
+  torch::NoGradGuard no_grad;
+  const auto device = testing::test_device();
+  const auto rows = t.at("batch.layer.0").size(0);
+  models::ModelInputs in{t.at("batch.input_ids").narrow(0, 0, rows).to(device),
+                         t.at("batch.attention_mask").narrow(0, 0, rows).to(device), {}};
+  ckpt.model->set_output_hidden_states(true);
+  const auto out = ckpt.model->forward(in, nullptr);
+  ckpt.model->set_output_hidden_states(false);
+  const auto layers = ckpt.model->config().num_hidden_layers;
+  CATCH_REQUIRE(static_cast<int64_t>(out.hidden_states.size()) == layers);
+  CATCH_CHECK(torch::equal(out.hidden_states.back(), out.last_hidden_state));
+  const auto real = in.attention_mask.cpu().unsqueeze(-1).to(torch::kFloat);
+  for (int64_t l = 0; l + 1 < layers; ++l) {
+    CATCH_INFO("layer " << l);
+    const auto& expected = t.at("batch.layer." + std::to_string(l));
+    const double diff = ((out.hidden_states[static_cast<std::size_t>(l)].cpu() - expected) * real).abs().max().item<double>();
+    CATCH_CHECK(diff <= testing::float32_tolerance(expected * real, l + 1, ckpt.model->config().intermediate_size));
+  }
+  CATCH_CHECK(ckpt.model->forward(in, nullptr).hidden_states.empty());  // off again
+}
+
 CATCH_TEST_CASE("sentence embeddings match sentence-transformers", "[bert][minilm]") {
   auto& ckpt = minilm();
   const auto& ref = reference();

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
+#include "models/errors.h"
 #include "models/sentence_pooling.h"
 #include "pruner/training/distillation.h"
 
@@ -41,4 +42,31 @@ CATCH_TEST_CASE("the encoder objective: relative hidden-state error plus 1 - cos
   pruner::encoder_distillation(s, t, mask, mean, 1.0).total.backward();
   CATCH_CHECK(s.grad().defined());
   CATCH_CHECK(!t.grad().defined());
+}
+
+CATCH_TEST_CASE("layer-wise distillation: the mean over layers of each layer's relative error, pads ignored",
+                "[distillation]") {
+  // Two layers, one sequence of two real tokens and one pad, H = 2.
+  auto mask = torch::tensor({{1, 1, 0}});
+  auto t0 = torch::tensor({{{1.0, 0.0}, {0.0, 1.0}, {7.0, 7.0}}});
+  auto s0 = torch::tensor({{{1.0, 1.0}, {0.0, 1.0}, {0.0, 0.0}}});  // error 1 / energy 2 = 0.5
+  auto t1 = torch::tensor({{{2.0, 0.0}, {0.0, 0.0}, {1.0, 1.0}}});
+  auto s1 = torch::tensor({{{2.0, 0.0}, {0.0, 0.0}, {9.0, 9.0}}});  // 0: the pad differs only
+  auto s0g = s0.clone().requires_grad_(true), t0g = t0.clone().requires_grad_(true);
+  const auto layers = pruner::layer_distillation({s0g, s1}, {t0g, t1}, mask);
+  CATCH_CHECK(layers.item<double>() == Approx((0.5 + 0.0) / 2).epsilon(1e-6));
+  layers.backward();
+  // d/ds0 of (1/2)·||s0 − t0||²_real / 2: (s0 − t0) / 2 on real tokens, 0 on the pad.
+  CATCH_CHECK(torch::allclose(s0g.grad(), torch::tensor({{{0.0, 0.5}, {0.0, 0.0}, {0.0, 0.0}}}).to(s0g.dtype())));
+  CATCH_CHECK_FALSE(t0g.grad().defined());  // the teacher carries no gradient
+  // Added with its weight, kept as a part, named in the log line.
+  auto base = pruner::causal_lm_distillation(torch::zeros({1, 3, 4}), torch::zeros({1, 3, 4}), mask);
+  const auto with = pruner::with_layer_loss(base, layers.detach(), 3.0);
+  CATCH_CHECK(with.total.item<double>() == Approx(base.total.item<double>() + 3.0 * 0.25).epsilon(1e-6));
+  CATCH_CHECK(with.parts().at("layer_loss").get<double>() == Approx(0.25));
+  CATCH_CHECK_THAT(with.describe(), Catch::Contains("layers 0.25000"));
+  // The last layer is the main objective's: only the others are matched.
+  CATCH_CHECK(pruner::distilled_layers({t0, t1, s0}).size() == 2);
+  CATCH_CHECK_THROWS_AS(pruner::layer_distillation({s0}, {t0, t1}, mask), Error);
+  CATCH_CHECK_THROWS_AS(pruner::layer_distillation({}, {}, mask), Error);
 }

@@ -122,6 +122,72 @@ CATCH_TEST_CASE("an interrupted run resumed with --resume equals an uninterrupte
   resume_and_compare(ckpt, corpus, o, full);
 }
 
+// 40 steps are too few for this target (the expected sparsity is still far from the mask's);
+// with --max-extra-steps the gate phase goes on in blocks of 4 steps until it has converged,
+// within the bound, and a run stopped inside the extension resumes to the same gates.
+CATCH_TEST_CASE("gates that have not converged after --steps train on, bounded, and resume alike", "[training]") {
+  auto corpus = testing::random_corpus(64, 8, 3);
+  auto run = [&](const std::string& tag, int64_t extra, int64_t stop_after) {
+    auto ckpt = testing::tiny_checkpoint(2, 4);
+    auto o = quick_options(tag, 0.5, 40);
+    o.max_extra_steps = extra;
+    o.stop_after = stop_after;
+    auto state = pruner::train_gates(ckpt, corpus, o);
+    return std::make_pair(state, o);
+  };
+  const auto [fixed, o_fixed] = run("no-extension", 0, 0);
+  CATCH_CHECK_FALSE(fixed.summary.at("converged").get<bool>());
+  CATCH_CHECK(fixed.summary.at("gate_steps").get<int64_t>() == 40);
+  const auto [extended, o_extended] = run("extended", 400, 0);
+  const auto gate_steps = extended.summary.at("gate_steps").get<int64_t>();
+  CATCH_INFO("gate steps " << gate_steps << ", expected sparsity " << extended.summary.at("expected_sparsity"));
+  CATCH_CHECK(extended.summary.at("converged").get<bool>());
+  CATCH_CHECK(gate_steps > 40);
+  CATCH_CHECK(gate_steps <= 440);
+  CATCH_CHECK((gate_steps - 40) % 4 == 0);
+  CATCH_CHECK(extended.step == gate_steps);
+  // Stopped one step into the extension: the snapshot records where the gate phase ends.
+  auto [partial, o_partial] = run("extended-resumed", 400, 41);
+  CATCH_REQUIRE_FALSE(partial.complete);
+  auto ckpt = testing::tiny_checkpoint(2, 4);
+  resume_and_compare(ckpt, corpus, o_partial, extended);
+  // Bounded: a bound smaller than what convergence needs ends there, and says so.
+  const auto [bounded, o_bounded] = run("bounded", 4, 0);
+  CATCH_CHECK(bounded.summary.at("gate_steps").get<int64_t>() == 44);
+  CATCH_CHECK_THAT(bounded.summary.at("convergence_warning").get<std::string>(),
+                   Catch::Contains("after 4 steps more than --steps"));
+}
+
+// --distill-layers: every logged step's loss less its regulariser is the encoder objective plus
+// w × the layer-wise term, which is logged; a one-layer model is refused before training.
+CATCH_TEST_CASE("layer-wise distillation adds its logged term with its weight", "[training]") {
+  auto corpus = testing::random_corpus(64, 8, 3);
+  auto ckpt = testing::tiny_checkpoint(2, 4);
+  auto o = quick_options("distill-layers", 0.25, 6);
+  o.distill_layers = 2.5;
+  o.log_every = 1;
+  o.max_extra_steps = 0;
+  pruner::train_gates(ckpt, corpus, o);
+  std::ifstream log(o.out_dir / "train_log.jsonl");
+  int steps = 0;
+  double largest = 0;  // some step samples a gate of layer 0 below 1, which changes its output
+  for (std::string line; std::getline(log, line); ++steps) {
+    const auto r = nlohmann::json::parse(line);
+    CATCH_REQUIRE(r.contains("layer_loss"));
+    largest = std::max(largest, r["layer_loss"].get<double>());
+    const double expected = r["hidden_loss"].get<double>() + o.embedding_weight * r["embedding_loss"].get<double>() +
+                            2.5 * r["layer_loss"].get<double>();
+    CATCH_CHECK(r["loss"].get<double>() - r["regularizer"].get<double>() == Approx(expected).epsilon(1e-5));
+  }
+  CATCH_CHECK(steps == 6);
+  CATCH_CHECK(largest > 0);
+  CATCH_CHECK_FALSE(ckpt.model->output_hidden_states());  // the run leaves the model as it was
+  auto one_layer = testing::tiny_checkpoint(1, 4);
+  auto refused = quick_options("distill-one-layer", 0.25, 6);
+  refused.distill_layers = 1;
+  CATCH_CHECK_THROWS_WITH(pruner::train_gates(one_layer, corpus, refused), Catch::Contains("only one layer"));
+}
+
 CATCH_TEST_CASE("an unreachable target fails before training", "[training]") {
   auto ckpt = testing::tiny_checkpoint(2, 4);
   auto corpus = testing::random_corpus(32, 8, 3);

@@ -102,6 +102,7 @@ CATCH_TEST_CASE("labelled gate training logs the documented mix and checks held-
   pruner::GateTrainingOptions o;
   o.target_sparsity = 0.25;
   o.steps = 4;
+  o.max_extra_steps = 0;  // exactly 4 logged steps
   o.batch_size = 16;
   o.label_weight = 0.3;
   o.log_every = 1;

@@ -36,8 +36,8 @@ CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[option
   CATCH_CHECK(recorded == std::set<std::string>{
                               "steps", "batch_size", "learning_rate", "lambda_learning_rate",
                               "target_sparsity", "target_params", "target_flops", "target_latency", "latency_shape", "sparsity_unit", "flops_seq_len", "l0_lambda",
-                              "warmup_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
-                              "min_heads_per_layer", "gqa_mode", "uniform_layers", "head_multiple", "embedding_weight",
+                              "warmup_steps", "max_extra_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
+                              "min_heads_per_layer", "gqa_mode", "uniform_layers", "head_multiple", "embedding_weight", "distill_layers",
                               "label_weight", "train_weights",
                               "finetune_steps", "weights_learning_rate", "seed", "corpus"});
 }

@@ -27,6 +27,9 @@ Outputs (in --out, default tests/fixtures/minilm/):
                        (the model's own pipeline ends in Normalize, so it is L2-normalised)
       batch.input_ids, batch.attention_mask  [8, T] int64: the first 8 cases, padding=True
       batch.hidden     [8, T, 384] last_hidden_state for that padded batch
+      batch.layer.{l}  [4, T, 384] the output of layer l (0-based, l < 5: every layer but the
+                       last) for the batch's first 4 rows: output_hidden_states=True's
+                       hidden_states[l + 1]
 
 Never needed at run time; only to regenerate the committed fixtures.
 """
@@ -61,6 +64,8 @@ BATCH_SIZE = 8
 # A case with more tokens than this is "long"; only the first long case keeps its hidden state.
 LONG_TOKENS = 128
 MAX_SAFETENSORS_BYTES = 3 * 1024 * 1024
+# Rows of the padded batch whose intermediate layers' outputs are kept.
+LAYER_ROWS = 4
 
 W100 = "hippopotomonstrosesquippedaliophobia" * 2 + "supercalifragilisticexpialid"
 assert len(W100) == 100
@@ -263,10 +268,17 @@ def main():
     benc = fast(batch_texts, padding=True, truncation=True, max_length=MAX_LENGTH,
                 return_tensors="pt")
     with torch.no_grad():
-        bhidden = model(**benc).last_hidden_state
+        bout = model(**benc, output_hidden_states=True)
+    bhidden = bout.last_hidden_state
     tensors["batch.input_ids"] = benc["input_ids"].numpy().astype(np.int64)
     tensors["batch.attention_mask"] = benc["attention_mask"].numpy().astype(np.int64)
     tensors["batch.hidden"] = bhidden.numpy().astype(np.float32)
+    # hidden_states[0] is the embeddings' output; [l] the output of layer l (1-based); the
+    # last equals last_hidden_state. The intermediate layers, first LAYER_ROWS rows (size budget).
+    assert torch.equal(bout.hidden_states[-1], bhidden)
+    for layer in range(1, len(bout.hidden_states) - 1):
+        tensors[f"batch.layer.{layer - 1}"] = (
+            bout.hidden_states[layer][:LAYER_ROWS].numpy().astype(np.float32))
     max_diff_batch = 0.0
     for b in range(BATCH_SIZE):
         n = len(cases[b]["input_ids"])

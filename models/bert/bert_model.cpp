@@ -166,6 +166,7 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
   if (!mask.all().item<bool>())
     mask_bias = (1.0 - mask.to(x.dtype())).view({ids.size(0), 1, 1, ids.size(1)}) * mask_min(x.scalar_type());
   const auto position_bias = relative_position_bias(ids.size(1), x);
+  std::vector<torch::Tensor> hidden_states;
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     torch::Tensor m;
     if (multipliers) {
@@ -175,8 +176,9 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
                                 fmt::join(m.sizes(), ","), layers[l]->attention->self->num_heads));
     }
     x = layers[l]->forward(x, layer_bias(l, position_bias, mask_bias), m);
+    if (output_hidden_states()) hidden_states.push_back(x);
   }
-  ModelOutput out{x, {}, {}, {}};
+  ModelOutput out{x, {}, {}, {}, std::move(hidden_states)};
   for (auto& layer : layers)
     if (layer->attention->self->record_probs) out.attentions.push_back(layer->attention->self->probs);
   for (auto& layer : layers)

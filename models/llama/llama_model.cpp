@@ -308,6 +308,7 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
   // Key j is visible to query i when j <= i (an encoder: any j) inside the layer's window and j is not padding.
   LayerMasks mask_bias(0, ids, inputs.attention_mask, x, config_.bidirectional);
   LayerRotary rotary(config_, 0, T, x);
+  std::vector<torch::Tensor> hidden_states;
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
     torch::Tensor m;
     if (multipliers) {
@@ -319,9 +320,10 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
     }
     const auto& [cos, sin] = rotary(l);
     x = layers[l]->forward(x, mask_bias(config_.window_of(l)), cos, sin, m);
+    if (output_hidden_states()) hidden_states.push_back(x);
   }
   x = norm->forward(x);
-  ModelOutput out{x, compute_logits() ? lm_logits(x) : torch::Tensor(), {}, {}};
+  ModelOutput out{x, compute_logits() ? lm_logits(x) : torch::Tensor(), {}, {}, std::move(hidden_states)};
   for (auto& layer : layers)
     if (layer->self_attn->record_probs) out.attentions.push_back(layer->self_attn->probs);
   for (auto& layer : layers)

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "models/errors.h"
+
 namespace headprune::pruner {
 namespace {
 
@@ -19,13 +21,15 @@ nlohmann::json DistillationLoss::parts() const {
   if (embedding.defined()) j["embedding_loss"] = embedding.item<double>();
   if (kl.defined()) j["kl"] = kl.item<double>();
   if (label.defined()) j["label_loss"] = label.item<double>();
+  if (layers.defined()) j["layer_loss"] = layers.item<double>();
   return j;
 }
 
 std::string DistillationLoss::describe() const {
-  const auto labels = label.defined() ? fmt::format(", labels {:.5f}", label.item<double>()) : "";
-  if (kl.defined()) return fmt::format("kl {:.5f}{}", kl.item<double>(), labels);
-  return fmt::format("hidden {:.5f}, emb {:.5f}{}", hidden.item<double>(), embedding.item<double>(), labels);
+  const auto rest = (layers.defined() ? fmt::format(", layers {:.5f}", layers.item<double>()) : std::string()) +
+                    (label.defined() ? fmt::format(", labels {:.5f}", label.item<double>()) : std::string());
+  if (kl.defined()) return fmt::format("kl {:.5f}{}", kl.item<double>(), rest);
+  return fmt::format("hidden {:.5f}, emb {:.5f}{}", hidden.item<double>(), embedding.item<double>(), rest);
 }
 
 DistillationLoss encoder_distillation(const torch::Tensor& student, const torch::Tensor& teacher,
@@ -74,12 +78,44 @@ DistillationLoss chunked_causal_lm_distillation(const torch::Tensor& student_hid
   return loss;
 }
 
+torch::Tensor layer_distillation(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
+                                 const torch::Tensor& attention_mask, const GlobalSum& global_sum) {
+  if (student.empty() || student.size() != teacher.size())
+    throw Error(fmt::format("layer-wise distillation: the student gave {} layers' hidden states, the teacher {}",
+                            student.size(), teacher.size()));
+  const auto m = attention_mask.to(student.front().dtype()).unsqueeze(-1);
+  auto sum = torch::zeros({}, student.front().options());
+  for (std::size_t l = 0; l < student.size(); ++l) {
+    const auto t = teacher[l].detach();
+    const auto energy = over_ranks((t.pow(2) * m).sum(), global_sum);
+    sum = sum + ((student[l] - t).pow(2) * m).sum() / energy.clamp_min(1e-12);
+  }
+  return sum / static_cast<double>(student.size());
+}
+
+DistillationLoss with_layer_loss(DistillationLoss loss, const torch::Tensor& layers, double weight) {
+  loss.total = loss.total + weight * layers;
+  loss.layers = layers;
+  return loss;
+}
+
 torch::Tensor token_kl(const torch::Tensor& log_teacher, const torch::Tensor& log_student) {
   return (log_teacher.exp() * (log_teacher - log_student)).sum(-1);
 }
 
 torch::Tensor distillation_target(const models::ModelOutput& teacher) {
   return teacher.logits.defined() ? teacher.logits : teacher.last_hidden_state;
+}
+
+std::vector<torch::Tensor> distilled_layers(const std::vector<torch::Tensor>& hidden_states) {
+  if (hidden_states.empty()) return {};
+  return {hidden_states.begin(), hidden_states.end() - 1};
+}
+
+std::vector<torch::Tensor> teacher_targets(const models::ModelOutput& teacher) {
+  std::vector<torch::Tensor> out{distillation_target(teacher)};
+  for (const auto& h : distilled_layers(teacher.hidden_states)) out.push_back(h);
+  return out;
 }
 
 DistillationLoss distillation(const models::ModelOutput& student, const torch::Tensor& teacher_target,

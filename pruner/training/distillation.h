@@ -22,9 +22,12 @@ struct DistillationLoss {
   torch::Tensor embedding;  ///< mean (1 − cosine) of the pooled sentence embeddings
   torch::Tensor kl;         ///< mean KL(teacher ‖ student) of next-token distributions, nats/token
   torch::Tensor label;      ///< mean cross-entropy of the classifier to the gold labels, nats
-  /// The defined parts by name ("hidden_loss", "embedding_loss", "kl", "label_loss"), for logs.
+  torch::Tensor layers;     ///< layer-wise distillation (layer_distillation), with --distill-layers
+  /// The defined parts by name ("hidden_loss", "embedding_loss", "kl", "label_loss",
+  /// "layer_loss"), for logs.
   nlohmann::json parts() const;
-  /// "hidden 0.01234, emb 0.00567" or "kl 0.01234", then ", labels 0.34567" when labelled.
+  /// "hidden 0.01234, emb 0.00567" or "kl 0.01234", then ", layers 0.00891" and
+  /// ", labels 0.34567" when those parts are in.
   std::string describe() const;
 };
 
@@ -63,6 +66,21 @@ DistillationLoss chunked_causal_lm_distillation(const torch::Tensor& student_hid
                                                 const torch::Tensor& attention_mask, const ChunkedLmHead& head,
                                                 const GlobalSum& global_sum = {});
 
+/// CoFi's layer-wise distillation (Xia et al. 2022, "Structured Pruning Learns Compact and
+/// Accurate Models", §3.3, L_layer) with each student layer matched to the same teacher layer
+/// (the pruned model keeps every layer, so no learned map or layer search is needed), as a
+/// scale-free relative squared error averaged over the layers:
+///   layers = (1/L) Σ_l Σ_real ||h_s^l − h_t^l||² / Σ_real ||h_t^l||²
+/// student, teacher: per layer [B, T, H] (same count L ≥ 1; the teacher's carry no gradient);
+/// attention_mask [B, T]. The denominators are summed by `global_sum`.
+/// @throws headprune::Error if the layer counts differ or are 0.
+torch::Tensor layer_distillation(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
+                                 const torch::Tensor& attention_mask, const GlobalSum& global_sum = {});
+
+/// `loss` with `layers` (layer_distillation) added to its total with weight `weight` (> 0),
+/// and kept as its `layers` part.
+DistillationLoss with_layer_loss(DistillationLoss loss, const torch::Tensor& layers, double weight);
+
 /// Per-position KL(p_t ‖ p_s) = Σ_v p_t(v) (log p_t(v) − log p_s(v)), in nats.
 /// log_teacher, log_student: log-probabilities [B, T, V] -> [B, T].
 torch::Tensor token_kl(const torch::Tensor& log_teacher, const torch::Tensor& log_student);
@@ -70,6 +88,15 @@ torch::Tensor token_kl(const torch::Tensor& log_teacher, const torch::Tensor& lo
 /// What the teacher contributes to the objective: its logits for a model with an LM head,
 /// else its final hidden states.
 torch::Tensor distillation_target(const models::ModelOutput& teacher);
+
+/// The teacher's outputs a step needs: distillation_target(teacher) first, then, when the
+/// teacher ran with output_hidden_states, the layers layer_distillation matches
+/// (distilled_layers).
+std::vector<torch::Tensor> teacher_targets(const models::ModelOutput& teacher);
+
+/// The layers layer-wise distillation matches: every layer's output but the last, which the
+/// main objective already matches (its hidden states, or the logits made from them).
+std::vector<torch::Tensor> distilled_layers(const std::vector<torch::Tensor>& hidden_states);
 
 /// The model's objective: chunked_causal_lm_distillation when `chunked` is given (the models'
 /// logits then off: teacher_target is the teacher's last_hidden_state), causal_lm_distillation

@@ -133,27 +133,37 @@ std::optional<double> log_alpha_separation(const GateState& state) {
   return kept / static_cast<double>(n_kept) - removed / static_cast<double>(n_removed);
 }
 
-/// Records in the summary whether the gates settled (`converged`: the expected sparsity agrees
-/// with the mask's, and kept and removed heads are clearly apart) and, if not, a warning
-/// (`convergence_warning`), also logged: the mask was then chosen among gates still open.
-void record_convergence(GateState& state) {
+/// Why the gates of `state` (a snapshot_state) have not settled — the expected sparsity is more
+/// than kConvergenceGap from the mask's, or kept and removed heads are less than kSeparation
+/// apart in mean log_alpha — or nullopt when they have.
+std::optional<std::string> convergence_problem(const GateState& state) {
   const double expected = state.summary["expected_sparsity"].get<double>();
   const double mask = state.summary["mask_sparsity"].get<double>();
   const auto separation = log_alpha_separation(state);
-  if (separation) state.summary["log_alpha_separation"] = *separation;
-  std::string why;
   if (std::abs(expected - mask) > kConvergenceGap)
-    why = fmt::format("expected sparsity {:.3f} against the mask's {:.3f} ({})", expected, mask,
-                      state.summary["sparsity_unit"].get<std::string>());
-  else if (separation && *separation < kSeparation)
-    why = fmt::format("kept and removed heads are barely apart (mean log_alpha {:.2f} higher for the "
-                      "kept ones)", *separation);
-  state.summary["converged"] = why.empty();
-  if (why.empty()) return;
+    return fmt::format("expected sparsity {:.3f} against the mask's {:.3f} ({})", expected, mask,
+                       state.summary["sparsity_unit"].get<std::string>());
+  if (separation && *separation < kSeparation)
+    return fmt::format("kept and removed heads are barely apart (mean log_alpha {:.2f} higher for the "
+                       "kept ones)", *separation);
+  return std::nullopt;
+}
+
+/// Records in the summary whether the gates settled (`converged`, convergence_problem) and, if
+/// not, a warning (`convergence_warning`), also logged: the mask was then chosen among gates
+/// still open. `extra_steps`: gate steps added for convergence beyond --steps.
+void record_convergence(GateState& state, int64_t extra_steps) {
+  if (const auto separation = log_alpha_separation(state)) state.summary["log_alpha_separation"] = *separation;
+  const auto why = convergence_problem(state);
+  state.summary["converged"] = !why;
+  if (!why) return;
   // Past the target (more gates closing than the mask keeps): the multipliers overshot.
-  const bool overshot = expected > mask + kConvergenceGap;
+  const bool overshot = state.summary["expected_sparsity"].get<double>() >
+                        state.summary["mask_sparsity"].get<double>() + kConvergenceGap;
   const auto warning = fmt::format(
-      "the gates had not converged: {}; {}", why,
+      "the gates had not converged{}: {}; {}",
+      extra_steps > 0 ? fmt::format(" after {} steps more than --steps (--max-extra-steps)", extra_steps) : "",
+      *why,
       overshot ? "more gates were closing than the target keeps (the Lagrangian overshot it): train longer "
                  "(--steps) for the multipliers to reopen them, or with a lower --lambda-lr"
                : "the heads removed were chosen among gates still undecided: train longer (--steps) or with "
@@ -224,13 +234,13 @@ void record_budget(GateState& state, const models::AttentionModel& model, const 
             budget.allowed, o.flops_seq_len, 100 * *o.target_flops, achieved, 100 * achieved / budget.dense);
 }
 
-/// The state at the end of the gate phase. A head the target keeps while its deterministic
+/// The state at the end of the gate phase (after `gate_steps` steps). A head the target keeps while its deterministic
 /// gate is 0 (training ended closing more gates than the target asks) would be dead weight at
 /// 0: it is kept at gate 1 instead.
 GateState final_gate_state(const gates::HardConcreteGates& g, const models::AttentionModel& model,
                            const ModelFingerprint& fingerprint, const gates::SparsityMeasure& measure,
-                           const GateTrainingOptions& o) {
-  auto state = snapshot_state(g, model, fingerprint, measure, o, o.steps, true);
+                           const GateTrainingOptions& o, int64_t gate_steps) {
+  auto state = snapshot_state(g, model, fingerprint, measure, o, gate_steps, true);
   int64_t reopened = 0;
   for (auto& layer : state.layers)
     for (size_t h = 0; h < layer.heads.size(); ++h)
@@ -243,7 +253,8 @@ GateState final_gate_state(const gates::HardConcreteGates& g, const models::Atte
               "are kept at gate 1",
               reopened);
   state.summary["reopened_heads"] = reopened;
-  record_convergence(state);
+  state.summary["gate_steps"] = gate_steps;
+  record_convergence(state, gate_steps - o.steps);
   record_budget(state, model, o);
   return state;
 }
@@ -289,6 +300,8 @@ gates::SparsityMeasure checked_measure(const models::ModelConfig& config, const 
   if (o.train_weights && o.finetune_steps < 1)
     throw Error("--train-weights needs --finetune-steps of at least 1");
   if (corpus.train.empty()) throw Error("the corpus has no training sequences");
+  if (o.distill_layers > 0 && config.num_hidden_layers < 2)
+    throw Error("--distill-layers matches every layer but the last, and this model has only one layer");
   announce_uniform_export(config, measure, o);
   return measure;
 }
@@ -316,17 +329,25 @@ class GateTrainer {
         o_(o),
         group_(group),
         measure_(checked_measure(ckpt.model->config(), corpus, o)),
-        total_steps_(o.steps + (o.train_weights ? o.finetune_steps : 0)),
         warmup_(o.warmup_steps >= 0 ? o.warmup_steps : (o.steps * 2) / 5),
+        max_extra_steps_(o.max_extra_steps >= 0 ? o.max_extra_steps : o.steps),
         fingerprint_(fingerprint_of(*ckpt.model)),
         run_(ckpt, o),
         chunked_(chunked_kl_head(run_, corpus, o)),  // refused settings before the out dir is touched
-        start_(prepare_out_dir()),
+        resumed_(prepare_out_dir()),
+        start_(resumed_.step),
+        gate_steps_(resumed_.gate_steps),
+        total_steps_(finetune_end(gate_steps_)),
         stream_(corpus.train, o.batch_size, corpus.pad_id, o.seed),
         progress_(group.is_main() ? std::make_optional<TrainingProgress>(o.out_dir, o.resume) : std::nullopt),
         teacher_cache_(o.teacher_cache_mib) {
     stream_.skip(start_);
+    run_.model.set_output_hidden_states(o.distill_layers > 0);
+    run_.teacher->set_output_hidden_states(o.distill_layers > 0);
   }
+  ~GateTrainer() { run_.model.set_output_hidden_states(false); }
+  GateTrainer(const GateTrainer&) = delete;
+  GateTrainer& operator=(const GateTrainer&) = delete;
 
   GateState run() {
     log_start();
@@ -336,8 +357,9 @@ class GateTrainer {
     for (int64_t step = start_; step < total_steps_; ++step) {
       const auto result = train_step(step);
       const int64_t done = step + 1;
-      if (done % o_.log_every == 0 || done == o_.steps || done == total_steps_)
+      if (done % o_.log_every == 0 || done == gate_steps_ || done == total_steps_)
         log_step(done, result, seconds_since(t0));
+      if (done == gate_steps_) extend_unless_converged(done);
       if (done == total_steps_) break;
       if (signal_) stop_on_signal(signal_, done);
       const bool by_time = o_.save_every_minutes > 0 && seconds_since(last_save) >= 60 * o_.save_every_minutes;
@@ -358,19 +380,41 @@ class GateTrainer {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
-  /// Creates the gates folder and, with --resume, restores the snapshot; the first step.
-  int64_t prepare_out_dir() {
+  /// The step the run ends at when its gate phase ends at `gate_steps`.
+  int64_t finetune_end(int64_t gate_steps) const { return gate_steps + (o_.train_weights ? o_.finetune_steps : 0); }
+
+  /// Creates the gates folder and, with --resume, restores the snapshot; the first step and
+  /// where the gate phase ends.
+  ResumePoint prepare_out_dir() {
     if (group_.is_main()) std::filesystem::create_directories(o_.out_dir);
-    if (!o_.resume) return 0;
-    const auto start = resume_from_snapshot(run_, o_, fingerprint_);
-    log::info("resuming at step {} of {}", start, total_steps_);
-    return start;
+    if (!o_.resume) return {0, o_.steps};
+    const auto point = resume_from_snapshot(run_, o_, fingerprint_);
+    log::info("resuming at step {} of {}", point.step, finetune_end(point.gate_steps));
+    return point;
+  }
+
+  /// At the planned end of the gate phase (`done` == gate_steps_): if the gates have not
+  /// converged (convergence_problem) and --max-extra-steps allows, the gate phase goes on for a
+  /// block of a tenth of --steps (at least 1), said in the log. Every rank decides alike: the
+  /// gates are identical on all of them.
+  void extend_unless_converged(int64_t done) {
+    const int64_t extra = gate_steps_ - o_.steps;
+    if (extra >= max_extra_steps_) return;
+    const auto why = convergence_problem(snapshot_state(*run_.gates, run_.model, fingerprint_, measure_, o_, done, false));
+    if (!why) return;
+    const int64_t block = std::min(std::max<int64_t>(o_.steps / 10, 1), max_extra_steps_ - extra);
+    gate_steps_ += block;
+    total_steps_ = finetune_end(gate_steps_);
+    log::info("step {}: the gates have not converged ({}); training them {} steps more ({} of at most {} extra "
+              "steps, --max-extra-steps)",
+              done, *why, block, gate_steps_ - o_.steps, max_extra_steps_);
   }
 
   void log_start() const {
-    log::info("training gates: {} heads in {} layers, {} steps, batch {}{}, {} training / {} held-out "
+    log::info("training gates: {} heads in {} layers, {} steps{}, batch {}{}, {} training / {} held-out "
               "sequences, {}",
               run_.gates->total_heads(), ckpt_.model->config().num_hidden_layers, o_.steps,
+              max_extra_steps_ > 0 ? fmt::format(" (up to {} more until they converge)", max_extra_steps_) : "",
               o_.batch_size,
               group_.distributed() ? fmt::format(" (shared by {} ranks)", group_.world_size()) : "",
               corpus_.train.size(), corpus_.heldout.size(),
@@ -391,19 +435,16 @@ class GateTrainer {
   /// distillation + regulariser, and the optimisers' steps.
   StepResult train_step(int64_t step) {
     StepResult r;
-    r.gate_phase = step < o_.steps;
+    r.gate_phase = step < gate_steps_;
     if (!r.gate_phase && fixed_.empty()) end_gate_phase();
     torch::manual_seed(o_.seed + static_cast<uint64_t>(step) * 7919ULL);  // noise: resumable
     auto in = stream_.next(o_.device, group_.rank(), group_.world_size());
     const ScopedLogitsOff logits_off({&run_.model, run_.teacher.get()}, chunked_.has_value());
-    auto teacher_target = teacher_cache_.get(
-        stream_.last_bucket(), [&] { return distillation_target(run_.teacher->forward(in, nullptr)); });
+    const auto targets = teacher_cache_.get(stream_.last_bucket(),
+                                            [&] { return teacher_targets(run_.teacher->forward(in, nullptr)); });
     auto& g = *run_.gates;
     auto multipliers = r.gate_phase ? g.split(g.sample()) : fixed_;
-    const auto student = run_.model.forward(in, &multipliers);
-    last_ = distillation(student, teacher_target, in.attention_mask, ckpt_.pooling, o_.embedding_weight,
-                         global_sum(), chunked_ ? &*chunked_ : nullptr);
-    if (!corpus_.train_labels.empty()) last_ = with_label_loss(last_, label_loss(student, in.attention_mask), o_.label_weight);
+    last_ = objective(run_.model.forward(in, &multipliers), targets, in.attention_mask);
     r.target = o_.target_sparsity ? gates::ramped_target(*o_.target_sparsity, step, warmup_) : 0;
     r.expected_sparsity = measure_.expected(g);
     r.regularizer = !r.gate_phase         ? torch::zeros({}, r.expected_sparsity.options())
@@ -419,6 +460,21 @@ class GateTrainer {
                               r.loss, step, last_.total.item<double>(), r.regularizer.item<double>()));
     step_optimisers(r.gate_phase);
     return r;
+  }
+
+  /// The step's loss: distillation to the teacher's `targets` (teacher_targets), plus the
+  /// layer-wise term with --distill-layers and the labels' cross-entropy with labelled text.
+  DistillationLoss objective(const models::ModelOutput& student, const std::vector<torch::Tensor>& targets,
+                             const torch::Tensor& attention_mask) const {
+    auto loss = distillation(student, targets.front(), attention_mask, ckpt_.pooling, o_.embedding_weight,
+                             global_sum(), chunked_ ? &*chunked_ : nullptr);
+    if (o_.distill_layers > 0)
+      loss = with_layer_loss(loss,
+                             layer_distillation(distilled_layers(student.hidden_states),
+                                                {targets.begin() + 1, targets.end()}, attention_mask, global_sum()),
+                             o_.distill_layers);
+    if (!corpus_.train_labels.empty()) loss = with_label_loss(loss, label_loss(student, attention_mask), o_.label_weight);
+    return loss;
   }
 
   /// The classifier's cross-entropy to the gold labels of the batch's rows (labelled text);
@@ -450,12 +506,12 @@ class GateTrainer {
     const int local_signal = interrupt_signal();
     auto stats = torch::tensor({value(last_.total), value(last_.hidden), value(last_.embedding), value(last_.kl),
                                 value(last_.label), in.attention_mask.sum().item<double>(),
-                                static_cast<double>(local_signal), local_signal ? 1.0 : 0.0},
+                                static_cast<double>(local_signal), local_signal ? 1.0 : 0.0, value(last_.layers)},
                                torch::kDouble);
     group_.all_reduce_sum(stats);
     const auto sum = [&](int64_t i) { return stats[i].item<double>(); };
     for (auto [part, i] : {std::pair{&last_.total, 0}, {&last_.hidden, 1}, {&last_.embedding, 2}, {&last_.kl, 3},
-                           {&last_.label, 4}})
+                           {&last_.label, 4}, {&last_.layers, 8}})
       if (part->defined()) *part = torch::tensor(sum(i));
     tokens_ += sum(5);
     const double signalled = sum(7);
@@ -476,7 +532,7 @@ class GateTrainer {
 
   /// Fixes the mask (final_gate_state) and, with --train-weights, unfreezes the weights.
   void end_gate_phase() {
-    final_state_ = final_gate_state(*run_.gates, run_.model, fingerprint_, measure_, o_);
+    final_state_ = final_gate_state(*run_.gates, run_.model, fingerprint_, measure_, o_, gate_steps_);
     fixed_ = final_multipliers(final_state_, o_.device);
     if (!o_.train_weights) return;
     for (auto& p : run_.model.parameters()) p.set_requires_grad(true);
@@ -523,7 +579,7 @@ class GateTrainer {
     auto state = snapshot_state(*run_.gates, run_.model, fingerprint_, measure_, o_, step, false);
     if (!group_.is_main()) return state;
     state.save(o_.out_dir);
-    save_snapshot(run_, o_.out_dir, step);
+    save_snapshot(run_, o_.out_dir, step, gate_steps_);
     return state;
   }
 
@@ -560,12 +616,15 @@ class GateTrainer {
   const GateTrainingOptions& o_;
   const ProcessGroup& group_;
   const gates::SparsityMeasure measure_;
-  const int64_t total_steps_;
   const int64_t warmup_;
+  const int64_t max_extra_steps_;  ///< gate steps extend_unless_converged may add
   const ModelFingerprint fingerprint_;
   TrainingRun run_;
   const std::optional<ChunkedLmHead> chunked_;  ///< the KL's LM head when chunked (pruner/training/chunked_kl.h)
+  const ResumePoint resumed_;
   const int64_t start_;
+  int64_t gate_steps_;   ///< where the gate phase ends: --steps, plus any extension
+  int64_t total_steps_;  ///< where the run ends (gate_steps_ + --finetune-steps with --train-weights)
   BatchStream stream_;
   std::optional<TrainingProgress> progress_;  ///< rank 0 only
   TeacherCache teacher_cache_;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <unordered_map>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -17,14 +18,15 @@ class TeacherCache {
   /// `mib` of tensors at most; 0 = no caching.
   explicit TeacherCache(int64_t mib) : budget_bytes_(mib * (int64_t{1} << 20)) {}
 
-  /// The cached target of `bucket`, or `compute()`'s result (under no_grad), kept when it
-  /// still fits the budget. Valid only while the teacher is frozen.
-  torch::Tensor get(std::size_t bucket, const std::function<torch::Tensor()>& compute);
+  /// The cached targets of `bucket` (teacher_targets: the distillation target, then any
+  /// layers' hidden states), or `compute()`'s result (under no_grad), kept when it still fits
+  /// the budget. Valid only while the teacher is frozen.
+  std::vector<torch::Tensor> get(std::size_t bucket, const std::function<std::vector<torch::Tensor>()>& compute);
 
  private:
   int64_t budget_bytes_;
   int64_t bytes_ = 0;
-  std::unordered_map<std::size_t, torch::Tensor> targets_;
+  std::unordered_map<std::size_t, std::vector<torch::Tensor>> targets_;
 };
 
 }  // namespace headprune::pruner

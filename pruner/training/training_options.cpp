@@ -272,7 +272,13 @@ std::vector<TrainingOption> rate_rows() {
                  [](auto& o) -> auto& { return o.lambda_learning_rate; }, &positive<double>, "> 0",
                  "step size of the Lagrange multipliers (plain gradient ascent)"),
       run_option("warmup-steps", int64_t{-1}, "warmup_steps", [](auto& o) -> auto& { return o.warmup_steps; },
-                 nullptr, "", "steps over which the target ramps up from 0 (-1 = 40% of --steps)")};
+                 nullptr, "", "steps over which the target ramps up from 0 (-1 = 40% of --steps)"),
+      run_option("max-extra-steps", int64_t{-1}, "max_extra_steps",
+                 [](auto& o) -> auto& { return o.max_extra_steps; }, nullptr, "",
+                 "when the gates have not converged after --steps (expected sparsity over 0.05 from the "
+                 "mask's, or kept and removed heads barely apart), train them on in blocks of a tenth of "
+                 "--steps until they have, at most this many steps more (-1 = as many as --steps, 0 = never; "
+                 "said in the log)")};
 }
 
 /// --uniform-layers: recorded, and must match on --resume (it changes which mask is final).
@@ -344,6 +350,10 @@ std::vector<TrainingOption> phase_rows() {
   return {
       run_option("embedding-weight", 1.0, "embedding_weight", [](auto& o) -> auto& { return o.embedding_weight; },
                  nullptr, "", "weight of the sentence-embedding term of the distillation loss"),
+      run_option("distill-layers", 0.0, "distill_layers", [](auto& o) -> auto& { return o.distill_layers; },
+                 &non_negative<double>, ">= 0",
+                 "weight of layer-wise distillation (CoFi): every layer's output but the last matched to the "
+                 "dense model's (relative squared error, mean over layers), added to the objective; 0 = off"),
       label_weight, train_weights, finetune,
       run_option("weights-lr", 1e-4, "weights_learning_rate",
                  [](auto& o) -> auto& { return o.weights_learning_rate; }, &positive_finite, "> 0",

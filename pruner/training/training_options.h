@@ -59,10 +59,17 @@ struct GateTrainingOptions {
   int64_t flops_seq_len = 128;       ///< sequence length FLOPs are counted at (unit flops)
   double l0_lambda = 0.0;            ///< Voita et al.'s λ (fixed-penalty mode)
   int64_t warmup_steps = -1;         ///< target ramp length; -1 = 40% of steps
+  /// Gate steps the run may add when the gates have not converged after `steps` (the test of
+  /// gate_training.cpp's kConvergenceGap / kSeparation), in blocks of a tenth of `steps`;
+  /// -1 = as many as `steps` (at most twice the gate training), 0 = never.
+  int64_t max_extra_steps = -1;
   gates::HardConcreteOptions gate;
   gates::DeterministicRule rule = gates::DeterministicRule::kLouizos;
   gates::MaskConstraints constraints;
   double embedding_weight = 1.0;     ///< weight of the sentence-embedding loss term
+  /// Weight of the layer-wise distillation term (pruner/training/distillation.h,
+  /// layer_distillation; CoFi's L_layer); 0 = off.
+  double distill_layers = 0;
   /// Labelled text (--labels): weight w of the labels' cross-entropy in
   /// w · CE + (1 − w) · distillation (pruner/training/task_loss.h); unused without labels.
   double label_weight = kDefaultLabelWeight;

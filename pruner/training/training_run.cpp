@@ -87,9 +87,10 @@ void save_weights(const models::AttentionModel& model, const fs::path& dir) {
   fs::rename(tmp, file);
 }
 
-void save_snapshot(TrainingRun& run, const fs::path& dir, int64_t step) {
+void save_snapshot(TrainingRun& run, const fs::path& dir, int64_t step, int64_t gate_steps) {
   torch::serialize::OutputArchive archive, gate_archive, lambda_archive;
   archive.write("step", torch::tensor(step));
+  archive.write("gate_steps", torch::tensor(gate_steps));
   archive.write("log_alpha", run.gates->log_alpha.detach());
   archive.write("lambda_1", run.lagrangian->lambda_1.detach());
   archive.write("lambda_2", run.lagrangian->lambda_2.detach());
@@ -108,13 +109,14 @@ void save_snapshot(TrainingRun& run, const fs::path& dir, int64_t step) {
   fs::rename(tmp, dir / kSnapshotFile);
 }
 
-int64_t resume_from_snapshot(TrainingRun& run, const GateTrainingOptions& o,
-                             const ModelFingerprint& fingerprint) {
+ResumePoint resume_from_snapshot(TrainingRun& run, const GateTrainingOptions& o,
+                                 const ModelFingerprint& fingerprint) {
   check_resumable(o, fingerprint);
   torch::serialize::InputArchive archive;
   archive.load_from((o.out_dir / kSnapshotFile).string(), o.device);
-  torch::Tensor step;
+  torch::Tensor step, gate_steps;
   archive.read("step", step);
+  const bool extended = archive.try_read("gate_steps", gate_steps);
   torch::NoGradGuard no_grad;
   read_tensor(archive, "log_alpha", run.gates->log_alpha);
   read_tensor(archive, "lambda_1", run.lagrangian->lambda_1);
@@ -125,7 +127,7 @@ int64_t resume_from_snapshot(TrainingRun& run, const GateTrainingOptions& o,
   run.gate_optimizer.load(gate_archive);
   run.lambda_optimizer.load(lambda_archive);
   if (run.weights_optimizer) restore_weights(run, archive, o.out_dir);
-  return step.item<int64_t>();
+  return {step.item<int64_t>(), extended ? gate_steps.item<int64_t>() : o.steps};
 }
 
 }  // namespace headprune::pruner

@@ -42,14 +42,20 @@ inline constexpr const char* kSnapshotFile = "train_state.pt";
 
 /// Writes `<dir>/train_state.pt` (step, log_alpha, λ, optimiser states) and, with trained
 /// weights, `<dir>/weights.safetensors`; each through a temporary file and a rename.
-void save_snapshot(TrainingRun& run, const std::filesystem::path& dir, int64_t step);
+/// `gate_steps`: where the gate phase ends (--steps plus any extension for convergence).
+void save_snapshot(TrainingRun& run, const std::filesystem::path& dir, int64_t step, int64_t gate_steps);
 
 /// Checks that `<options.out_dir>`'s snapshot belongs to this model (`fingerprint`) and these
-/// settings (every recorded one equal), restores the run from it and returns its step.
+/// settings (every recorded one equal), restores the run from it and returns its step and
+/// where its gate phase ends (options.steps for snapshots written before extensions existed).
 /// @throws headprune::Error if there is no snapshot (or the run already finished), the model
 ///         or a setting differs (named, with both values), or the trained weights are missing.
-int64_t resume_from_snapshot(TrainingRun& run, const GateTrainingOptions& options,
-                             const ModelFingerprint& fingerprint);
+struct ResumePoint {
+  int64_t step = 0;
+  int64_t gate_steps = 0;
+};
+ResumePoint resume_from_snapshot(TrainingRun& run, const GateTrainingOptions& options,
+                                 const ModelFingerprint& fingerprint);
 
 /// Writes the model's weights to `<dir>/weights.safetensors` (temporary file, then rename).
 void save_weights(const models::AttentionModel& model, const std::filesystem::path& dir);
