@@ -11,6 +11,7 @@
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/training_flags.h"
+#include "pruner/surgery/mask_rearrangement.h"
 #include "pruner/surgery/refit.h"
 #include "pruner/training/corpus.h"
 #include "pruner/training/gate_state.h"
@@ -29,6 +30,16 @@ nlohmann::json refit_from_gates(models::Checkpoint& pruned, const pruner::GateSt
   auto dense = models::load_checkpoint(model, refit.device);
   refit.batch_size = gates.settings.value("batch_size", refit.batch_size);
   return pruner::refit_pruned_model(*pruned.model, *dense.model, corpus.train, corpus.pad_id, refit).to_json();
+}
+
+/// apply --rearrange: rearranges `gates`' mask (in place) on their training share of their text,
+/// `ckpt` (the model as trained, before surgery) against the dense `model`. @returns the record.
+nlohmann::json rearrange_from_gates(models::Checkpoint& ckpt, pruner::GateState& gates, const std::string& model,
+                                    pruner::RearrangeOptions rearrange) {
+  const auto [text, corpus_options] = pruner::recorded_corpus(gates.settings);
+  const auto corpus = pruner::load_training_text(text, ckpt, corpus_options);
+  auto dense = models::load_checkpoint(model, rearrange.device);
+  return pruner::rearrange_mask(gates, ckpt, dense, corpus.train, corpus.pad_id, rearrange).to_json();
 }
 
 }  // namespace
@@ -64,6 +75,10 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   const auto refit = refit_options(refit_flags, vm, device);
   if (refit.method != pruner::RefitMethod::kNone && !vm.count("gates"))
     throw UsageError("--refit needs --gates: it refits on the text the gates were trained on");
+  auto rearrange = rearrange_options(refit_flags, vm, device);
+  rearrange.fold_gates = !vm.count("no-fold");
+  if (rearrange.enabled && !vm.count("gates"))
+    throw UsageError("--rearrange needs --gates: it rearranges the gates' mask on the text they were trained on");
   // Validate everything that can be validated before loading weights or writing anything.
   std::optional<pruner::GateState> gates;
   nlohmann::json spec;
@@ -87,9 +102,10 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   if (vm.count("gguf")) models::check_gguf_exportable(ckpt);  // before the surgery
   if (gates) pruner::load_trained_weights(*gates, gates_dir, ckpt);
   const bool fold = !vm.count("no-fold");
+  nlohmann::json record = {{"command", "apply"}, {"source", model}, {"fold_gates", fold}};
+  if (rearrange.enabled) record["rearranged"] = rearrange_from_gates(ckpt, *gates, model, rearrange);
   auto plan = gates ? pruner::plan_from_gates(*gates, *ckpt.model, fold)
                     : pruner::plan_from_remove_heads(spec, ckpt.model->config());
-  nlohmann::json record = {{"command", "apply"}, {"source", model}, {"fold_gates", fold}};
   if (gates) record["gates"] = {{"path", gates_dir}, {"settings", gates->settings}};
   else record["remove_heads"] = spec;
   auto result = pruner::apply_in_memory(ckpt, plan);

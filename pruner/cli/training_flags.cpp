@@ -62,7 +62,26 @@ void add_refit_flags(CommandLine& line, RefitFlags& f, const char* text) {
       ("refit-sequences", arg(&f.sequences, "N", f.sequences), "calibration sequences the refit uses")
       ("refit-ridge", arg(&f.ridge, "R", f.ridge),
        "pull of the refit towards the weights it starts from, relative to the mean diagonal of each "
-       "layer's normal matrix (0 = plain least squares)");
+       "layer's normal matrix (0 = plain least squares)")
+      ("rearrange",
+       fmt::format("before removing heads, let a kept and a removed head of a layer trade places when that lowers "
+                   "the distillation loss on {} (Kwon et al.'s mask rearrangement; every layer keeps its head "
+                   "count, inside KV groups with GQA)",
+                   text).c_str())
+      ("rearrange-sequences", arg(&f.rearrange_sequences, "N", f.rearrange_sequences),
+       "calibration sequences the rearrangement scores swaps on");
+}
+
+pruner::RearrangeOptions rearrange_options(const RefitFlags& f, const po::variables_map& vm,
+                                           const torch::Device& device) {
+  pruner::RearrangeOptions o;
+  o.enabled = vm.count("rearrange") > 0;
+  if (!o.enabled && vm.count("rearrange-sequences") && !vm["rearrange-sequences"].defaulted())
+    throw UsageError("--rearrange-sequences has no effect without --rearrange");
+  if (f.rearrange_sequences < 1) throw UsageError("--rearrange-sequences must be at least 1");
+  o.max_sequences = f.rearrange_sequences;
+  o.device = device;
+  return o;
 }
 
 pruner::RefitOptions refit_options(const RefitFlags& f, const po::variables_map& vm, const torch::Device& device) {
@@ -143,6 +162,8 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   if (job.training.target_latency) require_latency_shape(job);
   job.refit = refit_options(prune.refit, vm, job.training.device);
   job.refit.batch_size = job.training.batch_size;
+  job.rearrange = rearrange_options(prune.refit, vm, job.training.device);
+  job.rearrange.fold_gates = job.fold_gates;
   return job;
 }
 

@@ -30,20 +30,28 @@ void add_distributed_flags(CommandLine& line, pruner::DistributedOptions& option
 pruner::ProcessGroup join_if_distributed(const po::variables_map& vm, const pruner::DistributedOptions& options,
                                          const GlobalOptions& globals);
 
-/// --refit and --refit-sequences (prune, sweep, apply).
+/// --refit, --refit-sequences, --refit-ridge, --rearrange and --rearrange-sequences (prune,
+/// sweep, apply).
 struct RefitFlags {
   std::string method = "none";
   std::size_t sequences = 256;
   double ridge = 1e-3;
+  std::size_t rearrange_sequences = 64;
 };
 
-/// Declares the refit flags (group "Recovery after removal"); `text` says where the
-/// calibration text comes from for this command.
+/// Declares the refit and rearrangement flags (group "Recovery after removal"); `text` says
+/// where the calibration text comes from for this command.
 void add_refit_flags(CommandLine& line, RefitFlags& flags, const char* text);
 
 /// The refit settings from parsed flags. @throws headprune::UsageError on a bad value, or on
 /// --refit-sequences / --refit-ridge given without a refit method (they would do nothing).
 pruner::RefitOptions refit_options(const RefitFlags& flags, const po::variables_map& vm, const torch::Device& device);
+
+/// The mask-rearrangement settings from parsed flags (fold_gates and batch_size are the
+/// caller's). @throws headprune::UsageError for --rearrange-sequences 0, or given without
+/// --rearrange.
+pruner::RearrangeOptions rearrange_options(const RefitFlags& flags, const po::variables_map& vm,
+                                           const torch::Device& device);
 
 /// Flags of the prune job beyond training (shared by `prune` and `sweep`).
 struct PruneFlags {

@@ -145,27 +145,30 @@ struct TrainedRun {
   std::string train_log;
 };
 
-/// Stages 2–5: removes the heads, refits, measures fidelity, benchmarks, and writes the export.
+/// Stages 2–5: rearranges the mask, removes the heads, refits, measures fidelity, benchmarks,
+/// and writes the export.
 nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
                                 std::chrono::steady_clock::time_point t0) {
   stage(2, "removing heads");
   auto& student = run.student;
-  auto applied = apply_in_memory(student, plan_from_gates(run.gates, *student.model, o.fold_gates));
+  auto dense = models::load_checkpoint(o.model, run.training.device);
+  auto gates = run.gates;
+  rearrange_mask(gates, student, dense, run.corpus.train, run.corpus.pad_id, o.rearrange);
+  auto applied = apply_in_memory(student, plan_from_gates(gates, *student.model, o.fold_gates));
   log::info("{} of {} heads kept; per layer {}", applied.heads_after, applied.heads_before,
             fmt::join(student.model->config().heads_per_layer(), " "));
-  auto dense = models::load_checkpoint(o.model, run.training.device);
   const auto refit = refit_pruned_model(*student.model, *dense.model, run.corpus.train, run.corpus.pad_id, o.refit)
                          .to_json();
   std::map<std::string, std::string> extra;
-  add_gate_artefacts(extra, run.gates, run.train_log, o.out.string());
+  add_gate_artefacts(extra, gates, run.train_log, o.out.string());
   nlohmann::json summary = {
       {"target_sparsity", run.training.target_sparsity ? nlohmann::json(*run.training.target_sparsity) : nlohmann::json()},
-      {"gates", run.gates.summary},
+      {"gates", gates.summary},
       {"refit", refit}};
   nlohmann::json record = {{"command", "prune"}, {"source", o.model.string()}, {"fold_gates", o.fold_gates},
                            {"refit", refit}, {"training", run.training.to_json()}};
   const auto roles = [&](nlohmann::json& s, std::map<std::string, std::string>& files) {
-    if (auto counts = add_role_artefacts(o, dense, run.corpus, run.treebank, run.gates, run.training, files);
+    if (auto counts = add_role_artefacts(o, dense, run.corpus, run.treebank, gates, run.training, files);
         !counts.is_null())
       s["head_roles"] = counts;
   };

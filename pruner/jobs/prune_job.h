@@ -12,6 +12,7 @@
 #include "models/checkpoint.h"
 #include "pruner/measure/bench.h"
 #include "pruner/surgery/apply.h"
+#include "pruner/surgery/mask_rearrangement.h"
 #include "pruner/surgery/refit.h"
 #include "pruner/training/corpus.h"
 #include "pruner/training/gate_training.h"
@@ -37,6 +38,8 @@ struct PruneJobOptions {
   GateTrainingOptions training;  ///< out_dir is set by the job (a work folder beside --out)
   BenchOptions bench_options;
   RefitOptions refit;  ///< after removal, on the corpus's training share (pruner/surgery/refit.h)
+  /// Before removal, on the corpus's training share (pruner/surgery/mask_rearrangement.h).
+  RearrangeOptions rearrange;
 };
 
 /// Runs the stages with a progress display and returns the summary that is also written to
