@@ -23,10 +23,13 @@ namespace fs = std::filesystem;
 namespace {
 
 /// The gate-training command line on the tiny workspace, 1 thread per process.
-std::vector<std::string> train_gates_args(const testing::Workspace& w, const fs::path& out, int64_t steps) {
+/// `max_extra_steps`: --max-extra-steps (-1, the default, as many as `steps`).
+std::vector<std::string> train_gates_args(const testing::Workspace& w, const fs::path& out, int64_t steps,
+                                          int64_t max_extra_steps = -1) {
   return {"train-gates", w.model.string(), "--data", w.corpus.string(), "--target-sparsity", "0.5",
-          "--steps", std::to_string(steps), "--batch-size", "8", "--lr", "0.2", "--log-every", "1",
-          "--save-every", "0", "-o", out.string(), "--threads", "1"};
+          "--steps", std::to_string(steps), "--max-extra-steps", std::to_string(max_extra_steps),
+          "--batch-size", "8", "--lr", "0.2", "--log-every", "1", "--save-every", "0", "-o", out.string(),
+          "--threads", "1"};
 }
 
 /// `headprune launch --nproc 2 -- headprune ARGS --distributed` (or ARGS alone with nproc 1).
@@ -137,16 +140,16 @@ CATCH_TEST_CASE("2 ranks over Gloo train the gates 1 process does with the same 
 CATCH_TEST_CASE("SIGTERM to the launcher: every rank stops at the same step, 1 process resumes to the same gates",
                 "[distributed][signal]") {
   testing::Workspace w("dist-sigterm");
-  CATCH_REQUIRE(run_binary(train_gates_args(w, w.dir / "full", 200)) == 0);
+  CATCH_REQUIRE(run_binary(train_gates_args(w, w.dir / "full", 200, 0)) == 0);
   const auto out = w.dir / "stopped";
-  const pid_t launcher = start(launched(2, train_gates_args(w, out, 200)));
+  const pid_t launcher = start(launched(2, train_gates_args(w, out, 200, 0)));
   wait_for_lines(out / "train_log.jsonl", 5);
   ::kill(launcher, SIGTERM);
   CATCH_CHECK(wait_for(launcher) == 128 + SIGTERM);
   const auto snapshot = pruner::GateState::load(out);
   CATCH_CHECK_FALSE(snapshot.complete);
   CATCH_CHECK((snapshot.step >= 5 && snapshot.step < 200));
-  auto resume = train_gates_args(w, out, 200);
+  auto resume = train_gates_args(w, out, 200, 0);
   resume.push_back("--resume");
   CATCH_REQUIRE(run_binary(launched(1, resume)) == 0);  // the snapshot resumes with any world size
   check_same_gates(w.dir / "full", out);

@@ -27,6 +27,7 @@ pruner::GateTrainingOptions quick_options(const std::string& tag, double target,
   pruner::GateTrainingOptions o;
   o.target_sparsity = target;
   o.steps = steps;
+  o.max_extra_steps = 0;  // exactly `steps`; the extension has its own test
   o.batch_size = 16;
   o.learning_rate = 0.2;
   o.constraints.min_heads_per_layer = 0;
