@@ -75,6 +75,10 @@ CATCH_TEST_CASE("bad values and combinations are usage errors naming the flag", 
                           "--steps must be >= 1");
   CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--l0-lambda", "1", "--holdout", "1"}),
                           "--holdout must be in (0, 1)");
+  CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--l0-lambda", "1", "--max-extra-steps", "-2"}),
+                          "--max-extra-steps must be >= -1");
+  CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--l0-lambda", "1", "--distill-layers", "-1"}),
+                          "--distill-layers must be >= 0");
   CATCH_CHECK_THROWS_AS(parse({"--data", "a", "--l0-lambda", "1", "--gate-rule", "x"}), UsageError);
   CATCH_CHECK_THROWS_AS(parse({"--data", "a", "--l0-lambda", "1", "--sparsity-unit", "x"}), UsageError);
   // The text: exactly one of --data and --labels; the labels' own flags only with --labels.

@@ -274,7 +274,8 @@ std::vector<TrainingOption> rate_rows() {
       run_option("warmup-steps", int64_t{-1}, "warmup_steps", [](auto& o) -> auto& { return o.warmup_steps; },
                  nullptr, "", "steps over which the target ramps up from 0 (-1 = 40% of --steps)"),
       run_option("max-extra-steps", int64_t{-1}, "max_extra_steps",
-                 [](auto& o) -> auto& { return o.max_extra_steps; }, nullptr, "",
+                 [](auto& o) -> auto& { return o.max_extra_steps; }, +[](const int64_t& v) { return v >= -1; },
+                 ">= -1",
                  "when the gates have not converged after --steps (expected sparsity over 0.05 from the "
                  "mask's, or kept and removed heads barely apart), train them on in blocks of a tenth of "
                  "--steps until they have, at most this many steps more (-1 = as many as --steps, 0 = never; "
