@@ -276,10 +276,10 @@ std::vector<TrainingOption> rate_rows() {
       run_option("max-extra-steps", int64_t{-1}, "max_extra_steps",
                  [](auto& o) -> auto& { return o.max_extra_steps; }, +[](const int64_t& v) { return v >= -1; },
                  ">= -1",
-                 "when the gates have not converged after --steps (expected sparsity over 0.05 from the "
+                 "when the gates have not converged after --steps (expected sparsity over 0.05 below the "
                  "mask's, or kept and removed heads barely apart), train them on in blocks of a tenth of "
                  "--steps until they have, at most this many steps more (-1 = as many as --steps, 0 = never; "
-                 "said in the log)")};
+                 "said in the log; not when the Lagrangian overshot the target)")};
 }
 
 /// --uniform-layers: recorded, and must match on --resume (it changes which mask is final).

@@ -60,8 +60,9 @@ struct GateTrainingOptions {
   double l0_lambda = 0.0;            ///< Voita et al.'s λ (fixed-penalty mode)
   int64_t warmup_steps = -1;         ///< target ramp length; -1 = 40% of steps
   /// Gate steps the run may add when the gates have not converged after `steps` (the test of
-  /// gate_training.cpp's kConvergenceGap / kSeparation), in blocks of a tenth of `steps`;
-  /// -1 = as many as `steps` (at most twice the gate training), 0 = never.
+  /// gate_training.cpp's kConvergenceGap / kSeparation; not when the multipliers overshot the
+  /// target), in blocks of a tenth of `steps`; -1 = as many as `steps` (at most twice the gate
+  /// training), 0 = never.
   int64_t max_extra_steps = -1;
   gates::HardConcreteOptions gate;
   gates::DeterministicRule rule = gates::DeterministicRule::kLouizos;
