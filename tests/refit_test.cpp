@@ -202,6 +202,9 @@ CATCH_TEST_CASE("refit on stories260K (GQA, no biases): reported errors are real
 
 namespace refit_exactness {
 
+// 16 sequences (about 700 real tokens): enough for the 353 values per output of layer 0's output fit.
+constexpr std::size_t kSmall = 16;
+
 /// Layer 0's attention parameter `part` ("self.query", "output.dense", ...) of a MiniLM.
 torch::Tensor layer0(models::Checkpoint& ckpt, const std::string& part, const std::string& kind) {
   return ckpt.model->named_parameters()["encoder.layer.0.attention." + part + "." + kind];
@@ -261,12 +264,12 @@ CATCH_TEST_CASE("refit recovers a reachable dense output to float32 rounding (ou
     }
     const auto head0 = output_columns(model, 0).clone(), head1 = output_columns(model, 1).clone();
     pruner::apply_plan(*model.model, pruner::plan_from_remove_heads({{"0", {1}}}, model.model->config()));
-    const auto corpus = wikitext(*model.tokenizer, 200);
-    const auto batches = batches_of(corpus, 24);
+    const auto corpus = wikitext(*model.tokenizer, 120);
+    const auto batches = batches_of(corpus, kSmall);
     const auto [before, tol] = final_difference(*model.model, *dense.model, batches);
     CATCH_CHECK(before > 10 * tol);  // removing the head alone is far from the dense model
     const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id,
-                                                   refit_options(method, 24));
+                                                   refit_options(method, kSmall));
     const auto measured = measure(*model.model, *dense.model, batches);
     for (const auto& layer : result.layers) {
       CATCH_INFO("layer " << layer.layer);
@@ -301,9 +304,9 @@ CATCH_TEST_CASE("refit of a singular system (a kept head that outputs nothing, n
     }
     pruner::apply_plan(*model.model, pruner::plan_from_remove_heads({{"0", {0}}}, model.model->config()));
     const auto zero_head = output_columns(model, 1).clone();  // head 2 is the second kept one
-    const auto corpus = wikitext(*model.tokenizer, 200);
+    const auto corpus = wikitext(*model.tokenizer, 120);
     const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id,
-                                                   refit_options(method, 24));
+                                                   refit_options(method, kSmall));
     const auto& layer = result.layers[0];
     CATCH_CHECK(layer.singular);
     // Output: 11 heads x 32 inputs + bias, less head 2's 32; scale: 11 heads less head 2.
