@@ -35,7 +35,8 @@ Calibration calibrate(models::AttentionModel& dense, const std::vector<std::vect
 }
 
 /// Scores masks: the distillation loss of the student gated by a gate state's plan, averaged
-/// over the calibration batches (weighted by their real tokens).
+/// over the calibration batches (weighted by their real tokens). The gates' owner is checked
+/// once, by the caller (plan_from_gates), not per mask.
 class MaskLoss {
  public:
   MaskLoss(models::Checkpoint& student, const Calibration& calibration, double embedding_weight, bool fold)
@@ -45,7 +46,7 @@ class MaskLoss {
     ++evaluations;
     auto& model = *student_.model;
     const auto device = calibration_.batches.front().input_ids.device();
-    const auto multipliers = plan_multipliers(plan_from_gates(state, model, fold_), model.config(), device);
+    const auto multipliers = plan_multipliers(plan_from_checked_gates(state, fold_), model.config(), device);
     double sum = 0, weight = 0;
     for (std::size_t b = 0; b < calibration_.batches.size(); ++b) {
       const auto& in = calibration_.batches[b];
@@ -118,6 +119,7 @@ RearrangeResult rearrange_mask(GateState& gates, models::Checkpoint& student, mo
   result.enabled = options.enabled;
   if (!options.enabled) return result;
   if (sequences.empty()) throw Error("--rearrange needs calibration text, and none was given");
+  plan_from_gates(gates, *student.model, options.fold_gates);  // the gates belong to `student`, or Error
   const auto t0 = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
   const auto calibration = calibrate(*dense.model, sequences, pad_id, options);

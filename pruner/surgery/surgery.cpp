@@ -17,6 +17,10 @@ PrunePlan plan_from_gates(const GateState& gates, const models::AttentionModel& 
     throw Error(fmt::format("these gates were trained on another model: {}. Train gates for this "
                             "model or give the model they were trained on ({})",
                             diff, gates.model_path));
+  return plan_from_checked_gates(gates, fold_gates);
+}
+
+PrunePlan plan_from_checked_gates(const GateState& gates, bool fold_gates) {
   PrunePlan plan;
   for (const auto& layer : gates.layers) {
     LayerPlan p;

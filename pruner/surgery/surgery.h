@@ -26,6 +26,11 @@ using PrunePlan = std::vector<LayerPlan>;  ///< one entry per layer
 PrunePlan plan_from_gates(const GateState& gates, const models::AttentionModel& model,
                           bool fold_gates);
 
+/// plan_from_gates without the check that the gates belong to the model (a checksum over every
+/// weight), for a caller that made it once and plans many masks of the same gates
+/// (pruner/surgery/mask_rearrangement.cpp).
+PrunePlan plan_from_checked_gates(const GateState& gates, bool fold_gates);
+
 /// Plan from HF's `{layer: [original head indices]}` (as `model.prune_heads` and
 /// `config.pruned_heads` take it); heads already absent are an error, as are out-of-range
 /// layers/heads and duplicates. Unlisted layers are untouched.
