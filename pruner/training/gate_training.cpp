@@ -339,7 +339,6 @@ class GateTrainer {
         resumed_(prepare_out_dir()),
         start_(resumed_.step),
         gate_steps_(resumed_.gate_steps),
-        total_steps_(finetune_end(gate_steps_)),
         stream_(corpus.train, o.batch_size, corpus.pad_id, o.seed),
         progress_(group.is_main() ? std::make_optional<TrainingProgress>(o.out_dir, o.resume) : std::nullopt),
         teacher_cache_(o.teacher_cache_mib) {
@@ -356,13 +355,13 @@ class GateTrainer {
     const InterruptGuard guard;  // SIGINT / SIGTERM: finish the step, snapshot, stop
     const auto t0 = std::chrono::steady_clock::now();
     auto last_save = t0;
-    for (int64_t step = start_; step < total_steps_; ++step) {
+    for (int64_t step = start_; step < total_steps(); ++step) {
       const auto result = train_step(step);
       const int64_t done = step + 1;
-      if (done % o_.log_every == 0 || done == gate_steps_ || done == total_steps_)
+      if (done % o_.log_every == 0 || done == gate_steps_ || done == total_steps())
         log_step(done, result, seconds_since(t0));
       if (done == gate_steps_) extend_unless_converged(done);
-      if (done == total_steps_) break;
+      if (done == total_steps()) break;
       if (signal_) stop_on_signal(signal_, done);
       const bool by_time = o_.save_every_minutes > 0 && seconds_since(last_save) >= 60 * o_.save_every_minutes;
       if ((o_.save_every > 0 && done % o_.save_every == 0) || by_time) {
@@ -384,6 +383,8 @@ class GateTrainer {
 
   /// The step the run ends at when its gate phase ends at `gate_steps`.
   int64_t finetune_end(int64_t gate_steps) const { return gate_steps + (o_.train_weights ? o_.finetune_steps : 0); }
+  /// Where the run ends now (gate_steps_ + --finetune-steps with --train-weights).
+  int64_t total_steps() const { return finetune_end(gate_steps_); }
 
   /// Creates the gates folder and, with --resume, restores the snapshot; the first step and
   /// where the gate phase ends.
@@ -416,7 +417,6 @@ class GateTrainer {
     }
     const int64_t block = std::min(std::max<int64_t>(o_.steps / 10, 1), max_extra_steps_ - extra);
     gate_steps_ += block;
-    total_steps_ = finetune_end(gate_steps_);
     log::info("step {}: the gates have not converged ({}); training them {} steps more ({} of at most {} extra "
               "steps, --max-extra-steps)",
               done, *why, block, gate_steps_ - o_.steps, max_extra_steps_);
@@ -556,7 +556,7 @@ class GateTrainer {
   void log_step(int64_t done, const StepResult& r, double seconds) {
     StepProgress p;
     p.done = done;
-    p.total_steps = total_steps_;
+    p.total_steps = total_steps();
     p.gate_phase = r.gate_phase;
     p.loss = r.loss;
     p.parts = last_;
@@ -569,7 +569,7 @@ class GateTrainer {
     p.lambda_2 = run_.lagrangian->lambda_2.item<double>();
     p.tokens_per_second = tokens_ / std::max(seconds, 1e-9);
     p.seconds = seconds;
-    p.eta_seconds = seconds / static_cast<double>(done - start_) * static_cast<double>(total_steps_ - done);
+    p.eta_seconds = seconds / static_cast<double>(done - start_) * static_cast<double>(total_steps() - done);
     if (progress_) progress_->log(p);
   }
 
@@ -582,7 +582,7 @@ class GateTrainer {
     throw Interrupted(signal_number,
                       fmt::format("{} received: stopped after step {} of {} with a snapshot in {}; "
                                   "continue with the same command and --resume",
-                                  signal_name(signal_number), done, total_steps_, o_.out_dir.string()));
+                                  signal_name(signal_number), done, total_steps(), o_.out_dir.string()));
   }
 
   /// A snapshot for --resume: the gate state so far (gates.json, incomplete) and train_state.pt,
@@ -599,7 +599,7 @@ class GateTrainer {
   GateState finish(double seconds) {
     if (fixed_.empty()) end_gate_phase();
     auto state = final_state_;
-    state.step = total_steps_;
+    state.step = total_steps();
     if (!group_.is_main()) return state;  // rank 0 measures and writes
     if (o_.train_weights) {
       save_weights(run_.model, o_.out_dir);
@@ -635,8 +635,7 @@ class GateTrainer {
   const std::optional<ChunkedLmHead> chunked_;  ///< the KL's LM head when chunked (pruner/training/chunked_kl.h)
   const ResumePoint resumed_;
   const int64_t start_;
-  int64_t gate_steps_;   ///< where the gate phase ends: --steps, plus any extension
-  int64_t total_steps_;  ///< where the run ends (gate_steps_ + --finetune-steps with --train-weights)
+  int64_t gate_steps_;  ///< where the gate phase ends: --steps, plus any extension
   BatchStream stream_;
   std::optional<TrainingProgress> progress_;  ///< rank 0 only
   TeacherCache teacher_cache_;
