@@ -253,6 +253,7 @@ CATCH_TEST_CASE("sweep --baselines layers removes the layer the dense model miss
     return baseline_sweep(w, extra);
   };
   CATCH_CHECK(run(with({(w.dir / "bad").string(), "--refit", "scale"})) == 2);
+  CATCH_CHECK(run(with({(w.dir / "bad").string(), "--rearrange"})) == 2);
   CATCH_CHECK_FALSE(fs::exists(w.dir / "bad"));
   // Every model, the baseline's too, is scored on STS once written (pairs of the corpus's own sentences).
   std::ofstream(w.dir / "sts.csv") << "sentence1,sentence2,score\n"

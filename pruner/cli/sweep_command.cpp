@@ -79,6 +79,9 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   if (o.layer_baseline && o.job.refit.method != pruner::RefitMethod::kNone)
     throw UsageError("--baselines layers has no --refit (it refits attention blocks layer by layer, and whole "
                      "layers are gone): sweep without --refit, or without the layers baseline");
+  if (o.layer_baseline && o.job.rearrange.enabled)
+    throw UsageError("--baselines layers has no --rearrange (it swaps heads within a layer, and the baseline removes "
+                     "whole layers): sweep without --rearrange, or without the layers baseline");
   const auto sweep = pruner::run_sweep(o);
   if (vm.count("json"))
     std::cout << sweep.dump(2) << "\n";
