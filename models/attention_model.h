@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,11 @@ class AttentionModel : public torch::nn::Module {
   /// last_hidden_state · weightᵀ: no modelled family has an LM-head bias); undefined for a
   /// model without an LM head. The model's own tensor.
   virtual torch::Tensor lm_head_weight() const { return {}; }
+  /// The parameters (by named_parameters() name) this model may hold in the checkpoint file's
+  /// dtype when it is narrower than float32 (load_checkpoint with WeightStorage::source): its
+  /// forward widens them per use (models/linear.h widened_linear), exactly. Empty (the default):
+  /// every weight is widened on load.
+  virtual std::set<std::string> narrow_storage_weights() const { return {}; }
   /// Off: forward() leaves ModelOutput::logits undefined, for a caller that applies
   /// lm_head_weight() itself a few tokens at a time (pruner/training/chunked_kl.h). On by default.
   void set_compute_logits(bool on) { compute_logits_ = on; }

@@ -129,15 +129,20 @@ std::shared_ptr<AttentionModel> make_model(const ModelConfig& config, const Tens
   return models::make_model(config, names);
 }
 
+/// The parameters load_weights may leave in the file's dtype under `storage`.
+std::set<std::string> kept_narrow(const AttentionModel& model, WeightStorage storage) {
+  return storage == WeightStorage::source ? model.narrow_storage_weights() : std::set<std::string>();
+}
+
 /// A checkpoint converted in memory from a single file (llama2.c .bin, GGUF): HF config and
 /// HF-named weights.
 Checkpoint converted_checkpoint(const std::filesystem::path& file, const ModelConfig& config,
-                                const TensorMap& weights, const torch::Device& device) {
+                                const TensorMap& weights, const torch::Device& device, WeightStorage storage) {
   Checkpoint ckpt;
   ckpt.dir = file;
   auto model = make_model(config, weights);
   const auto file_weights = model->weights_from_file(weights, file.string());
-  ckpt.unused_keys = load_weights(*model, file_weights, file.string());
+  ckpt.unused_keys = load_weights(*model, file_weights, file.string(), kept_narrow(*model, storage));
   ckpt.source_dtypes = source_dtypes(*model, file_weights);
   model->to(device);
   model->eval();
@@ -147,15 +152,17 @@ Checkpoint converted_checkpoint(const std::filesystem::path& file, const ModelCo
 }
 
 /// A llama2.c `.bin` checkpoint, converted in memory (see models/formats/llama2c.h).
-Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torch::Device& device) {
+Checkpoint load_llama2c_checkpoint(const std::filesystem::path& file, const torch::Device& device,
+                                   WeightStorage storage) {
   const auto converted = read_llama2c(file);
-  return converted_checkpoint(file, converted.config, converted.weights, device);
+  return converted_checkpoint(file, converted.config, converted.weights, device, storage);
 }
 
 /// A llama.cpp GGUF file, converted in memory by its architecture's mapping (models/gguf_model.h).
-Checkpoint load_gguf_checkpoint(const std::filesystem::path& file, const torch::Device& device) {
+Checkpoint load_gguf_checkpoint(const std::filesystem::path& file, const torch::Device& device,
+                                WeightStorage storage) {
   const auto converted = read_gguf_model(file);
-  auto ckpt = converted_checkpoint(file, converted.config, converted.weights, device);
+  auto ckpt = converted_checkpoint(file, converted.config, converted.weights, device, storage);
   std::shared_ptr<BpeTokenizer> tokenizer;
   // A vocabulary headprune cannot read leaves the checkpoint without a tokenizer: commands that
   // need text refuse (require_tokenizer_files says why), the model itself loads.
@@ -186,7 +193,7 @@ std::string folder_chat_template(const std::filesystem::path& dir) {
 }  // namespace
 
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
-                                      const std::string& source) {
+                                      const std::string& source, const std::set<std::string>& keep_dtype) {
   std::map<std::string, const torch::Tensor*> by_name;
   for (const auto& [k, v] : weights) by_name[k] = &v;
 
@@ -206,7 +213,10 @@ std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap
           "{}: weight '{}' has shape [{}] but the config implies [{}] (does config.json, "
           "including pruned_heads, describe these weights?)",
           source, name, fmt::join(t.sizes(), ", "), fmt::join(slot.sizes(), ", ")));
-    slot.copy_(t.to(slot.dtype()));
+    if (keep_dtype.count(name) && t.is_floating_point() && t.element_size() < slot.element_size())
+      slot.set_data(t.storage().nbytes() > t.nbytes() ? t.clone() : t.contiguous());  // no view pins a whole file
+    else
+      slot.copy_(t.to(slot.dtype()));
     used.insert(name);
   };
   for (auto& p : module.named_parameters(true)) assign(p.key(), p.value(), true);
@@ -260,6 +270,12 @@ void cast_floating(torch::nn::Module& module, torch::ScalarType dtype) {
 
 }  // namespace
 
+void widen_narrow_weights(torch::nn::Module& module) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : module.parameters())
+    if (p.is_floating_point() && p.element_size() < 4) p.set_data(p.to(torch::kFloat));
+}
+
 void cast_checkpoint(Checkpoint& checkpoint, torch::ScalarType dtype) {
   cast_floating(*checkpoint.model, dtype);
   if (checkpoint.classifier) cast_floating(*checkpoint.classifier, dtype);
@@ -274,11 +290,11 @@ void round_to_source_dtypes(Checkpoint& checkpoint) {
   }
 }
 
-Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device) {
+Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device, WeightStorage storage) {
   if (std::filesystem::is_regular_file(dir) && dir.extension() == ".bin")
-    return load_llama2c_checkpoint(dir, device);
+    return load_llama2c_checkpoint(dir, device, storage);
   if (std::filesystem::is_regular_file(dir) && dir.extension() == ".gguf")
-    return load_gguf_checkpoint(dir, device);
+    return load_gguf_checkpoint(dir, device, storage);
   if (!std::filesystem::is_directory(dir))
     throw Error(fmt::format("{} is not a folder: give a checkpoint folder holding config.json "
                             "and model.safetensors (or a llama2.c .bin or llama.cpp .gguf file)",
@@ -291,7 +307,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   const auto prefixed = strip_encoder_prefix(weights, layout, dir / "model.safetensors");
   auto model = make_model(config, weights);
   weights = model->weights_from_file(std::move(weights), (dir / "model.safetensors").string());
-  ckpt.unused_keys = load_weights(*model, weights, (dir / "model.safetensors").string());
+  ckpt.unused_keys = load_weights(*model, weights, (dir / "model.safetensors").string(), kept_narrow(*model, storage));
   ckpt.source_dtypes = source_dtypes(*model, weights);
   // position_ids is a constant buffer HF writes: carried through like any unused tensor (so
   // that sizes compare like with like), but not worth a warning.

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,14 +63,32 @@ void round_to_source_dtypes(Checkpoint& checkpoint);
 /// For inference only: export writes source_dtypes, not this dtype.
 void cast_checkpoint(Checkpoint& checkpoint, torch::ScalarType dtype);
 
-/// Loads a checkpoint folder onto `device`. The architecture comes from config.json's
+/// How load_checkpoint holds weights that the file stores narrower than float32 (BF16, F16).
+enum class WeightStorage {
+  /// Every weight widened to float32 on load: what inference and export commands use, and what
+  /// trained weights need.
+  float32,
+  /// The model's narrow_storage_weights() (its matrices: projections, embeddings, LM head) kept
+  /// in the file's dtype and widened per use, exactly (models/linear.h widened_linear); the rest
+  /// float32. Half the weight memory of a bfloat16 checkpoint, for gate training, where these
+  /// weights are frozen (issue 37). Forward results equal float32 storage's.
+  source,
+};
+
+/// Widens every floating-point parameter narrower than float32 to float32 (in place, as
+/// set_data: optimisers and references keep pointing at the same parameters). For weights
+/// about to be trained after a WeightStorage::source load.
+void widen_narrow_weights(torch::nn::Module& module);
+
+/// Loads a checkpoint folder onto `device`, its weights held as `storage` says. The architecture comes from config.json's
 /// `model_type` (bert: BertModel, llama: LlamaModel); head counts per layer from `pruned_heads`
 /// (or, for llama, `headprune.kept_heads`). A llama2.c `.bin` file is accepted too and converted
 /// in memory (models/formats/llama2c.h; `dir` is then that file, and no tokenizer is loaded), and so
 /// is a llama.cpp `.gguf` file of an architecture a family maps (models/gguf_model.h; with its tokenizer).
 /// @throws headprune::Error naming the folder, file, or tensor: missing config/weights, a weight
 ///         the model needs that the file lacks, or a shape that differs from the config's.
-Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device);
+Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device,
+                           WeightStorage storage = WeightStorage::float32);
 
 /// Checks, before anything loads, that `dir` holds a tokenizer load_checkpoint reads
 /// (vocab.txt, tokenizer.json with a WordPiece or byte-level BPE model, or llama2.c tokenizer.bin),
@@ -79,10 +98,11 @@ void require_tokenizer_files(const std::filesystem::path& dir, const std::string
 
 /// Copies `weights` into the module's parameters and buffers by name (load_checkpoint takes a
 /// `<Family>For*` file's encoder prefix off first). Buffers absent from the file keep their
-/// values. @returns the keys of `weights` (as named in the file) that the module has no slot for.
+/// values. A parameter named in `keep_dtype` whose file tensor is a narrower floating type takes
+/// that tensor as it is (shared, not copied), in the file's dtype. @returns the keys of `weights` (as named in the file) that the module has no slot for.
 /// @throws headprune::Error naming the first missing parameter or mismatched shape.
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
-                                      const std::string& source);
+                                      const std::string& source, const std::set<std::string>& keep_dtype = {});
 
 /// The module's parameters and buffers by name, on CPU, contiguous.
 TensorMap state_dict(const torch::nn::Module& module);

@@ -1,8 +1,60 @@
 #include "models/linear.h"
 
+#include <torch/autograd.h>
 #include <torch/nn/init.h>
+#include <torch/nn/modules/embedding.h>
 
 namespace headprune::models {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+/// A frozen bias, passed to the autograd function as a constant (it may be undefined, which a
+/// tensor argument of a custom function may not be).
+struct FrozenBias {
+  torch::Tensor tensor;
+};
+
+/// The frozen-weight product behind widened_linear: keeps the narrow weight for backward and
+/// widens it there again (the gradient reaches x only; weight and bias are frozen).
+struct WidenedLinearFunction : public torch::autograd::Function<WidenedLinearFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               const FrozenBias& bias) {
+    ctx->save_for_backward({weight});
+    const auto w = weight.to(x.scalar_type());
+    const auto& b = bias.tensor;
+    return b.defined() ? torch::linear(x, w, b.to(x.scalar_type())) : torch::linear(x, w);
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_output) {
+    const auto weight = ctx->get_saved_variables()[0];
+    const auto& g = grad_output[0];
+    return {torch::matmul(g, weight.to(g.scalar_type())), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor widened_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  if (weight.scalar_type() == x.scalar_type())
+    return bias.defined() ? torch::linear(x, weight, bias) : torch::linear(x, weight);
+  if (weight.requires_grad() || (bias.defined() && bias.requires_grad())) {
+    const auto w = weight.to(x.scalar_type());
+    return bias.defined() ? torch::linear(x, w, bias.to(x.scalar_type())) : torch::linear(x, w);
+  }
+  return WidenedLinearFunction::apply(x, weight, FrozenBias{bias});
+}
+
+std::set<std::string> matrix_weight_names(const torch::nn::Module& module) {
+  std::set<std::string> names;
+  for (const auto& m : module.named_modules()) {
+    const auto* linear = dynamic_cast<const LinearImpl*>(m.value().get());
+    const auto* embedding = dynamic_cast<const torch::nn::EmbeddingImpl*>(m.value().get());
+    if (linear || embedding) names.insert(m.key().empty() ? "weight" : m.key() + ".weight");
+  }
+  return names;
+}
 
 LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias)
     : in_features_(in_features), out_features_(out_features), with_bias_(with_bias) {
@@ -26,7 +78,7 @@ torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
     auto out = torch::zeros(sizes, x.options());
     return bias.defined() ? out + bias : out;
   }
-  return bias.defined() ? torch::linear(x, weight, bias) : torch::linear(x, weight);
+  return widened_linear(x, weight, bias);
 }
 
 }  // namespace headprune::models

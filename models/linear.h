@@ -2,16 +2,36 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
+#include <string>
 
 #include <torch/nn/cloneable.h>
+#include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 #include <torch/types.h>
 
 namespace headprune::models {
 
+/// y = x Wᵀ (+ b) computed in x's dtype, for a weight W [out, in] that may be stored narrower
+/// (bfloat16 / float16 frozen weights, models/checkpoint.h WeightStorage::source). Widening is
+/// exact, so the result equals torch::linear on the widened weight; the widened copy lives only
+/// during the product, and backward widens W again instead of keeping that copy for every layer
+/// of the graph (which would cost the float32 model's memory back). A weight or bias that
+/// requires grad is used widened as autograd's own linear would (weights trained are float32:
+/// WeightStorage). With W in x's dtype this is torch::linear.
+/// x: [..., in] -> [..., out]. @throws c10::Error from torch::linear for mismatched shapes.
+torch::Tensor widened_linear(const torch::Tensor& x, const torch::Tensor& weight,
+                             const torch::Tensor& bias = {});
+
+/// The weights of every Linear and torch::nn::Embedding in `module`, by parameter name (as
+/// named_parameters() names them): the matrices a model may keep in the file's dtype because
+/// its forward widens them per use (Linear through widened_linear; embedding rows after lookup).
+std::set<std::string> matrix_weight_names(const torch::nn::Module& module);
+
 /// y = x W^T + b with W: [out_features, in_features], b: [out_features] (parameter names
 /// "weight" and "bias", as in torch.nn.Linear and HF checkpoints). Unlike torch::nn::Linear,
-/// either dimension may be 0: with in_features == 0 the output is the bias alone.
+/// either dimension may be 0: with in_features == 0 the output is the bias alone. W may be
+/// stored narrower than x (widened_linear).
 /// Weights start N(0, 0.02²) (BERT's initializer_range), biases 0; checkpoints overwrite them.
 class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
  public:

@@ -80,9 +80,9 @@ std::string io_reason() {
 }
 
 
-}  // namespace
-
-TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::string>* metadata) {
+/// Opens `file` and reads its header (checked, as parse_safetensors_header checks it), leaving
+/// `in` open and `data_start` at the data section's first byte.
+SafetensorsHeader open_safetensors(const fs::path& file, std::ifstream& in, std::uint64_t& data_start) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
     if (!fs::exists(file, ec)) safetensors_error(file, "no such file");
@@ -92,7 +92,7 @@ TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::stri
   if (ec) safetensors_error(file, "cannot get its size: " + ec.message());
 
   errno = 0;
-  std::ifstream in(file, std::ios::binary);
+  in.open(file, std::ios::binary);
   if (!in) safetensors_error(file, "cannot open it for reading" + io_reason());
 
   if (file_size < 8)
@@ -118,14 +118,28 @@ TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::stri
   if (header_len > 0 && !in.read(header_text.data(), static_cast<std::streamsize>(header_len)))
     safetensors_error(file, "cannot read the " + std::to_string(header_len) + "-byte header" + io_reason());
 
-  const auto header = parse_safetensors_header(file, header_text, file_size - 8 - header_len);
+  data_start = 8 + header_len;
+  return parse_safetensors_header(file, header_text, file_size - 8 - header_len);
+}
+
+}  // namespace
+
+SafetensorsHeader read_safetensors_header(const fs::path& file) {
+  std::ifstream in;
+  std::uint64_t data_start = 0;
+  return open_safetensors(file, in, data_start);
+}
+
+TensorMap load_safetensors(const fs::path& file, std::map<std::string, std::string>* metadata) {
+  std::ifstream in;
+  std::uint64_t data_start = 0;
+  const auto header = open_safetensors(file, in, data_start);
   const auto& entries = header.entries;
   auto meta = header.metadata;
 
   // Normal tensors even if the caller is in an inference-mode region.
   c10::InferenceMode not_inference(false);
   TensorMap out;
-  const std::uint64_t data_start = 8 + header_len;
   for (const SafetensorsEntry& e : entries) {
     const auto type = dtype_by_name(e.dtype->name)->type;
     torch::Tensor t = torch::empty(e.shape, torch::TensorOptions().dtype(type));
@@ -240,6 +254,20 @@ void load_shard(const fs::path& shard_path, const std::set<std::string>& names,
 }
 
 }  // namespace
+
+std::vector<fs::path> checkpoint_weight_files(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path single = dir / "model.safetensors", index_file = dir / "model.safetensors.index.json";
+  if (fs::exists(single, ec)) return {single};
+  if (!fs::exists(index_file, ec)) throw no_weights_error(dir);
+  json weight_map;
+  std::vector<fs::path> files;
+  const auto index_error = [&](const std::string& what) -> Error {
+    return Error("checkpoint index " + quoted(index_file) + ": " + what);
+  };
+  for (const auto& entry : read_shard_index(index_file, weight_map, index_error)) files.push_back(dir / entry.first);
+  return files;
+}
 
 TensorMap load_checkpoint_weights(const fs::path& dir) {
   std::error_code ec;

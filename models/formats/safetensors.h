@@ -11,8 +11,11 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <torch/types.h>
+
+#include "models/formats/safetensors_header.h"
 
 namespace headprune::models {
 
@@ -27,6 +30,14 @@ using TensorMap = std::map<std::string, torch::Tensor>;
 /// @throws headprune::Error naming the file (and the tensor) on any violation or I/O failure.
 TensorMap load_safetensors(const std::filesystem::path& file,
                            std::map<std::string, std::string>* metadata = nullptr);
+
+/// The header of one `.safetensors` file, checked as load_safetensors checks it, without reading
+/// any tensor's bytes. @throws headprune::Error as load_safetensors does.
+SafetensorsHeader read_safetensors_header(const std::filesystem::path& file);
+
+/// The safetensors files of a checkpoint folder: `model.safetensors`, or the shards that
+/// `model.safetensors.index.json` lists. @throws headprune::Error if neither exists or the index is malformed.
+std::vector<std::filesystem::path> checkpoint_weight_files(const std::filesystem::path& dir);
 
 /// Loads the weights of a checkpoint folder: `model.safetensors`, or every shard listed in
 /// `model.safetensors.index.json` (each shard's tensors must be exactly the ones the index

@@ -365,7 +365,7 @@ TensorMap LlamaModel::weights_to_file(TensorMap weights) const {
 }
 
 torch::Tensor LlamaModel::embed(const torch::Tensor& ids) {
-  auto x = embed_tokens->forward(ids);
+  auto x = embed_tokens->forward(ids).to(compute_dtype());
   // Gemma: times sqrt(hidden_size) as a tensor of the weights' dtype (Gemma3TextScaledWordEmbedding).
   if (config_.embed_scale != 1.0) x = x * torch::scalar_tensor(config_.embed_scale, x.options());
   return embed_norm ? embed_norm->forward(x) : x;  // ModernBERT's embeddings.norm
@@ -378,8 +378,10 @@ torch::Tensor LlamaModel::lm_head_weight() const {
 
 torch::Tensor LlamaModel::lm_logits(const torch::Tensor& normed) const {
   const auto weight = lm_head_weight();
-  return weight.defined() ? torch::linear(normed, weight) : torch::Tensor();
+  return weight.defined() ? widened_linear(normed, weight) : torch::Tensor();
 }
+
+std::set<std::string> LlamaModel::narrow_storage_weights() const { return matrix_weight_names(*this); }
 
 void LlamaModel::set_output_attentions(bool on) {
   for (auto& layer : layers) layer->self_attn->record_probs = on;
@@ -394,8 +396,8 @@ Linear LlamaModel::output_projection(int64_t layer) const { return layers.at(lay
 QueryKeyWeights LlamaModel::query_key_weights(int64_t layer) const {
   const auto& attn = layers.at(layer)->self_attn;
   const auto H = config_.hidden_size;
-  auto query = attn->q_proj->weight.detach().reshape({attn->num_heads, attn->head_dim, H});
-  auto key = attn->k_proj->weight.detach().reshape({attn->num_kv_heads, attn->head_dim, H});
+  auto query = attn->q_proj->weight.detach().to(compute_dtype()).reshape({attn->num_heads, attn->head_dim, H});
+  auto key = attn->k_proj->weight.detach().to(compute_dtype()).reshape({attn->num_kv_heads, attn->head_dim, H});
   if (attn->q_norm) {  // Qwen3, Gemma: the norms' scales multiply the rows (their per-token 1/RMS does not change the rank)
     query = query * (attn->q_norm->weight.detach() + attn->q_norm->offset()).view({1, attn->head_dim, 1});
     key = key * (attn->k_norm->weight.detach() + attn->k_norm->offset()).view({1, attn->head_dim, 1});
@@ -446,8 +448,10 @@ void LlamaModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_l
   keep(attn->k_proj, kv_rows);
   keep(attn->v_proj, kv_rows);
   auto o = attn->o_proj->weight;  // [H, h*d]
-  if (scale.defined())
-    o = (o.view({o.size(0), h, d}) * scale.to(o.options()).view({1, h, 1})).view({o.size(0), h * d});
+  if (scale.defined())  // in the compute dtype, then rounded once to a narrow weight's own
+    o = (o.view({o.size(0), h, d}).to(compute_dtype()) * scale.to(device, compute_dtype()).view({1, h, 1}))
+            .view({o.size(0), h * d})
+            .to(o.scalar_type());
   attn->o_proj->weight.set_data(
       o.index_select(1, torch::tensor(q_rows, torch::kLong).to(device)).contiguous());
 

@@ -159,7 +159,10 @@ class LlamaModel : public AttentionModel {
   Linear output_projection(int64_t layer) const override;
   QueryKeyWeights query_key_weights(int64_t layer) const override;
   /// lm_head.weight, or embed_tokens.weight when tied; undefined without an LM head (ModernBERT).
+  /// In the file's dtype when the checkpoint loaded with WeightStorage::source.
   torch::Tensor lm_head_weight() const override;
+  /// Every Linear's and the token embedding's weight: forward widens them per use.
+  std::set<std::string> narrow_storage_weights() const override;
 
   torch::nn::Embedding embed_tokens{nullptr};  ///< "model.embed_tokens"
   Norm embed_norm{nullptr};                     ///< "model.embed_norm" when config.embedding_norm (ModernBERT)
@@ -168,8 +171,12 @@ class LlamaModel : public AttentionModel {
   Linear lm_head{nullptr};                      ///< "lm_head", null when tied or the family has none
 
  private:
-  /// The token embeddings of `ids` [B, T] -> [B, T, H], times config.embed_scale (Gemma).
+  /// The token embeddings of `ids` [B, T] -> [B, T, H] in compute_dtype(), times
+  /// config.embed_scale (Gemma).
   torch::Tensor embed(const torch::Tensor& ids);
+  /// The dtype the model computes in: its norms' (never kept narrow), float32 unless the whole
+  /// model was cast (cast_checkpoint).
+  torch::ScalarType compute_dtype() const { return norm->weight.scalar_type(); }
   /// The LM head (tied or not) on the final norm's output: [B, T, H] -> logits [B, T, vocab];
   /// undefined for a family without one (ModernBERT).
   torch::Tensor lm_logits(const torch::Tensor& normed) const;

@@ -23,6 +23,8 @@ int run_bench_training(const std::vector<std::string>& args, const GlobalOptions
       ("kl-chunk-tokens", arg(&o.kl_chunk_tokens, "N", o.kl_chunk_tokens),
        "language models: tokens whose logits exist at a time in the gate steps' KL, as train-gates takes it "
        "(0 = automatic, -1 = whole batches)")
+      ("float32-weights", "hold every weight in float32, as train-gates --float32-weights does (default: a "
+                          "bfloat16/float16 checkpoint's matrices stay in the file's dtype)")
       ("memory", "also run each kind once more for its peak resident memory: weights, optimiser state, "
                  "activations (Linux)");
   line.group(group::kOutput).add_options()
@@ -40,7 +42,8 @@ int run_bench_training(const std::vector<std::string>& args, const GlobalOptions
   o.memory = vm.count("memory") > 0;
   o.device = globals.torch_device();
   log::info("loading {}", model);
-  auto ckpt = models::load_checkpoint(model, o.device);
+  auto ckpt = models::load_checkpoint(model, o.device, vm.count("float32-weights") ? models::WeightStorage::float32
+                                                                                 : models::WeightStorage::source);
   auto report = pruner::run_training_bench(ckpt, o);
   auto json = report.to_json();
   json["model"] = model;

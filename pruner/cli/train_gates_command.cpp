@@ -8,6 +8,7 @@
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/training_flags.h"
 #include "pruner/log.h"
+#include "pruner/training/memory_fit.h"
 #include "pruner/training/gates_folder.h"
 
 namespace headprune::cli {
@@ -55,8 +56,10 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
               "are: {}",
               out, others.size(), fmt::join(others, ", "));
   models::require_tokenizer_files(model, "train-gates");
+  pruner::refuse_if_it_cannot_fit(model, options,
+                                  static_cast<int64_t>(options.batch_size * settings.corpus.max_length));
   log::info("loading {}", model);
-  auto ckpt = models::load_checkpoint(model, options.device);
+  auto ckpt = models::load_checkpoint(model, options.device, options.weight_storage());
   auto corpus = pruner::load_training_text(settings.text, ckpt, settings.corpus);
   auto state = pruner::train_gates(ckpt, corpus, options, group);
   if (!group.is_main()) return 0;  // rank 0 reports

@@ -24,6 +24,7 @@
 #include "pruner/report/report.h"
 #include "pruner/surgery/surgery.h"
 #include "pruner/training/gates_folder.h"
+#include "pruner/training/memory_fit.h"
 
 namespace headprune::pruner {
 namespace fs = std::filesystem;
@@ -91,6 +92,9 @@ nlohmann::json bench_stage(const PruneJobOptions& o, models::AttentionModel& den
                            std::map<std::string, std::string>& extra) {
   stage(4, o.bench ? "benchmarking dense vs pruned" : "benchmark skipped (--no-bench)");
   if (!o.bench) return nullptr;
+  // Timed as the exported checkpoints run: float32, not widened per use (WeightStorage::source).
+  models::widen_narrow_weights(dense);
+  models::widen_narrow_weights(pruned);
   auto bench = run_bench(dense, pruned, o.bench_options);
   auto json = bench.to_json();
   extra["headprune/bench.json"] = json.dump(2) + "\n";
@@ -151,7 +155,7 @@ nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
                                 std::chrono::steady_clock::time_point t0) {
   stage(2, "removing heads");
   auto& student = run.student;
-  auto dense = models::load_checkpoint(o.model, run.training.device);
+  auto dense = models::load_checkpoint(o.model, run.training.device, run.training.weight_storage());
   auto gates = run.gates;
   rearrange_mask(gates, student, dense, run.corpus.train, run.corpus.pad_id, o.rearrange);
   auto applied = apply_in_memory(student, plan_from_gates(gates, *student.model, o.fold_gates));
@@ -184,7 +188,8 @@ struct JobInputs {
 };
 
 JobInputs load_job_inputs(const PruneJobOptions& o) {
-  auto student = models::load_checkpoint(o.model, o.training.device);
+  refuse_if_it_cannot_fit(o.model, o.training, static_cast<int64_t>(o.training.batch_size * o.corpus.max_length));
+  auto student = models::load_checkpoint(o.model, o.training.device, o.training.weight_storage());
   if (o.gguf) models::check_gguf_exportable(student);  // before hours of training
   auto corpus = load_training_text(o.text, student, o.corpus);
   auto treebank = read_treebank(o, student);

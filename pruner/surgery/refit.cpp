@@ -144,7 +144,9 @@ struct HeadScaleFit {
   void write(const torch::Tensor& theta) const {
     const int64_t H = projection->weight.size(0);
     auto w = projection->weight.detach().view({H, heads(), head_dim});
-    w.mul_(theta.to(w.scalar_type()).view({1, heads(), 1}));
+    // In float32 at least, then rounded once to a narrow weight's dtype (WeightStorage::source).
+    const auto wide = at::promote_types(w.scalar_type(), torch::kFloat);
+    w.copy_(w.to(wide) * theta.to(wide).view({1, heads(), 1}));
   }
 };
 

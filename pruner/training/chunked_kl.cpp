@@ -14,9 +14,37 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+/// Rows of an LM head stored narrower than the hidden states (a frozen bfloat16 weight,
+/// models/checkpoint.h WeightStorage::source) widened at a time: 64 MiB of float32 at hidden
+/// size 2048, instead of a float32 copy of the whole head (1 GiB at Llama 3's 128,256 × 2048)
+/// alive while every layer's activations are.
+constexpr int64_t kWidenedRows = 8192;
+
+/// hidden [n, H] · weightᵀ -> logits [n, V] in hidden's dtype.
+torch::Tensor head_product(const torch::Tensor& hidden, const torch::Tensor& weight) {
+  if (weight.scalar_type() == hidden.scalar_type()) return torch::matmul(hidden, weight.t());
+  auto out = torch::empty({hidden.size(0), weight.size(0)}, hidden.options());
+  for (int64_t v = 0; v < weight.size(0); v += kWidenedRows) {
+    const int64_t e = std::min(v + kWidenedRows, weight.size(0));
+    out.slice(1, v, e).copy_(torch::matmul(hidden, weight.slice(0, v, e).to(hidden.scalar_type()).t()));
+  }
+  return out;
+}
+
+/// dz [n, V] · weight -> [n, H] in dz's dtype (the hidden states' gradient).
+torch::Tensor head_gradient(const torch::Tensor& dz, const torch::Tensor& weight) {
+  if (weight.scalar_type() == dz.scalar_type()) return torch::matmul(dz, weight);
+  auto out = torch::zeros({dz.size(0), weight.size(1)}, dz.options());
+  for (int64_t v = 0; v < weight.size(0); v += kWidenedRows) {
+    const int64_t e = std::min(v + kWidenedRows, weight.size(0));
+    out += torch::matmul(dz.slice(1, v, e), weight.slice(0, v, e).to(dz.scalar_type()));
+  }
+  return out;
+}
+
 /// log-softmax of one chunk's logits, float32: rows [begin, end) of `hidden` through `weight`.
 torch::Tensor chunk_log_probs(const torch::Tensor& hidden, const torch::Tensor& weight, int64_t begin, int64_t end) {
-  return torch::log_softmax(torch::matmul(hidden.slice(0, begin, end), weight.t()).to(torch::kFloat), -1);
+  return torch::log_softmax(head_product(hidden.slice(0, begin, end), weight).to(torch::kFloat), -1);
 }
 
 /// The custom autograd function behind chunked_token_kl_sum (inputs: student hidden, teacher
@@ -40,7 +68,7 @@ struct ChunkedKl : public torch::autograd::Function<ChunkedKl> {
       if (!hidden_grad && !weight_grad) continue;
       // ∂/∂z_s of Σ_v p_t (log p_t − log_softmax(z_s)) = softmax(z_s) − p_t (Σ_v p_t = 1).
       const auto dz = (log_s.exp() - p_t).to(hs.scalar_type());
-      if (hidden_grad) grad_hs.slice(0, b, e).copy_(torch::matmul(dz, ws));
+      if (hidden_grad) grad_hs.slice(0, b, e).copy_(head_gradient(dz, ws));
       if (weight_grad) grad_ws += torch::matmul(dz.t(), hs.slice(0, b, e));
     }
     ctx->save_for_backward({grad_hs, grad_ws});

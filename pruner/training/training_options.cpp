@@ -334,6 +334,11 @@ std::vector<TrainingOption> phase_rows() {
   train_weights.resume_must_match = true;
   train_weights.apply = [](const po::variable_value&, TrainingSettings& s) { s.training.train_weights = true; };
   train_weights.record = [](const GateTrainingOptions& o) { return nlohmann::json(o.train_weights); };
+  TrainingOption float32_weights = switch_option(
+      "float32-weights", "hold every weight in float32 (default: a bfloat16/float16 checkpoint's projections "
+      "and embeddings stay in the file's dtype and are widened per use: the same results with half the "
+      "weight memory, at the cost of widening each matrix per forward and backward)");
+  float32_weights.apply = [](const po::variable_value&, TrainingSettings& s) { s.training.float32_weights = true; };
   auto finetune = run_option("finetune-steps", int64_t{200}, "finetune_steps",
                              [](auto& o) -> auto& { return o.finetune_steps; }, nullptr, "",
                              "steps of weight fine-tuning with --train-weights");
@@ -355,7 +360,7 @@ std::vector<TrainingOption> phase_rows() {
                  &non_negative<double>, ">= 0",
                  "weight of layer-wise distillation (CoFi): every layer's output but the last matched to the "
                  "dense model's (relative squared error, mean over layers), added to the objective; 0 = off"),
-      label_weight, train_weights, finetune,
+      label_weight, train_weights, float32_weights, finetune,
       run_option("weights-lr", 1e-4, "weights_learning_rate",
                  [](auto& o) -> auto& { return o.weights_learning_rate; }, &positive_finite, "> 0",
                  "AdamW learning rate of the weights with --train-weights"),

@@ -19,6 +19,7 @@
 #include "gates/hard_concrete.h"
 #include "gates/keep_mask.h"
 #include "gates/sparsity.h"
+#include "models/checkpoint.h"
 #include "pruner/training/corpus.h"
 #include "pruner/training/task_loss.h"
 #include "pruner/training/training_text.h"
@@ -77,8 +78,16 @@ struct GateTrainingOptions {
   /// After the gate phase, fix the mask and fine-tune the weights by the same distillation for
   /// `finetune_steps` more steps (AdamW, `weights_learning_rate`, weight decay 0.01).
   bool train_weights = false;
+  /// Hold every weight in float32 (--float32-weights). Off: a bfloat16/float16 checkpoint's
+  /// matrices stay in the file's dtype, widened per use (models::WeightStorage::source): the
+  /// same numbers with half the weight memory.
+  bool float32_weights = false;
   int64_t finetune_steps = 200;
   double weights_learning_rate = 1e-4;
+  /// How the model to train loads (float32_weights).
+  models::WeightStorage weight_storage() const {
+    return float32_weights ? models::WeightStorage::float32 : models::WeightStorage::source;
+  }
   int64_t log_every = 10;            ///< progress line interval (steps)
   int64_t save_every = 50;           ///< snapshot interval for --resume (steps; 0 = never)
   double save_every_minutes = 5;     ///< also snapshot when this much wall time passed (0 = never)

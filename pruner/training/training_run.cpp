@@ -11,11 +11,16 @@ namespace headprune::pruner {
 namespace fs = std::filesystem;
 namespace {
 
-/// The teacher, with every parameter of it and of the student frozen.
+/// The teacher, with every parameter of it and of the student frozen. With --train-weights the
+/// teacher is a second copy, its matrices in the file's dtype, and the student's weights are
+/// widened to float32 for training (WeightStorage).
 std::shared_ptr<models::AttentionModel> frozen_teacher(models::Checkpoint& ckpt,
                                                        const GateTrainingOptions& o) {
   std::shared_ptr<models::AttentionModel> teacher = ckpt.model;
-  if (o.train_weights) teacher = models::load_checkpoint(ckpt.dir, o.device).model;
+  if (o.train_weights) {
+    teacher = models::load_checkpoint(ckpt.dir, o.device, o.weight_storage()).model;
+    models::widen_narrow_weights(*ckpt.model);
+  }
   for (auto& p : ckpt.model->parameters()) p.set_requires_grad(false);
   for (auto& p : teacher->parameters()) p.set_requires_grad(false);
   return teacher;
