@@ -155,10 +155,17 @@ class AttentionModel : public torch::nn::Module {
   /// pruner/training/distillation.h). Off by default.
   void set_output_hidden_states(bool on) { output_hidden_states_ = on; }
   bool output_hidden_states() const { return output_hidden_states_; }
+  /// On: a forward pass that needs gradients and has head multipliers keeps only each layer's
+  /// input and recomputes the layer in backward (models/layer_checkpoint.h), for a family that
+  /// supports it (the LLaMA-style stack); layers whose weights require grad run as usual. Off by
+  /// default. Gradients equal the plain pass's up to float32 summation order.
+  void set_checkpoint_layers(bool on) { checkpoint_layers_ = on; }
+  bool checkpoint_layers() const { return checkpoint_layers_; }
 
  private:
   bool compute_logits_ = true;
   bool output_hidden_states_ = false;
+  bool checkpoint_layers_ = false;
 };
 
 }  // namespace headprune::models

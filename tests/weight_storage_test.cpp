@@ -187,6 +187,10 @@ CATCH_TEST_CASE("the memory estimate counts a checkpoint's weights as loading ho
               parameter_bytes(*models::load_checkpoint(dir, torch::kCPU, models::WeightStorage::source).model));
   CATCH_CHECK(need->activations == tokens * config.num_hidden_layers * (config.hidden_size + config.intermediate_size) * 4);
   CATCH_CHECK(need->weight_training == 0);
+  o.checkpoint_layers = "on";  // each layer's input, and one layer recomputed at a time
+  CATCH_CHECK(pruner::gate_training_memory_need(dir, o, tokens)->activations ==
+              tokens * (config.num_hidden_layers * config.hidden_size + config.hidden_size + config.intermediate_size) * 4);
+  o.checkpoint_layers = "auto";
   o.float32_weights = true;
   const auto wide = pruner::gate_training_memory_need(dir, o, tokens);
   CATCH_CHECK(wide->weights == parameter_bytes(*models::load_checkpoint(dir, torch::kCPU).model));

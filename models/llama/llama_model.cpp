@@ -14,6 +14,7 @@
 #include "models/llama/fused_projections.h"
 #include "models/llama/llama_family.h"
 #include "models/errors.h"
+#include "models/layer_checkpoint.h"
 #include "models/layer_list.h"
 
 namespace headprune::models {
@@ -319,7 +320,14 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
                                 fmt::join(m.sizes(), ","), heads));
     }
     const auto& [cos, sin] = rotary(l);
-    x = layers[l]->forward(x, mask_bias(config_.window_of(l)), cos, sin, m);
+    const auto& bias = mask_bias(config_.window_of(l));
+    if (checkpointed(l, m)) {
+      x = checkpointed_layer([layer = layers[l].ptr(), bias, c = cos, s = sin](const torch::Tensor& h, const torch::Tensor& g) {
+            return layer->forward(h, bias, c, s, g);
+          }, x, m);
+    } else {
+      x = layers[l]->forward(x, bias, cos, sin, m);
+    }
     if (output_hidden_states()) hidden_states.push_back(x);
   }
   x = norm->forward(x);
@@ -382,6 +390,12 @@ torch::Tensor LlamaModel::lm_logits(const torch::Tensor& normed) const {
 }
 
 std::set<std::string> LlamaModel::narrow_storage_weights() const { return matrix_weight_names(*this); }
+
+bool LlamaModel::checkpointed(int64_t layer, const torch::Tensor& multipliers) const {
+  if (!checkpoint_layers() || !torch::GradMode::is_enabled() || !multipliers.defined()) return false;
+  const auto params = layers[layer]->parameters();
+  return std::none_of(params.begin(), params.end(), [](const torch::Tensor& p) { return p.requires_grad(); });
+}
 
 void LlamaModel::set_output_attentions(bool on) {
   for (auto& layer : layers) layer->self_attn->record_probs = on;

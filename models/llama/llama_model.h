@@ -177,6 +177,9 @@ class LlamaModel : public AttentionModel {
   /// The dtype the model computes in: its norms' (never kept narrow), float32 unless the whole
   /// model was cast (cast_checkpoint).
   torch::ScalarType compute_dtype() const { return norm->weight.scalar_type(); }
+  /// Whether forward runs layer `layer` with `multipliers` checkpointed (checkpoint_layers(), a
+  /// pass that needs gradients, multipliers given, the layer's weights frozen).
+  bool checkpointed(int64_t layer, const torch::Tensor& multipliers) const;
   /// The LM head (tied or not) on the final norm's output: [B, T, H] -> logits [B, T, vocab];
   /// undefined for a family without one (ModernBERT).
   torch::Tensor lm_logits(const torch::Tensor& normed) const;

@@ -1,5 +1,7 @@
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "pruner/surgery/atomic_write.h"
@@ -23,6 +25,8 @@ int run_bench_training(const std::vector<std::string>& args, const GlobalOptions
       ("kl-chunk-tokens", arg(&o.kl_chunk_tokens, "N", o.kl_chunk_tokens),
        "language models: tokens whose logits exist at a time in the gate steps' KL, as train-gates takes it "
        "(0 = automatic, -1 = whole batches)")
+      ("checkpoint-layers", arg(&o.checkpoint_layers, "MODE", o.checkpoint_layers),
+       "activation checkpointing in the gate steps, as train-gates takes it: on, off, or auto (on from 1B parameters)")
       ("float32-weights", "hold every weight in float32, as train-gates --float32-weights does (default: a "
                           "bfloat16/float16 checkpoint's matrices stay in the file's dtype)")
       ("memory", "also run each kind once more for its peak resident memory: weights, optimiser state, "
@@ -39,6 +43,8 @@ int run_bench_training(const std::vector<std::string>& args, const GlobalOptions
   if (!line.parse(args, vm)) return 0;
   if (o.batch < 1 || o.seq < 1 || o.reps < 1 || o.warmup < 0 || o.kl_chunk_tokens < -1)
     throw UsageError("--batch-size, --seq-len and --reps must be >= 1, --warmup >= 0, --kl-chunk-tokens >= -1");
+  if (o.checkpoint_layers != "on" && o.checkpoint_layers != "off" && o.checkpoint_layers != "auto")
+    throw UsageError(fmt::format("--checkpoint-layers {}: expected on, off or auto", o.checkpoint_layers));
   o.memory = vm.count("memory") > 0;
   o.device = globals.torch_device();
   log::info("loading {}", model);

@@ -25,6 +25,8 @@ struct TrainingBenchOptions {
   int64_t kl_chunk_tokens = 0;
   /// Also run each kind once more, untimed, for its peak resident memory (Linux).
   bool memory = false;
+  /// Activation checkpointing in the gate steps, as train-gates --checkpoint-layers takes it.
+  std::string checkpoint_layers = "auto";
 };
 
 /// Resident memory (bytes, Linux /proc) of the three kinds of step, with `--memory`.

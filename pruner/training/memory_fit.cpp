@@ -43,7 +43,12 @@ std::optional<MemoryNeed> gate_training_memory_need(const std::filesystem::path&
   need.batch_tokens = batch_tokens;
   need.weights = o.train_weights ? held + 4 * parameters : held;
   need.weight_training = o.train_weights ? 12 * parameters : 0;
-  need.activations = batch_tokens * config.num_hidden_layers * (config.hidden_size + config.intermediate_size) * 4;
+  // Checkpointed layers keep their input alone, and one layer at a time is recomputed.
+  const bool checkpointed = GateTrainingOptions::checkpoints(o.checkpoint_layers, parameters);
+  const int64_t per_token = checkpointed ? config.num_hidden_layers * config.hidden_size + config.hidden_size +
+                                               config.intermediate_size
+                                         : config.num_hidden_layers * (config.hidden_size + config.intermediate_size);
+  need.activations = batch_tokens * per_token * 4;
   return need;
 }
 

@@ -20,8 +20,9 @@ struct MemoryNeed {
   int64_t weights = 0;
   /// --train-weights: the float32 gradients and AdamW's two moments, 12 bytes per parameter.
   int64_t weight_training = 0;
-  /// What backward must keep per token and layer at the least: the residual stream (hidden_size)
-  /// and the FFN's activation input (intermediate_size), float32, for batch_tokens tokens.
+  /// What backward must keep at the least, float32, for batch_tokens tokens: per token and layer
+  /// the residual stream (hidden_size) and the FFN's activation input (intermediate_size); with
+  /// checkpointed layers (--checkpoint-layers) each layer's input and one layer's both.
   int64_t activations = 0;
   int64_t batch_tokens = 0;  ///< --batch-size × --max-length
   int64_t total() const { return weights + weight_training + activations; }

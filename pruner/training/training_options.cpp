@@ -39,6 +39,7 @@ template <typename T>
 bool non_negative(const T& v) { return v >= 0; }
 bool positive_finite(const double& v) { return v > 0 && std::isfinite(v); }
 bool at_least_minus_one(const int64_t& v) { return v >= -1; }
+bool on_off_auto(const std::string& v) { return v == "on" || v == "off" || v == "auto"; }
 
 /// Stores a flag's value through `store(settings, value)` after `ok` accepts it.
 /// @throws UsageError "--FLAG must be REQUIREMENT" when it does not.
@@ -371,6 +372,11 @@ std::vector<TrainingOption> phase_rows() {
                  &at_least_minus_one, ">= -1",
                  "language models: tokens whose logits exist at a time in the KL (0 = automatic: whole "
                  "batches up to 1 GiB of logits, else ~64 MiB chunks; -1 = whole batches)"),
+      run_option("checkpoint-layers", std::string("auto"), "", [](auto& o) -> auto& { return o.checkpoint_layers; },
+                 &on_off_auto, "on, off or auto",
+                 "language models: keep only each decoder layer's input for backward and run the layer again "
+                 "there (activation checkpointing: less memory, about one more forward pass of time); auto = on "
+                 "from 1B parameters"),
       run_option("log-every", int64_t{10}, "", [](auto& o) -> auto& { return o.log_every; },
                  &positive<int64_t>, ">= 1", "progress line every N steps"),
       run_option("save-every", int64_t{50}, "", [](auto& o) -> auto& { return o.save_every; }, nullptr, "",
@@ -535,6 +541,12 @@ std::pair<TrainingText, CorpusOptions> recorded_corpus(const nlohmann::json& set
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("the gates folder's record of its training text is incomplete ({})", e.what()));
   }
+}
+
+bool GateTrainingOptions::checkpoints(const std::string& setting, const torch::nn::Module& model) {
+  int64_t parameters = 0;
+  for (const auto& p : model.parameters()) parameters += p.numel();
+  return checkpoints(setting, parameters);
 }
 
 }  // namespace headprune::pruner
