@@ -26,7 +26,7 @@ int run_bench_training(const std::vector<std::string>& args, const GlobalOptions
        "language models: tokens whose logits exist at a time in the gate steps' KL, as train-gates takes it "
        "(0 = automatic, -1 = whole batches)")
       ("checkpoint-layers", arg(&o.checkpoint_layers, "MODE", o.checkpoint_layers),
-       "activation checkpointing in the gate steps, as train-gates takes it: on, off, or auto (on from 1B parameters)")
+       "activation checkpointing in the gate steps, as train-gates takes it: on, off, or auto")
       ("float32-weights", "hold every weight in float32, as train-gates --float32-weights does (default: a "
                           "bfloat16/float16 checkpoint's matrices stay in the file's dtype)")
       ("memory", "also run each kind once more for its peak resident memory: weights, optimiser state, "

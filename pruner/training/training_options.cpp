@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "models/attention_kernel.h"
 #include "models/errors.h"
 #include "pruner/log.h"
 
@@ -376,7 +377,7 @@ std::vector<TrainingOption> phase_rows() {
                  &on_off_auto, "on, off or auto",
                  "language models: keep only each decoder layer's input for backward and run the layer again "
                  "there (activation checkpointing: less memory, about one more forward pass of time); auto = on "
-                 "from 1B parameters"),
+                 "from 1B parameters where LibTorch has no fused attention kernel (Debian's)"),
       run_option("log-every", int64_t{10}, "", [](auto& o) -> auto& { return o.log_every; },
                  &positive<int64_t>, ">= 1", "progress line every N steps"),
       run_option("save-every", int64_t{50}, "", [](auto& o) -> auto& { return o.save_every; }, nullptr, "",
@@ -541,6 +542,11 @@ std::pair<TrainingText, CorpusOptions> recorded_corpus(const nlohmann::json& set
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("the gates folder's record of its training text is incomplete ({})", e.what()));
   }
+}
+
+bool GateTrainingOptions::checkpoints(const std::string& setting, int64_t parameters) {
+  return setting == "on" ||
+         (setting == "auto" && parameters >= kCheckpointLayersFrom && !models::fused_attention_available());
 }
 
 bool GateTrainingOptions::checkpoints(const std::string& setting, const torch::nn::Module& model) {

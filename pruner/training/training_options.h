@@ -86,16 +86,16 @@ struct GateTrainingOptions {
   int64_t finetune_steps = 200;
   double weights_learning_rate = 1e-4;
   /// Activation checkpointing per layer (--checkpoint-layers): "on", "off", or "auto" = on for
-  /// models of at least kCheckpointLayersFrom parameters (models/layer_checkpoint.h).
+  /// models of at least kCheckpointLayersFrom parameters when LibTorch has no fused attention
+  /// kernel (models/attention_kernel.h; Debian's 1.13), whose every layer then keeps its
+  /// attention probabilities for backward (models/layer_checkpoint.h; docs/results.md).
   std::string checkpoint_layers = "auto";
   static constexpr int64_t kCheckpointLayersFrom = 1'000'000'000;
   /// Whether `setting` ("on", "off", "auto") checkpoints the layers of `model` (auto: by its
   /// parameter count).
   static bool checkpoints(const std::string& setting, const torch::nn::Module& model);
   /// The same for a model of `parameters` parameters.
-  static bool checkpoints(const std::string& setting, int64_t parameters) {
-    return setting == "on" || (setting == "auto" && parameters >= kCheckpointLayersFrom);
-  }
+  static bool checkpoints(const std::string& setting, int64_t parameters);
   /// How the model to train loads (float32_weights).
   models::WeightStorage weight_storage() const {
     return float32_weights ? models::WeightStorage::float32 : models::WeightStorage::source;
