@@ -48,7 +48,7 @@ template <typename T, typename Store>
 std::function<void(const po::variable_value&, TrainingSettings&)> checked_apply(
     const char* flag, Check<T> ok, const char* requirement, Store store) {
   return [flag, ok, requirement, store](const po::variable_value& v, TrainingSettings& s) {
-    const T value = v.as<T>();
+    const T& value = v.as<T>();
     if (ok && !ok(value)) throw UsageError(fmt::format("--{} must be {}", flag, requirement));
     store(s, value);
   };
