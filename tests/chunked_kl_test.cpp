@@ -20,6 +20,7 @@
 #include "pruner/training/distillation.h"
 #include "pruner/training/gate_training.h"
 #include "tests/stories_support.h"
+#include "tests/stories_training.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
 #include "tests/tolerance.h"
@@ -115,23 +116,10 @@ CATCH_TEST_CASE("stories260K: gates trained with the chunked KL equal the whole-
                 "[chunked_kl][llama]") {
   const auto dir = testing::converted_stories();
   auto train = [&](int64_t chunk) {
-    auto ckpt = models::load_checkpoint(dir, torch::kCPU);
-    pruner::CorpusOptions co;
-    co.max_length = 64;
-    co.max_lines = 400;
-    const auto corpus = pruner::load_corpus({testing::shared_data_dir() / "corpus" / "tinyshakespeare_input.txt"},
-                                            *ckpt.tokenizer, co);
-    pruner::GateTrainingOptions o;
-    o.target_sparsity = 0.5;
-    o.steps = 20;
-    o.max_extra_steps = 0;  // the bound below is for 20 steps
-    o.batch_size = 8;
-    o.log_every = 20;
-    o.save_every = 0;
-    o.teacher_cache_mib = 0;
-    o.kl_chunk_tokens = chunk;
-    o.out_dir = testing::temp_dir("chunked-kl-gates");
-    return pruner::train_gates(ckpt, corpus, o);
+    return testing::train_stories_20_steps(dir, [chunk](pruner::GateTrainingOptions& o) {
+      o.teacher_cache_mib = 0;
+      o.kl_chunk_tokens = chunk;
+    });
   };
   const auto whole = train(-1), chunked = train(7);
   // Bound: the loss's gradient differs by a relative γ_{V+H} (the header's per-token terms, V =
@@ -140,18 +128,10 @@ CATCH_TEST_CASE("stories260K: gates trained with the chunked KL equal the whole-
   // gates' feedback on the next gradient is bounded by the same relative change: at most
   // 20 · lr · 4 · γ_{V+H} apart.
   const double tol = 20 * 0.1 * 4 * accumulation_gamma(512 + 64);
-  double worst = 0;
-  for (std::size_t l = 0; l < whole.layers.size(); ++l)
-    for (std::size_t h = 0; h < whole.layers[l].log_alpha.size(); ++h)
-      worst = std::max(worst, std::abs(whole.layers[l].log_alpha[h] - chunked.layers[l].log_alpha[h]));
+  const double worst = testing::largest_log_alpha_difference(whole, chunked);
   CATCH_INFO("largest log_alpha difference " << worst << ", bound " << tol);
   CATCH_CHECK(worst <= tol);
-  // The gates did move from their start (log_alpha_init 3): a run that trained nothing would
-  // pass the comparison trivially.
-  double moved = 0;
-  for (const auto& layer : whole.layers)
-    for (double a : layer.log_alpha) moved = std::max(moved, std::abs(a - gates::HardConcreteOptions{}.log_alpha_init));
-  CATCH_CHECK(moved > 100 * tol);
+  CATCH_CHECK(testing::largest_log_alpha_move(whole) > 100 * tol);
 }
 
 CATCH_TEST_CASE("bench-training runs the gate steps with the chunked KL train-gates would use, and splits memory",

@@ -13,7 +13,7 @@
 #include "models/checkpoint.h"
 #include "pruner/training/corpus.h"
 #include "pruner/training/gate_training.h"
-#include "tests/stories_support.h"
+#include "tests/stories_training.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 
@@ -59,37 +59,17 @@ CATCH_TEST_CASE("stories260K: gates trained with checkpointed layers equal the p
                 "[checkpoint][llama]") {
   const auto dir = testing::converted_stories();
   auto train = [&](const std::string& checkpoint_layers) {
-    auto ckpt = models::load_checkpoint(dir, torch::kCPU);
-    pruner::CorpusOptions co;
-    co.max_length = 64;
-    co.max_lines = 400;
-    const auto corpus = pruner::load_corpus({testing::shared_data_dir() / "corpus" / "tinyshakespeare_input.txt"},
-                                            *ckpt.tokenizer, co);
-    pruner::GateTrainingOptions o;
-    o.target_sparsity = 0.5;
-    o.steps = 20;
-    o.max_extra_steps = 0;  // the bound below is for 20 steps
-    o.batch_size = 8;
-    o.log_every = 20;
-    o.save_every = 0;
-    o.checkpoint_layers = checkpoint_layers;
-    o.out_dir = testing::temp_dir("checkpoint-gates");
-    const auto state = pruner::train_gates(ckpt, corpus, o);
-    CATCH_CHECK(ckpt.model->checkpoint_layers() == (checkpoint_layers == "on"));
-    return state;
+    return testing::train_stories_20_steps(
+        dir, [&](pruner::GateTrainingOptions& o) { o.checkpoint_layers = checkpoint_layers; },
+        [&](const models::Checkpoint& ckpt) { CATCH_CHECK(ckpt.model->checkpoint_layers() == (checkpoint_layers == "on")); });
   };
   const auto plain = train("off"), checkpointed = train("on");
   const auto config = models::ModelConfig::from_directory(dir);
   const double gamma = static_cast<double>(std::max(config.hidden_size, config.intermediate_size) * config.num_hidden_layers) *
                        testing::kFloat32UnitRoundoff;
   const double tol = 20 * 0.1 * 4 * gamma;
-  double worst = 0, moved = 0;
-  for (std::size_t l = 0; l < plain.layers.size(); ++l)
-    for (std::size_t h = 0; h < plain.layers[l].log_alpha.size(); ++h) {
-      worst = std::max(worst, std::abs(plain.layers[l].log_alpha[h] - checkpointed.layers[l].log_alpha[h]));
-      moved = std::max(moved, std::abs(plain.layers[l].log_alpha[h] - gates::HardConcreteOptions{}.log_alpha_init));
-    }
+  const double worst = testing::largest_log_alpha_difference(plain, checkpointed);
   CATCH_INFO("largest log_alpha difference " << worst << ", bound " << tol);
   CATCH_CHECK(worst <= tol);
-  CATCH_CHECK(moved > 100 * tol);  // the gates trained: equality is not trivial
+  CATCH_CHECK(testing::largest_log_alpha_move(plain) > 100 * tol);  // the gates trained: equality is not trivial
 }
