@@ -10,6 +10,11 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
+/// x Wᵀ (+ b), with W and b already in x's dtype.
+torch::Tensor plain_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  return b.defined() ? torch::linear(x, w, b) : torch::linear(x, w);
+}
+
 /// A frozen bias, passed to the autograd function as a constant (it may be undefined, which a
 /// tensor argument of a custom function may not be).
 struct FrozenBias {
@@ -22,9 +27,8 @@ struct WidenedLinearFunction : public torch::autograd::Function<WidenedLinearFun
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
                                const FrozenBias& bias) {
     ctx->save_for_backward({weight});
-    const auto w = weight.to(x.scalar_type());
     const auto& b = bias.tensor;
-    return b.defined() ? torch::linear(x, w, b.to(x.scalar_type())) : torch::linear(x, w);
+    return plain_linear(x, weight.to(x.scalar_type()), b.defined() ? b.to(x.scalar_type()) : b);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_output) {
@@ -37,12 +41,9 @@ struct WidenedLinearFunction : public torch::autograd::Function<WidenedLinearFun
 }  // namespace
 
 torch::Tensor widened_linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
-  if (weight.scalar_type() == x.scalar_type())
-    return bias.defined() ? torch::linear(x, weight, bias) : torch::linear(x, weight);
-  if (weight.requires_grad() || (bias.defined() && bias.requires_grad())) {
-    const auto w = weight.to(x.scalar_type());
-    return bias.defined() ? torch::linear(x, w, bias.to(x.scalar_type())) : torch::linear(x, w);
-  }
+  if (weight.scalar_type() == x.scalar_type()) return plain_linear(x, weight, bias);
+  if (weight.requires_grad() || (bias.defined() && bias.requires_grad()))
+    return plain_linear(x, weight.to(x.scalar_type()), bias.defined() ? bias.to(x.scalar_type()) : bias);
   return WidenedLinearFunction::apply(x, weight, FrozenBias{bias});
 }
 

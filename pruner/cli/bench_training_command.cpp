@@ -9,6 +9,7 @@
 #include "pruner/cli/command_line.h"
 #include "pruner/log.h"
 #include "pruner/measure/training_bench.h"
+#include "pruner/training/training_options.h"
 
 namespace headprune::cli {
 
@@ -43,7 +44,7 @@ int run_bench_training(const std::vector<std::string>& args, const GlobalOptions
   if (!line.parse(args, vm)) return 0;
   if (o.batch < 1 || o.seq < 1 || o.reps < 1 || o.warmup < 0 || o.kl_chunk_tokens < -1)
     throw UsageError("--batch-size, --seq-len and --reps must be >= 1, --warmup >= 0, --kl-chunk-tokens >= -1");
-  if (o.checkpoint_layers != "on" && o.checkpoint_layers != "off" && o.checkpoint_layers != "auto")
+  if (!pruner::GateTrainingOptions::is_checkpoint_setting(o.checkpoint_layers))
     throw UsageError(fmt::format("--checkpoint-layers {}: expected on, off or auto", o.checkpoint_layers));
   o.memory = vm.count("memory") > 0;
   o.device = globals.torch_device();

@@ -40,7 +40,6 @@ template <typename T>
 bool non_negative(const T& v) { return v >= 0; }
 bool positive_finite(const double& v) { return v > 0 && std::isfinite(v); }
 bool at_least_minus_one(const int64_t& v) { return v >= -1; }
-bool on_off_auto(const std::string& v) { return v == "on" || v == "off" || v == "auto"; }
 
 /// Stores a flag's value through `store(settings, value)` after `ok` accepts it.
 /// @throws UsageError "--FLAG must be REQUIREMENT" when it does not.
@@ -374,7 +373,7 @@ std::vector<TrainingOption> phase_rows() {
                  "language models: tokens whose logits exist at a time in the KL (0 = automatic: whole "
                  "batches up to 1 GiB of logits, else ~64 MiB chunks; -1 = whole batches)"),
       run_option("checkpoint-layers", std::string("auto"), "", [](auto& o) -> auto& { return o.checkpoint_layers; },
-                 &on_off_auto, "on, off or auto",
+                 &GateTrainingOptions::is_checkpoint_setting, "on, off or auto",
                  "language models: keep only each decoder layer's input for backward and run the layer again "
                  "there (activation checkpointing: less memory, about one more forward pass of time); auto = on "
                  "from 1B parameters where LibTorch has no fused attention kernel (Debian's)"),
@@ -547,12 +546,6 @@ std::pair<TrainingText, CorpusOptions> recorded_corpus(const nlohmann::json& set
 bool GateTrainingOptions::checkpoints(const std::string& setting, int64_t parameters) {
   return setting == "on" ||
          (setting == "auto" && parameters >= kCheckpointLayersFrom && !models::fused_attention_available());
-}
-
-bool GateTrainingOptions::checkpoints(const std::string& setting, const torch::nn::Module& model) {
-  int64_t parameters = 0;
-  for (const auto& p : model.parameters()) parameters += p.numel();
-  return checkpoints(setting, parameters);
 }
 
 }  // namespace headprune::pruner

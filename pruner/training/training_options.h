@@ -14,7 +14,6 @@
 
 #include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
-#include <torch/nn/module.h>
 #include <torch/types.h>
 
 #include "gates/hard_concrete.h"
@@ -91,11 +90,13 @@ struct GateTrainingOptions {
   /// attention probabilities for backward (models/layer_checkpoint.h; docs/results.md).
   std::string checkpoint_layers = "auto";
   static constexpr int64_t kCheckpointLayersFrom = 1'000'000'000;
-  /// Whether `setting` ("on", "off", "auto") checkpoints the layers of `model` (auto: by its
-  /// parameter count).
-  static bool checkpoints(const std::string& setting, const torch::nn::Module& model);
-  /// The same for a model of `parameters` parameters.
+  /// Whether `setting` checkpoints the layers of a model of `parameters` parameters
+  /// (pruner/measure/inspect.h parameter_count).
   static bool checkpoints(const std::string& setting, int64_t parameters);
+  /// Whether `setting` is one --checkpoint-layers takes: on, off or auto.
+  static bool is_checkpoint_setting(const std::string& setting) {
+    return setting == "on" || setting == "off" || setting == "auto";
+  }
   /// How the model to train loads (float32_weights).
   models::WeightStorage weight_storage() const {
     return float32_weights ? models::WeightStorage::float32 : models::WeightStorage::source;

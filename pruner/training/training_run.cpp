@@ -5,6 +5,7 @@
 
 #include "models/errors.h"
 #include "models/formats/safetensors.h"
+#include "pruner/measure/inspect.h"
 #include "pruner/training/gate_training.h"
 
 namespace headprune::pruner {
@@ -80,7 +81,7 @@ TrainingRun::TrainingRun(models::Checkpoint& ckpt, const GateTrainingOptions& o)
       lagrangian(make_lagrangian(o)),
       gate_optimizer({gates->log_alpha}, torch::optim::AdamWOptions(o.learning_rate).weight_decay(0)),
       lambda_optimizer(lagrangian->parameters(), torch::optim::SGDOptions(o.lambda_learning_rate)) {
-  model.set_checkpoint_layers(GateTrainingOptions::checkpoints(o.checkpoint_layers, model));
+  model.set_checkpoint_layers(GateTrainingOptions::checkpoints(o.checkpoint_layers, parameter_count(model)));
   if (o.train_weights)
     weights_optimizer = std::make_unique<torch::optim::AdamW>(
         model.parameters(), torch::optim::AdamWOptions(o.weights_learning_rate).weight_decay(0.01));
