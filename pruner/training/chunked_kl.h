@@ -9,6 +9,7 @@
 #include <torch/types.h>
 
 #include "models/attention_model.h"
+#include "pruner/training/top_k_target.h"
 
 namespace headprune::pruner {
 
@@ -34,6 +35,24 @@ struct ChunkedLmHead {
 /// @throws headprune::Error on mismatched shapes or chunk_tokens < 1.
 torch::Tensor chunked_token_kl_sum(const torch::Tensor& student_hidden, const torch::Tensor& teacher_hidden,
                                    const ChunkedLmHead& head);
+
+/// chunked_token_kl_sum's loss with the teacher's side a top-k target instead (top_k_token_kl
+/// summed over the rows): target rows [N, k] (TopKTarget::select of the real tokens);
+/// head.teacher_weight is not used. The gradient per row is p_s − q (top_k_gradient_target),
+/// taken in the forward pass as there.
+/// @throws headprune::Error on mismatched shapes or chunk_tokens < 1.
+torch::Tensor chunked_top_k_kl_sum(const torch::Tensor& student_hidden, const TopKTarget& target,
+                                   const ChunkedLmHead& head);
+
+/// top_k_target of the distributions `hidden` [..., H] gives through the LM head `weight`
+/// [V, H], `chunk` positions' logits at a time (float32; a narrower weight is widened in
+/// blocks as in the KL). Returns a target of leading shape [...].
+/// @throws headprune::Error for chunk < 1 or as top_k_target.
+TopKTarget chunked_top_k_target(const torch::Tensor& hidden, const torch::Tensor& weight, int64_t chunk, int64_t k);
+
+/// log_softmax(hidden · weightᵀ) in float32: hidden [n, H] rows, weight [V, H] (a narrower weight is
+/// widened 8,192 rows at a time, not as a whole). Returns [n, V].
+torch::Tensor lm_head_log_probs(const torch::Tensor& hidden, const torch::Tensor& weight);
 
 /// Tokens per chunk when the user leaves it to headprune: whole batches while their logits
 /// ([tokens, vocab] float32) take at most kWholeBatchLogitsBytes (no recomputation, as before

@@ -13,6 +13,35 @@ torch::Tensor over_ranks(const torch::Tensor& statistic, const GlobalSum& global
   return global_sum ? global_sum(statistic.detach()) : statistic.detach();
 }
 
+/// Σ_real per_token / #real tokens (summed over the ranks): per_token [B, T], attention_mask [B, T].
+torch::Tensor mean_over_real_tokens(const torch::Tensor& per_token, const torch::Tensor& attention_mask,
+                                    const GlobalSum& global_sum) {
+  const auto m = attention_mask.to(per_token.dtype());
+  return (per_token * m).sum() / over_ranks(m.sum(), global_sum).clamp_min(1);
+}
+
+/// A DistillationLoss whose total is `kl`.
+DistillationLoss kl_loss(const torch::Tensor& kl) {
+  DistillationLoss loss;
+  loss.kl = kl;
+  loss.total = kl;
+  return loss;
+}
+
+/// The chunked KL of the real tokens: `kl_sum(real)` (real: [B·T] bool of attention_mask) over the
+/// real tokens' count, summed over the ranks.
+DistillationLoss chunked_kl_loss(const torch::Tensor& attention_mask, const GlobalSum& global_sum,
+                                 const std::function<torch::Tensor(const torch::Tensor& real)>& kl_sum) {
+  const auto real = attention_mask.reshape({-1}).to(torch::kBool);
+  const auto count = real.sum().to(torch::kFloat);
+  return kl_loss(kl_sum(real) / over_ranks(count, global_sum).clamp_min(1));
+}
+
+/// The real rows [n, H] of hidden states [B, T, H].
+torch::Tensor real_rows(const torch::Tensor& hidden, const torch::Tensor& real) {
+  return hidden.reshape({-1, hidden.size(-1)}).index({real});
+}
+
 }  // namespace
 
 nlohmann::json DistillationLoss::parts() const {
@@ -57,25 +86,30 @@ DistillationLoss causal_lm_distillation(const torch::Tensor& student_logits,
                                         const GlobalSum& global_sum) {
   auto per_token = token_kl(torch::log_softmax(teacher_logits.detach().to(torch::kFloat), -1),
                             torch::log_softmax(student_logits.to(torch::kFloat), -1));
-  auto m = attention_mask.to(per_token.dtype());
-  DistillationLoss loss;
-  loss.kl = (per_token * m).sum() / over_ranks(m.sum(), global_sum).clamp_min(1);
-  loss.total = loss.kl;
-  return loss;
+  return kl_loss(mean_over_real_tokens(per_token, attention_mask, global_sum));
+}
+
+DistillationLoss causal_lm_top_k_distillation(const torch::Tensor& student_logits, const TopKTarget& target,
+                                              const torch::Tensor& attention_mask, const GlobalSum& global_sum) {
+  const auto per_token = top_k_token_kl(target, torch::log_softmax(student_logits.to(torch::kFloat), -1));
+  return kl_loss(mean_over_real_tokens(per_token, attention_mask, global_sum));
 }
 
 DistillationLoss chunked_causal_lm_distillation(const torch::Tensor& student_hidden,
                                                 const torch::Tensor& teacher_hidden,
                                                 const torch::Tensor& attention_mask, const ChunkedLmHead& head,
                                                 const GlobalSum& global_sum) {
-  const auto real = attention_mask.reshape({-1}).to(torch::kBool);
-  auto rows = [&](const torch::Tensor& h) { return h.reshape({-1, h.size(-1)}).index({real}); };
-  const auto count = real.sum().to(torch::kFloat);
-  DistillationLoss loss;
-  loss.kl = chunked_token_kl_sum(rows(student_hidden), rows(teacher_hidden.detach()), head) /
-            over_ranks(count, global_sum).clamp_min(1);
-  loss.total = loss.kl;
-  return loss;
+  return chunked_kl_loss(attention_mask, global_sum, [&](const torch::Tensor& real) {
+    return chunked_token_kl_sum(real_rows(student_hidden, real), real_rows(teacher_hidden.detach(), real), head);
+  });
+}
+
+DistillationLoss chunked_causal_lm_top_k_distillation(const torch::Tensor& student_hidden, const TopKTarget& target,
+                                                      const torch::Tensor& attention_mask, const ChunkedLmHead& head,
+                                                      const GlobalSum& global_sum) {
+  return chunked_kl_loss(attention_mask, global_sum, [&](const torch::Tensor& real) {
+    return chunked_top_k_kl_sum(real_rows(student_hidden, real), target.select(real), head);
+  });
 }
 
 torch::Tensor layer_distillation(const std::vector<torch::Tensor>& student, const std::vector<torch::Tensor>& teacher,
@@ -112,9 +146,25 @@ std::vector<torch::Tensor> distilled_layers(const std::vector<torch::Tensor>& hi
   return {hidden_states.begin(), hidden_states.end() - 1};
 }
 
-std::vector<torch::Tensor> teacher_targets(const models::ModelOutput& teacher) {
-  std::vector<torch::Tensor> out{distillation_target(teacher)};
-  for (const auto& h : distilled_layers(teacher.hidden_states)) out.push_back(h);
+int64_t TeacherTargets::bytes() const {
+  int64_t n = top_k ? top_k->bytes() : 0;
+  if (output.defined()) n += static_cast<int64_t>(output.numel() * output.element_size());
+  for (const auto& l : layers) n += static_cast<int64_t>(l.numel() * l.element_size());
+  return n;
+}
+
+TeacherTargets teacher_targets(const models::ModelOutput& teacher, int64_t top_k, const ChunkedLmHead* chunked) {
+  TeacherTargets out;
+  out.layers = distilled_layers(teacher.hidden_states);
+  if (top_k <= 0) {
+    out.output = distillation_target(teacher);
+  } else if (chunked) {
+    out.top_k = chunked_top_k_target(teacher.last_hidden_state, chunked->teacher_weight, chunked->chunk_tokens, top_k);
+  } else if (teacher.logits.defined()) {
+    out.top_k = top_k_target(torch::log_softmax(teacher.logits.to(torch::kFloat), -1), top_k);
+  } else {
+    throw Error(fmt::format("a top-{} teacher target needs next-token logits; this model gives none", top_k));
+  }
   return out;
 }
 
@@ -129,6 +179,17 @@ DistillationLoss distillation(const models::ModelOutput& student, const torch::T
     return causal_lm_distillation(student.logits, teacher_target, attention_mask, global_sum);
   return encoder_distillation(student.last_hidden_state, teacher_target, attention_mask, pooling,
                               embedding_weight, global_sum);
+}
+
+DistillationLoss distillation(const models::ModelOutput& student, const TeacherTargets& targets,
+                              const torch::Tensor& attention_mask, const models::SentencePooling& pooling,
+                              double embedding_weight, const GlobalSum& global_sum, const ChunkedLmHead* chunked) {
+  if (!targets.top_k)
+    return distillation(student, targets.output, attention_mask, pooling, embedding_weight, global_sum, chunked);
+  if (chunked)
+    return chunked_causal_lm_top_k_distillation(student.last_hidden_state, *targets.top_k, attention_mask, *chunked,
+                                                global_sum);
+  return causal_lm_top_k_distillation(student.logits, *targets.top_k, attention_mask, global_sum);
 }
 
 }  // namespace headprune::pruner

@@ -1,8 +1,11 @@
 // Self-distillation objectives: the gated student should compute what the dense teacher does.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
@@ -10,6 +13,7 @@
 #include "models/attention_model.h"
 #include "models/sentence_pooling.h"
 #include "pruner/training/chunked_kl.h"
+#include "pruner/training/top_k_target.h"
 
 namespace headprune::pruner {
 
@@ -66,6 +70,18 @@ DistillationLoss chunked_causal_lm_distillation(const torch::Tensor& student_hid
                                                 const torch::Tensor& attention_mask, const ChunkedLmHead& head,
                                                 const GlobalSum& global_sum = {});
 
+/// causal_lm_distillation against the teacher's top-k distribution (top_k_token_kl) instead of
+/// its logits: kl = Σ_real KL_k / #real tokens. student_logits [B, T, V]; target of leading shape
+/// [B, T]; attention_mask [B, T].
+DistillationLoss causal_lm_top_k_distillation(const torch::Tensor& student_logits, const TopKTarget& target,
+                                              const torch::Tensor& attention_mask, const GlobalSum& global_sum = {});
+
+/// chunked_causal_lm_distillation against the teacher's top-k distribution (target of leading
+/// shape [B, T]; chunked_top_k_kl_sum): the same kl as causal_lm_top_k_distillation.
+DistillationLoss chunked_causal_lm_top_k_distillation(const torch::Tensor& student_hidden, const TopKTarget& target,
+                                                      const torch::Tensor& attention_mask, const ChunkedLmHead& head,
+                                                      const GlobalSum& global_sum = {});
+
 /// CoFi's layer-wise distillation (Xia et al. 2022, "Structured Pruning Learns Compact and
 /// Accurate Models", §3.3, L_layer) with each student layer matched to the same teacher layer
 /// (the pruned model keeps every layer, so no learned map or layer search is needed), as a
@@ -89,10 +105,22 @@ torch::Tensor token_kl(const torch::Tensor& log_teacher, const torch::Tensor& lo
 /// else its final hidden states.
 torch::Tensor distillation_target(const models::ModelOutput& teacher);
 
-/// The teacher's outputs a step needs: distillation_target(teacher) first, then, when the
-/// teacher ran with output_hidden_states, the layers layer_distillation matches
-/// (distilled_layers).
-std::vector<torch::Tensor> teacher_targets(const models::ModelOutput& teacher);
+/// What a training step distils from the teacher, as the teacher cache keeps it.
+struct TeacherTargets {
+  torch::Tensor output;               ///< distillation_target(teacher); undefined when top_k is set
+  std::optional<TopKTarget> top_k;    ///< the next-token distributions' top k, [B, T] positions (--teacher-top-k)
+  std::vector<torch::Tensor> layers;  ///< distilled_layers of its hidden states (--distill-layers), else empty
+  /// Bytes its tensors hold.
+  int64_t bytes() const;
+};
+
+/// The teacher's outputs a step needs: distillation_target(teacher), or with `top_k` > 0 (a
+/// language model) its top_k_target instead, from its logits or, when `chunked` is given (logits
+/// off), from its last_hidden_state through chunked->teacher_weight a chunk at a time; then, when
+/// the teacher ran with output_hidden_states, the layers layer_distillation matches.
+/// @throws headprune::Error for top_k > 0 on a model without logits and no chunked head.
+TeacherTargets teacher_targets(const models::ModelOutput& teacher, int64_t top_k = 0,
+                               const ChunkedLmHead* chunked = nullptr);
 
 /// The layers layer-wise distillation matches: every layer's output but the last, which the
 /// main objective already matches (its hidden states, or the logits made from them).
@@ -106,5 +134,13 @@ DistillationLoss distillation(const models::ModelOutput& student, const torch::T
                               const torch::Tensor& attention_mask,
                               const models::SentencePooling& pooling, double embedding_weight,
                               const GlobalSum& global_sum = {}, const ChunkedLmHead* chunked = nullptr);
+
+/// distillation() against teacher_targets(): with a top-k target, causal_lm_top_k_distillation
+/// or, when `chunked` is given, chunked_causal_lm_top_k_distillation; else distillation() against
+/// targets.output. The layers are not included (with_layer_loss).
+DistillationLoss distillation(const models::ModelOutput& student, const TeacherTargets& targets,
+                              const torch::Tensor& attention_mask, const models::SentencePooling& pooling,
+                              double embedding_weight, const GlobalSum& global_sum = {},
+                              const ChunkedLmHead* chunked = nullptr);
 
 }  // namespace headprune::pruner

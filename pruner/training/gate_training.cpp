@@ -55,6 +55,18 @@ std::optional<ChunkedLmHead> chunked_kl_head(TrainingRun& run, const Corpus& cor
   return std::nullopt;
 }
 
+/// The run's --teacher-top-k, checked: a top-k target needs a vocabulary.
+/// @throws UsageError for --teacher-top-k K on a model without an LM head or with labels.
+int64_t checked_teacher_top_k(const TrainingRun& run, const Corpus& corpus, const GateTrainingOptions& o) {
+  if (o.teacher_top_k == 0) return 0;
+  if (!run.model.lm_head_weight().defined() || !corpus.train_labels.empty())
+    throw UsageError(fmt::format("--teacher-top-k {} needs a language model distilled over its vocabulary; this run "
+                                 "({} model{}) has none; leave it out",
+                                 o.teacher_top_k, run.model.config().model_type,
+                                 corpus.train_labels.empty() ? "" : ", trained on labels"));
+  return o.teacher_top_k;
+}
+
 /// The model's config after removing the heads `keep` (layer-major, one bool per head) drops.
 models::ModelConfig config_after(const models::ModelConfig& config, const std::vector<bool>& keep) {
   auto after = config;
@@ -336,6 +348,7 @@ class GateTrainer {
         fingerprint_(fingerprint_of(*ckpt.model)),
         run_(ckpt, o),
         chunked_(chunked_kl_head(run_, corpus, o)),  // refused settings before the out dir is touched
+        teacher_top_k_(checked_teacher_top_k(run_, corpus, o)),
         resumed_(prepare_out_dir()),
         start_(resumed_.step),
         gate_steps_(resumed_.gate_steps),
@@ -434,6 +447,9 @@ class GateTrainer {
                   ? fmt::format("target sparsity {} ({}) by Lagrangian, warm-up {} steps",
                                 *o_.target_sparsity, gates::to_string(o_.unit), warmup_)
                   : fmt::format("fixed L0 penalty lambda {}", o_.l0_lambda));
+    if (teacher_top_k_ > 0)
+      log::info("distilling the teacher's top {} next tokens and one bucket for the rest (--teacher-top-k): "
+                "a lower bound of the whole KL", teacher_top_k_);
     if (chunked_)
       log::info("KL over the vocabulary {} tokens at a time (--kl-chunk-tokens): no batch's whole logits are held",
                 chunked_->chunk_tokens);
@@ -452,8 +468,9 @@ class GateTrainer {
     torch::manual_seed(o_.seed + static_cast<uint64_t>(step) * 7919ULL);  // noise: resumable
     auto in = stream_.next(o_.device, group_.rank(), group_.world_size());
     const ScopedLogitsOff logits_off({&run_.model, run_.teacher.get()}, chunked_.has_value());
-    const auto targets = teacher_cache_.get(stream_.last_bucket(),
-                                            [&] { return teacher_targets(run_.teacher->forward(in, nullptr)); });
+    const auto targets = teacher_cache_.get(stream_.last_bucket(), [&] {
+      return teacher_targets(run_.teacher->forward(in, nullptr), teacher_top_k_, chunked_ ? &*chunked_ : nullptr);
+    });
     auto& g = *run_.gates;
     auto multipliers = r.gate_phase ? g.split(g.sample()) : fixed_;
     last_ = objective(run_.model.forward(in, &multipliers), targets, in.attention_mask);
@@ -476,14 +493,14 @@ class GateTrainer {
 
   /// The step's loss: distillation to the teacher's `targets` (teacher_targets), plus the
   /// layer-wise term with --distill-layers and the labels' cross-entropy with labelled text.
-  DistillationLoss objective(const models::ModelOutput& student, const std::vector<torch::Tensor>& targets,
+  DistillationLoss objective(const models::ModelOutput& student, const TeacherTargets& targets,
                              const torch::Tensor& attention_mask) const {
-    auto loss = distillation(student, targets.front(), attention_mask, ckpt_.pooling, o_.embedding_weight,
-                             global_sum(), chunked_ ? &*chunked_ : nullptr);
+    auto loss = distillation(student, targets, attention_mask, ckpt_.pooling, o_.embedding_weight, global_sum(),
+                             chunked_ ? &*chunked_ : nullptr);
     if (o_.distill_layers > 0)
       loss = with_layer_loss(loss,
-                             layer_distillation(distilled_layers(student.hidden_states),
-                                                {targets.begin() + 1, targets.end()}, attention_mask, global_sum()),
+                             layer_distillation(distilled_layers(student.hidden_states), targets.layers,
+                                                attention_mask, global_sum()),
                              o_.distill_layers);
     if (!corpus_.train_labels.empty()) loss = with_label_loss(loss, label_loss(student, attention_mask), o_.label_weight);
     return loss;
@@ -633,6 +650,7 @@ class GateTrainer {
   const ModelFingerprint fingerprint_;
   TrainingRun run_;
   const std::optional<ChunkedLmHead> chunked_;  ///< the KL's LM head when chunked (pruner/training/chunked_kl.h)
+  const int64_t teacher_top_k_;                 ///< --teacher-top-k, checked (0 = whole distribution)
   const ResumePoint resumed_;
   const int64_t start_;
   int64_t gate_steps_;  ///< where the gate phase ends: --steps, plus any extension

@@ -6,9 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <unordered_map>
-#include <vector>
 
-#include <torch/types.h>
+#include "pruner/training/distillation.h"
 
 namespace headprune::pruner {
 
@@ -18,15 +17,14 @@ class TeacherCache {
   /// `mib` of tensors at most; 0 = no caching.
   explicit TeacherCache(int64_t mib) : budget_bytes_(mib * (int64_t{1} << 20)) {}
 
-  /// The cached targets of `bucket` (teacher_targets: the distillation target, then any
-  /// layers' hidden states), or `compute()`'s result (under no_grad), kept when it still fits
-  /// the budget. Valid only while the teacher is frozen.
-  std::vector<torch::Tensor> get(std::size_t bucket, const std::function<std::vector<torch::Tensor>()>& compute);
+  /// The cached targets of `bucket` (teacher_targets), or `compute()`'s result (under no_grad),
+  /// kept when it still fits the budget. Valid only while the teacher is frozen.
+  TeacherTargets get(std::size_t bucket, const std::function<TeacherTargets()>& compute);
 
  private:
   int64_t budget_bytes_;
   int64_t bytes_ = 0;
-  std::unordered_map<std::size_t, std::vector<torch::Tensor>> targets_;
+  std::unordered_map<std::size_t, TeacherTargets> targets_;
 };
 
 }  // namespace headprune::pruner

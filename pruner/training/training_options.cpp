@@ -368,6 +368,10 @@ std::vector<TrainingOption> phase_rows() {
       run_option("teacher-cache-mib", int64_t{2048}, "", [](auto& o) -> auto& { return o.teacher_cache_mib; },
                  &non_negative<int64_t>, ">= 0",
                  "memory for caching the frozen teacher's outputs between epochs (0 = off)"),
+      run_option("teacher-top-k", int64_t{0}, "teacher_top_k", [](auto& o) -> auto& { return o.teacher_top_k; },
+                 &non_negative<int64_t>, ">= 0",
+                 "language models: distil the teacher's K most probable next tokens and one bucket for the "
+                 "rest (cached at 8K+4 bytes a token) instead of its whole distribution; 0 = whole (exact)"),
       run_option("kl-chunk-tokens", int64_t{0}, "", [](auto& o) -> auto& { return o.kl_chunk_tokens; },
                  &at_least_minus_one, ">= -1",
                  "language models: tokens whose logits exist at a time in the KL (0 = automatic: whole "

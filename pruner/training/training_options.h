@@ -113,6 +113,10 @@ struct GateTrainingOptions {
   /// With frozen weights the teacher's outputs never change: keep up to this many MiB of them
   /// so later epochs skip the teacher's forward pass (0 = no cache).
   int64_t teacher_cache_mib = 2048;
+  /// Language models: distil the teacher's top-k next-token distribution (k tokens and a bucket
+  /// for the rest; pruner/training/top_k_target.h), which is what the teacher cache then keeps;
+  /// 0 = the whole distribution (exact).
+  int64_t teacher_top_k = 0;
   /// Language models: tokens whose logits the KL computes at a time (pruner/training/chunked_kl.h);
   /// 0 = automatic (whole batches while their logits take <= 1 GiB, else ~64 MiB chunks);
   /// -1 = always whole batches through the model's own logits.
