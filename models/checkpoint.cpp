@@ -9,6 +9,7 @@
 
 #include "models/errors.h"
 #include "models/input_file.h"
+#include "models/linear.h"
 #include "models/formats/llama2c.h"
 #include "models/gguf_model.h"
 #include "models/registry.h"
@@ -126,6 +127,7 @@ SequenceClassificationHead load_classifier(const ClassificationLayout& layout, c
 std::shared_ptr<AttentionModel> make_model(const ModelConfig& config, const TensorMap& weights) {
   std::set<std::string> names;
   for (const auto& entry : weights) names.insert(entry.first);
+  const ScopedUnfilledWeights unfilled;  // load_weights sets every parameter (a missing one is an error)
   return models::make_model(config, names);
 }
 

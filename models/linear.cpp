@@ -57,6 +57,16 @@ std::set<std::string> matrix_weight_names(const torch::nn::Module& module) {
   return names;
 }
 
+namespace {
+thread_local bool weights_unfilled = false;
+}  // namespace
+
+ScopedUnfilledWeights::ScopedUnfilledWeights() : previous_(weights_unfilled) { weights_unfilled = true; }
+
+ScopedUnfilledWeights::~ScopedUnfilledWeights() { weights_unfilled = previous_; }
+
+bool ScopedUnfilledWeights::active() { return weights_unfilled; }
+
 LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias)
     : in_features_(in_features), out_features_(out_features), with_bias_(with_bias) {
   reset();
@@ -64,7 +74,7 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias
 
 void LinearImpl::reset() {
   weight = register_parameter("weight", torch::empty({out_features_, in_features_}));
-  if (weight.numel() > 0) {
+  if (weight.numel() > 0 && !ScopedUnfilledWeights::active()) {
     torch::NoGradGuard no_grad;
     weight.normal_(0.0, 0.02);
   }

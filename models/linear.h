@@ -28,11 +28,30 @@ torch::Tensor widened_linear(const torch::Tensor& x, const torch::Tensor& weight
 /// its forward widens them per use (Linear through widened_linear; embedding rows after lookup).
 std::set<std::string> matrix_weight_names(const torch::nn::Module& module);
 
+/// While an instance lives (on this thread), Linear and the LLaMA-style stack's token embedding
+/// allocate their weights without filling them (torch::empty): for a model whose every parameter
+/// load_weights is about to set (load_checkpoint), so that a float32 weight the file's narrower
+/// tensor replaces (WeightStorage::source) never has its pages touched and so never becomes
+/// resident (a 1B model's 4.9 GB of float32 weights were, while it loaded).
+class ScopedUnfilledWeights {
+ public:
+  ScopedUnfilledWeights();
+  ~ScopedUnfilledWeights();
+  ScopedUnfilledWeights(const ScopedUnfilledWeights&) = delete;
+  ScopedUnfilledWeights& operator=(const ScopedUnfilledWeights&) = delete;
+  /// Whether one is alive on this thread.
+  static bool active();
+
+ private:
+  bool previous_;
+};
+
 /// y = x W^T + b with W: [out_features, in_features], b: [out_features] (parameter names
 /// "weight" and "bias", as in torch.nn.Linear and HF checkpoints). Unlike torch::nn::Linear,
 /// either dimension may be 0: with in_features == 0 the output is the bias alone. W may be
 /// stored narrower than x (widened_linear).
-/// Weights start N(0, 0.02²) (BERT's initializer_range), biases 0; checkpoints overwrite them.
+/// Weights start N(0, 0.02²) (BERT's initializer_range; unfilled under ScopedUnfilledWeights),
+/// biases 0; checkpoints overwrite them.
 class LinearImpl : public torch::nn::Cloneable<LinearImpl> {
  public:
   LinearImpl(int64_t in_features, int64_t out_features, bool with_bias = true);

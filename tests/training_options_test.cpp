@@ -38,7 +38,7 @@ CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[option
                               "target_sparsity", "target_params", "target_flops", "target_latency", "latency_shape", "sparsity_unit", "flops_seq_len", "l0_lambda",
                               "warmup_steps", "max_extra_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
                               "min_heads_per_layer", "gqa_mode", "uniform_layers", "head_multiple", "embedding_weight", "distill_layers",
-                              "label_weight", "train_weights",
+                              "label_weight", "train_weights", "teacher_top_k",
                               "finetune_steps", "weights_learning_rate", "seed", "corpus"});
 }
 

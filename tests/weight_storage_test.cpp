@@ -13,6 +13,7 @@
 
 #include "models/checkpoint.h"
 #include "models/formats/safetensors.h"
+#include "models/linear.h"
 #include "pruner/training/chunked_kl.h"
 #include "pruner/training/corpus.h"
 #include "pruner/training/gate_training.h"
@@ -214,4 +215,35 @@ CATCH_TEST_CASE("the memory estimate counts a checkpoint's weights as loading ho
                                 "--target-sparsity", "0.5", "--batch-size", "1000000", "--max-length", "100000",
                                 "-o", (out / "gates").string()}) == 1);
   CATCH_CHECK(!fs::exists(out / "gates" / "gates.json"));
+}
+
+CATCH_TEST_CASE("weights a checkpoint will set are allocated unfilled while it loads, and filled otherwise",
+                "[weight_storage]") {
+  CATCH_CHECK_FALSE(models::ScopedUnfilledWeights::active());
+  {
+    const models::ScopedUnfilledWeights outer;
+    {
+      const models::ScopedUnfilledWeights inner;
+      CATCH_CHECK(models::ScopedUnfilledWeights::active());
+    }
+    CATCH_CHECK(models::ScopedUnfilledWeights::active());  // the inner one restores the outer state
+  }
+  CATCH_CHECK_FALSE(models::ScopedUnfilledWeights::active());
+  // Outside a load a Linear starts N(0, 0.02²): 64 x 64 draws have a standard deviation within
+  // 10% of 0.02 (the sample's relative spread is 1/sqrt(2 · 4096) = 1.1%).
+  const models::Linear filled(64, 64);
+  CATCH_CHECK(std::abs(filled->weight.std().item<double>() / 0.02 - 1) < 0.1);
+  // A loaded model holds the file's values in every parameter, in float32 and in the file's dtype.
+  const auto dir = testing::fixture_path("llama3");
+  for (auto storage : {models::WeightStorage::float32, models::WeightStorage::source}) {
+    const auto ckpt = models::load_checkpoint(dir, torch::kCPU, storage);
+    const auto file = models::load_safetensors(dir / "model.safetensors");
+    std::size_t compared = 0;
+    for (const auto& p : ckpt.model->named_parameters(true)) {
+      CATCH_REQUIRE(file.count(p.key()));
+      CATCH_CHECK(torch::equal(p.value(), file.at(p.key()).to(p.value().dtype())));
+      ++compared;
+    }
+    CATCH_CHECK(compared == file.size());
+  }
 }

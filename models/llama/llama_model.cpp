@@ -274,8 +274,9 @@ LlamaModel::LlamaModel(ModelConfig config) : config_(std::move(config)) {
   if (!dynamic_cast<const llama::LlamaFamily*>(&config_.family()))
     throw Error(fmt::format("LlamaModel cannot hold a '{}' model", config_.model_type));
   auto model = register_module("model", std::make_shared<torch::nn::Module>());
-  embed_tokens = model->register_module(
-      "embed_tokens", torch::nn::Embedding(config_.vocab_size, config_.hidden_size));
+  auto embedding = torch::nn::EmbeddingOptions(config_.vocab_size, config_.hidden_size);
+  if (ScopedUnfilledWeights::active()) embedding._weight(torch::empty({config_.vocab_size, config_.hidden_size}));
+  embed_tokens = model->register_module("embed_tokens", torch::nn::Embedding(embedding));
   if (config_.embedding_norm) embed_norm = model->register_module("embed_norm", stack_norm(config_));
   auto layer_list = model->register_module("layers", torch::nn::ModuleList());
   const auto kept_kv = config_.kept_kv_heads();

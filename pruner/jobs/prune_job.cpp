@@ -212,6 +212,7 @@ nlohmann::json measure_and_export(const PruneJobOptions& o, const RemovedModel& 
   const auto accuracy = heldout_accuracy(pruned, *pruned.model, nullptr, *m.dense.model, m.corpus, m.batch_size, device);
   if (also) also(summary, extra);
   const auto bench_json = bench_stage(o, *m.dense.model, *pruned.model, extra);
+  m.dense.model.reset();  // not needed past here: the export's check loads the written folder, a model as large
 
   stage(5, "writing the pruned checkpoint and its report");
   summary.update(nlohmann::json{{"model", o.model.string()},

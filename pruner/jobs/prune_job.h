@@ -67,7 +67,7 @@ nlohmann::json prune_with_gates(const PruneJobOptions& options, const GateState&
 /// A model after surgery, with what its last stages compare it against.
 struct RemovedModel {
   models::Checkpoint& pruned;  ///< after surgery (exported from here)
-  models::Checkpoint& dense;   ///< options.model as loaded
+  models::Checkpoint& dense;   ///< options.model as loaded; measure_and_export releases its model after the benchmark
   const Corpus& corpus;        ///< the run's text: fidelity and accuracy on its held-out share
   ApplyResult& applied;        ///< the surgery's result; the export fills the rest
   std::size_t batch_size;

@@ -1,5 +1,6 @@
 #include "pruner/training/gate_state.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -11,6 +12,21 @@
 
 namespace headprune::pruner {
 
+namespace {
+
+/// Σ |x| over `t`'s elements in float64, 4M elements at a time: a whole float64 copy (and its
+/// absolute value) of a 128K-token embedding would be two transient 2 GB tensors.
+double absolute_sum(const torch::Tensor& t) {
+  constexpr int64_t kBlock = int64_t{1} << 22;
+  const auto flat = t.reshape({-1});
+  double sum = 0;
+  for (int64_t b = 0; b < flat.numel(); b += kBlock)
+    sum += flat.slice(0, b, std::min(b + kBlock, flat.numel())).to(torch::kDouble).abs().sum().item<double>();
+  return sum;
+}
+
+}  // namespace
+
 ModelFingerprint fingerprint_of(const models::AttentionModel& model) {
   const auto& c = model.config();
   ModelFingerprint f;
@@ -20,8 +36,7 @@ ModelFingerprint fingerprint_of(const models::AttentionModel& model) {
   f.hidden_size = c.hidden_size;
   f.kept_heads = c.kept_heads;
   torch::NoGradGuard no_grad;
-  for (const auto& p : model.parameters())
-    f.weights_checksum += p.to(torch::kDouble).abs().sum().item<double>();
+  for (const auto& p : model.parameters()) f.weights_checksum += absolute_sum(p);
   return f;
 }
 

@@ -370,8 +370,9 @@ std::vector<TrainingOption> phase_rows() {
                  "memory for caching the frozen teacher's outputs between epochs (0 = off)"),
       run_option("teacher-top-k", int64_t{0}, "teacher_top_k", [](auto& o) -> auto& { return o.teacher_top_k; },
                  &non_negative<int64_t>, ">= 0",
-                 "language models: distil the teacher's K most probable next tokens and one bucket for the "
-                 "rest (cached at 8K+4 bytes a token) instead of its whole distribution; 0 = whole (exact)"),
+                 "language models: distil the teacher's N most probable next tokens and one bucket for the "
+                 "rest (cached at 8N+4 bytes a token) instead of its whole distribution, a lower bound "
+                 "of the KL; 0 = whole (exact)"),
       run_option("kl-chunk-tokens", int64_t{0}, "", [](auto& o) -> auto& { return o.kl_chunk_tokens; },
                  &at_least_minus_one, ">= -1",
                  "language models: tokens whose logits exist at a time in the KL (0 = automatic: whole "
