@@ -192,6 +192,13 @@ std::string folder_chat_template(const std::filesystem::path& dir) {
   return config["chat_template"].get<std::string>();
 }
 
+/// `t` when it is contiguous and alone in its storage, else a compact copy: a parameter that
+/// takes it over never pins a larger buffer (a view into a whole file's bytes).
+torch::Tensor own_tensor(const torch::Tensor& t) {
+  const bool alone = t.is_contiguous() && t.storage().nbytes() == static_cast<std::size_t>(t.nbytes());
+  return alone ? t : t.clone(at::MemoryFormat::Contiguous);
+}
+
 }  // namespace
 
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
@@ -215,8 +222,9 @@ std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap
           "{}: weight '{}' has shape [{}] but the config implies [{}] (does config.json, "
           "including pruned_heads, describe these weights?)",
           source, name, fmt::join(t.sizes(), ", "), fmt::join(slot.sizes(), ", ")));
-    if (keep_dtype.count(name) && t.is_floating_point() && t.element_size() < slot.element_size())
-      slot.set_data(t.storage().nbytes() > t.nbytes() ? t.clone() : t.contiguous());  // no view pins a whole file
+    const bool narrow = keep_dtype.count(name) && t.is_floating_point() && t.element_size() < slot.element_size();
+    if (narrow || t.dtype() == slot.dtype())
+      slot.set_data(own_tensor(t));  // the file's tensor itself: the weights are never held twice
     else
       slot.copy_(t.to(slot.dtype()));
     used.insert(name);

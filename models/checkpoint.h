@@ -98,8 +98,10 @@ void require_tokenizer_files(const std::filesystem::path& dir, const std::string
 
 /// Copies `weights` into the module's parameters and buffers by name (load_checkpoint takes a
 /// `<Family>For*` file's encoder prefix off first). Buffers absent from the file keep their
-/// values. A parameter named in `keep_dtype` whose file tensor is a narrower floating type takes
-/// that tensor as it is (shared, not copied), in the file's dtype. @returns the keys of `weights` (as named in the file) that the module has no slot for.
+/// values. A parameter takes a file tensor of its own dtype over as it is (shared, not copied:
+/// the weights are never held twice), and so does one named in `keep_dtype` whose file tensor is
+/// a narrower floating type, in the file's dtype; other dtypes are converted into it. A tensor
+/// that is a view of a larger buffer is copied first. @returns the keys of `weights` (as named in the file) that the module has no slot for.
 /// @throws headprune::Error naming the first missing parameter or mismatched shape.
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
                                       const std::string& source, const std::set<std::string>& keep_dtype = {});

@@ -213,3 +213,33 @@ CATCH_TEST_CASE("gate training refuses --teacher-top-k for a model without a voc
   CATCH_CHECK_THROWS_WITH(pruner::train_gates(ckpt, corpus, o), Catch::Contains("--teacher-top-k 64"));
   CATCH_CHECK(!std::filesystem::exists(o.out_dir / "gates.json"));
 }
+
+CATCH_TEST_CASE("causal-LM top-k objective: whole batch and chunks agree, pads are left out, K = V - 1 is the KL",
+                "[top_k]") {
+  torch::manual_seed(23);
+  const int64_t batch = 2, length = 4, h = 8, vocab = 30;
+  const auto hs = torch::randn({batch, length, h}), ht = hs + 0.5 * torch::randn({batch, length, h});
+  const auto w = torch::randn({vocab, h});
+  const auto mask = torch::tensor({{1, 1, 1, 1}, {1, 1, 0, 0}});
+  const auto logits_t = torch::matmul(ht, w.t()), logits_s = torch::matmul(hs, w.t());
+  const auto delta = 2 * rounding_gamma(h) * torch::matmul(torch::max(hs.abs(), ht.abs()), w.abs().t()).max().item<double>() +
+                     log_softmax_error(torch::cat({logits_s, logits_t}));
+  for (int64_t k : {int64_t{5}, vocab - 1}) {
+    CATCH_INFO("k " << k);
+    const auto target = pruner::top_k_target(torch::log_softmax(logits_t, -1), k);
+    const auto whole = pruner::causal_lm_top_k_distillation(logits_s, target, mask);
+    // Two evaluations, each off by a mean of per-token bounds 2δ + γ_V Σ|terms| (header), Σ|terms| ≤ KL + 2.
+    const double tol = 2 * (2 * delta + rounding_gamma(vocab) * (2 + whole.kl.item<double>()));
+    const auto chunked = pruner::chunked_causal_lm_top_k_distillation(hs, target, mask, {w, w, 2});
+    CATCH_CHECK(std::abs(whole.kl.item<double>() - chunked.kl.item<double>()) <= tol);
+    // The mean over the 6 real tokens: changing a pad's target changes nothing.
+    auto moved = target;
+    moved.log_probs = target.log_probs.clone();
+    moved.log_probs[1][3].fill_(-1);
+    CATCH_CHECK(pruner::causal_lm_top_k_distillation(logits_s, moved, mask).kl.item<double>() ==
+                whole.kl.item<double>());
+    if (k == vocab - 1)
+      CATCH_CHECK(std::abs(whole.kl.item<double>() -
+                           pruner::causal_lm_distillation(logits_s, logits_t, mask).kl.item<double>()) <= tol);
+  }
+}
