@@ -95,11 +95,16 @@ struct ChunkedKl : public torch::autograd::Function<ChunkedKl> {
   }
 };
 
+/// @throws headprune::Error for a chunk of fewer than 1 token.
+void check_chunk(int64_t chunk) {
+  if (chunk < 1) throw Error(fmt::format("KL chunk of {} tokens: it must be at least 1", chunk));
+}
+
 /// ChunkedKl over `teacher` for student rows `hs` through `student_weight`, gradients as
 /// autograd asks for them.
 torch::Tensor chunked_kl_sum(const torch::Tensor& hs, const torch::Tensor& student_weight, const ChunkTeacher& teacher,
                              int64_t chunk) {
-  if (chunk < 1) throw Error(fmt::format("KL chunk of {} tokens: it must be at least 1", chunk));
+  check_chunk(chunk);
   const bool grad = torch::GradMode::is_enabled();
   return ChunkedKl::apply(hs, student_weight, teacher, chunk, grad && hs.requires_grad(),
                           grad && student_weight.requires_grad());
@@ -154,7 +159,7 @@ torch::Tensor chunked_top_k_kl_sum(const torch::Tensor& student_hidden, const To
 }
 
 TopKTarget chunked_top_k_target(const torch::Tensor& hidden, const torch::Tensor& weight, int64_t chunk, int64_t k) {
-  if (chunk < 1) throw Error(fmt::format("KL chunk of {} tokens: it must be at least 1", chunk));
+  check_chunk(chunk);
   const auto rows = hidden.reshape({-1, hidden.size(-1)});
   if (rows.size(0) == 0) return top_k_target(torch::empty({0, weight.size(0)}), k);
   std::vector<torch::Tensor> log_probs, indices, rest;

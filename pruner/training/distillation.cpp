@@ -148,8 +148,8 @@ std::vector<torch::Tensor> distilled_layers(const std::vector<torch::Tensor>& hi
 
 int64_t TeacherTargets::bytes() const {
   int64_t n = top_k ? top_k->bytes() : 0;
-  if (output.defined()) n += static_cast<int64_t>(output.numel() * output.element_size());
-  for (const auto& l : layers) n += static_cast<int64_t>(l.numel() * l.element_size());
+  if (output.defined()) n += static_cast<int64_t>(output.nbytes());
+  for (const auto& l : layers) n += static_cast<int64_t>(l.nbytes());
   return n;
 }
 

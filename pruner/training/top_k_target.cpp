@@ -33,7 +33,7 @@ TopKTarget TopKTarget::slice(int64_t begin, int64_t end) const {
 int64_t TopKTarget::bytes() const {
   int64_t n = 0;
   for (const auto* t : {&log_probs, &indices, &rest_log_prob})
-    if (t->defined()) n += static_cast<int64_t>(t->numel() * t->element_size());
+    if (t->defined()) n += static_cast<int64_t>(t->nbytes());
   return n;
 }
 
