@@ -7,7 +7,7 @@
 #   tools/sample_rss.sh OUT command [args...]
 #   e.g. tools/sample_rss.sh /tmp/prune build-pypi/headprune prune /tmp/l1b/dense ... --no-bench -o /tmp/p
 set -euo pipefail
-if (($# < 2)); then sed -n '2,7p' "$0"; exit 2; fi
+if (($# < 2)); then sed -n '2,8p' "$0"; exit 2; fi
 out="$1"; shift
 start=$(date +%s.%N)
 "$@" > >(while IFS= read -r line; do printf '%.1f %s\n' "$(echo "$(date +%s.%N) - $start" | bc)" "$line"; done > "$out.log") 2>&1 &
