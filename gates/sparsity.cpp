@@ -95,14 +95,17 @@ double SparsityMeasure::max_reachable() const {
   return std::accumulate(head_cost.begin(), head_cost.end(), 0.0) / total_cost;
 }
 
-Lagrangian::Lagrangian() {
+Lagrangian::Lagrangian(double damping) : damping(damping) {
+  if (!(damping >= 0) || !std::isfinite(damping))
+    throw Error(fmt::format("Lagrangian damping must be finite and >= 0, not {}", damping));
   lambda_1 = register_parameter("lambda_1", torch::zeros({}));
   lambda_2 = register_parameter("lambda_2", torch::zeros({}));
 }
 
 torch::Tensor Lagrangian::penalty(const torch::Tensor& s, double target) const {
   auto gap = s - target;
-  return lambda_1 * gap + lambda_2 * gap * gap;
+  const auto quadratic = lambda_2 + damping * lambda_1.detach().abs();
+  return lambda_1 * gap + quadratic * gap * gap;
 }
 
 void Lagrangian::flip_gradients() {

@@ -56,18 +56,28 @@ struct SparsityMeasure {
   double max_reachable() const;
 };
 
-/// λ1, λ2 of the Lagrangian relaxation, both starting at 0. The penalty
-///   λ1 (ŝ − t) + λ2 (ŝ − t)²
-/// is minimised by the gates and *maximised* by λ1, λ2 (gradient ascent).
+/// λ1, λ2 of the Lagrangian relaxation, both starting at 0. With the gap g = ŝ − t, the penalty
+///   λ1 g + (λ2 + κ |λ1|) g²
+/// is minimised by the gates and *maximised* by λ1, λ2 (gradient ascent; the gradients of λ1 and
+/// λ2 are g and g²). κ |λ1| (`damping` κ, |λ1| held constant in the gradient) is a damping term
+/// in the sense of Platt & Barr's modified differential method of multipliers (NeurIPS 1988,
+/// "Constrained Differential Optimization", eq. 10: c g² / 2 added to the Lagrangian): the
+/// multiplier the gates feel is λ1 (1 − 2κ g sign(λ1)) + 2 λ2 g, so the sparsity pressure λ1
+/// has built up while the gates lagged behind the target vanishes once they overshoot it by
+/// 1 / (2κ), instead of pushing on until λ1 has been integrated back down. Scaling c with |λ1|
+/// keeps κ free of the loss's units (λ1 carries them). κ = 0 is CoFi's penalty (eq. 6). The
+/// fixed point (g = 0) is the same for every κ.
 class Lagrangian : public torch::nn::Module {
  public:
-  Lagrangian();
+  /// @param damping κ >= 0. @throws headprune::Error for a negative or non-finite κ.
+  explicit Lagrangian(double damping = 0);
   /// @param expected_sparsity ŝ (0-dim, differentiable). @returns the 0-dim penalty.
   torch::Tensor penalty(const torch::Tensor& expected_sparsity, double target) const;
   /// Negates the multipliers' gradients so that a descent optimiser's step ascends.
   /// Call after backward() and before step().
   void flip_gradients();
   torch::Tensor lambda_1, lambda_2;
+  double damping = 0;  ///< κ
 };
 
 /// Linear warm-up of the target (CoFi, Sheared-LLaMA): target·min(1, step / warmup_steps).

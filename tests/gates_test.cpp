@@ -1,4 +1,8 @@
 // Hard-concrete gates (Louizos et al. 2018) and sparsity control.
+#include <cmath>
+#include <limits>
+#include <utility>
+
 #include <torch/torch.h>
 
 #include "gates/hard_concrete.h"
@@ -137,6 +141,46 @@ CATCH_TEST_CASE("the Lagrangian penalty and its ascent", "[gates]") {
   CATCH_CHECK(gates::ramped_target(0.5, 0, 100) == 0.0);
   CATCH_CHECK(gates::ramped_target(0.5, 50, 100) == Approx(0.25));
   CATCH_CHECK(gates::ramped_target(0.5, 500, 100) == 0.5);
+}
+
+CATCH_TEST_CASE("the damped Lagrangian: its pull vanishes 1/(2 kappa) past the target", "[gates]") {
+  const double kappa = 10;
+  gates::Lagrangian lag(kappa);
+  const auto pull = [&](double lambda_1, double lambda_2, double s, double t) {
+    {
+      torch::NoGradGuard no_grad;
+      lag.lambda_1.fill_(lambda_1);
+      lag.lambda_2.fill_(lambda_2);
+      lag.lambda_1.mutable_grad() = torch::Tensor();
+      lag.lambda_2.mutable_grad() = torch::Tensor();
+    }
+    auto sparsity = torch::tensor(s, torch::kDouble).requires_grad_(true);
+    auto p = lag.penalty(sparsity, t);
+    p.backward();
+    return std::pair{p.item<double>(), sparsity.grad().item<double>()};
+  };
+  // g = 0.1 past the target after lambda_1 built up to -2: penalty -2 g + (0.5 + 10 * 2) g^2,
+  // and the pull on the gates d/ds = -2 + 2 (20.5) g = +2.1 has turned against the overshoot.
+  const auto [value, ds] = pull(-2.0, 0.5, 0.6, 0.5);
+  CATCH_CHECK(value == Approx(-0.2 + 20.5 * 0.01));
+  CATCH_CHECK(ds == Approx(2.1));
+  // The multipliers' own gradients are CoFi's (g and g^2): the damping is held constant.
+  CATCH_CHECK(lag.lambda_1.grad().item<double>() == Approx(0.1));
+  CATCH_CHECK(lag.lambda_2.grad().item<double>() == Approx(0.01));
+  // At an overshoot of exactly 1 / (2 kappa) the pull is 0, whatever lambda_1 has grown to (the
+  // multipliers are float32: lambda_1 and 2 kappa |lambda_1| g cancel to a few of its roundings).
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (double lambda_1 : {-0.3, -2.0, -40.0})
+    CATCH_CHECK(pull(lambda_1, 0.0, 0.5 + 1 / (2 * kappa), 0.5).second ==
+                Approx(0.0).margin(4 * eps * std::abs(lambda_1)));
+  // Below the target the pull towards sparsity grows with the gap; at the target it is lambda_1.
+  CATCH_CHECK(pull(-2.0, 0.0, 0.4, 0.5).second == Approx(-2.0 - 2 * kappa * 2.0 * 0.1));
+  CATCH_CHECK(pull(-2.0, 0.0, 0.5, 0.5).second == Approx(-2.0));
+  // kappa = 0 is the plain penalty.
+  gates::Lagrangian plain(0.0);
+  CATCH_CHECK(plain.damping == 0.0);
+  CATCH_CHECK_THROWS_AS(gates::Lagrangian(-1.0), Error);
+  CATCH_CHECK_THROWS_AS(gates::Lagrangian(std::numeric_limits<double>::infinity()), Error);
 }
 
 CATCH_TEST_CASE("GQA keep-masks: uniform groups, whole groups, and targets no rule can meet", "[gates][gqa]") {

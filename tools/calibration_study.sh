@@ -14,7 +14,16 @@
 #
 #   tools/calibration_study.sh [SEED...]      (default seeds: 42 1 2)
 #
-# Environment: STUDY, HEADPRUNE (default build/headprune), MODEL (default
+# The quality study (issue 38) runs the same grid over methods and targets on one text: TARGETS
+# (default 0.5, space-separated fractions of heads removed) and METHODS (default `default`,
+# space-separated; a method is `default` or names joined by `+`: distill1 = --distill-layers 1,
+# distill3 = --distill-layers 3, train-weights, refit-scale = --refit scale, refit-output,
+# rearrange, or OPTION=VALUE for any prune option: finetune-steps=400), e.g.
+#   CORPORA=wordnet-examples TARGETS="0.25 0.5 0.75" METHODS="default distill1 train-weights" \
+#     OUT=out/quality-study tools/calibration_study.sh 1 2 3
+# Rows are keyed by corpus, target, method and seed.
+#
+# Environment: STUDY, TARGETS, METHODS, HEADPRUNE (default build/headprune), MODEL (default
 # .cache/models/all-MiniLM-L6-v2 or the converted stories260K), HEADPRUNE_SHARED_DATA (default
 # ../shared/data: WikiText-2, tiny-shakespeare, UD EWT, STS-B dev, stories260K), OUT (default
 # out/calibration-study or out/calibration-study-decoder), CORPORA (default: the encoder's
@@ -55,6 +64,8 @@ case "$study" in
     columns='kl_nats_per_token\theldout_perplexity\tdense_perplexity' ;;
   *) echo "calibration_study: STUDY must be encoder or decoder, not '$study'" >&2; exit 2 ;;
 esac
+targets=(${TARGETS:-0.5})
+methods=(${METHODS:-default})
 src="$out/sources"
 mkdir -p "$src"
 if [ "$study" = decoder ]; then
@@ -110,6 +121,24 @@ prepare() {
   esac
 }
 
+# Prints the prune arguments of one method (names joined by '+', or 'default').
+method_args() {
+  local name
+  for name in ${1//+/ }; do
+    case "$name" in
+      default) ;;
+      distill1) echo "--distill-layers 1" ;;
+      distill3) echo "--distill-layers 3" ;;
+      train-weights) echo "--train-weights" ;;
+      refit-scale) echo "--refit scale" ;;
+      refit-output) echo "--refit output" ;;
+      rearrange) echo "--rearrange" ;;
+      *=*) echo "--${name%%=*} ${name#*=}" ;;  # any prune option with a value: finetune-steps=400
+      *) echo "calibration_study: unknown method '$name'" >&2; exit 2 ;;
+    esac
+  done
+}
+
 # The export's quality, tab-separated in the order of $columns.
 quality() {
   if [ "$study" = encoder ]; then
@@ -123,20 +152,28 @@ print(round(f["kl"], 4), round(f["student_perplexity"], 3), round(f["teacher_per
 }
 
 results="$out/results.tsv"
-[ -f "$results" ] || printf "corpus\tseed\t$columns\theads_kept\theldout_cosine\tseconds\n" > "$results"
+[ -f "$results" ] || printf "corpus\ttarget\tmethod\tseed\t$columns\theads_kept\theldout_cosine\tgate_steps\tseconds\n" > "$results"
 for seed in "${seeds[@]}"; do
   for corpus in "${corpora[@]}"; do
-    grep -q "^$corpus	$seed	" "$results" && continue
-    data=$(prepare "$corpus")
-    run="$out/$corpus-s$seed"
-    start=$(date +%s)
-    # shellcheck disable=SC2086
-    "$headprune" prune "$model" --data $data --target-sparsity 0.5 --no-bench --seed "$seed" \
-      "${prune_args[@]}" --out "$run" --force > "$run.log" 2>&1
-    seconds=$(( $(date +%s) - start ))
-    scores=$(quality "$run")
-    read -r heads cosine < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))
-print(s["heads_kept"], round(s["fidelity"].get("mean_cosine", float("nan")), 4))' "$run/headprune/summary.json")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$corpus" "$seed" "$scores" "$heads" "$cosine" "$seconds" | tee -a "$results"
+    for target in "${targets[@]}"; do
+      for method in "${methods[@]}"; do
+        grep -q "^$corpus	$target	$method	$seed	" "$results" && continue
+        data=$(prepare "$corpus")
+        args=$(method_args "$method")
+        run="$out/$corpus-t$target-$method-s$seed"
+        start=$(date +%s)
+        # shellcheck disable=SC2086
+        "$headprune" prune "$model" --data $data --target-sparsity "$target" --no-bench --seed "$seed" \
+          "${prune_args[@]}" $args --out "$run" --force > "$run.log" 2>&1
+        seconds=$(( $(date +%s) - start ))
+        scores=$(quality "$run")
+        read -r heads cosine steps < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))
+g=json.load(open(sys.argv[2]))["summary"]
+print(s["heads_kept"], round(s["fidelity"].get("mean_cosine", float("nan")), 4), g["gate_steps"])' \
+          "$run/headprune/summary.json" "$run/headprune/gates.json")
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$corpus" "$target" "$method" "$seed" "$scores" "$heads" \
+          "$cosine" "$steps" "$seconds" | tee -a "$results"
+      done
+    done
   done
 done

@@ -178,8 +178,8 @@ void record_convergence(GateState& state, int64_t extra_steps) {
       "the gates had not converged{}: {}; {}",
       extra_steps > 0 ? fmt::format(" after {} steps more than --steps (--max-extra-steps)", extra_steps) : "",
       *why,
-      overshot(state) ? "more gates were closing than the target keeps (the Lagrangian overshot it): train longer "
-                 "(--steps) for the multipliers to reopen them, or with a lower --lambda-lr"
+      overshot(state) ? "more gates were closing than the target keeps (the Lagrangian overshot it): train with a "
+                 "higher --lambda-damping or a lower --lambda-lr"
                : "the heads removed were chosen among gates still undecided: train longer (--steps) or with "
                  "a higher --lr");
   state.summary["convergence_warning"] = warning;
@@ -412,9 +412,9 @@ class GateTrainer {
   /// At the planned end of the gate phase (`done` == gate_steps_): if the gates have not
   /// converged (convergence_problem) and --max-extra-steps allows, the gate phase goes on for a
   /// block of a tenth of --steps (at least 1), said in the log. Not when the multipliers
-  /// overshot the target: more steps at the same rates moved MiniLM further past it (expected
-  /// sparsity 0.585 -> 0.638 over 300 more steps at 50%, docs/results.md), so the run ends
-  /// and its warning names the remedy. Every rank decides alike: the gates are identical on all
+  /// overshot the target: without damping (--lambda-damping 0) more steps at the same rates
+  /// moved MiniLM further past it (expected sparsity 0.585 -> 0.638 over 300 more steps at 50%,
+  /// docs/results.md), so the run ends and its warning names the remedy. Every rank decides alike: the gates are identical on all
   /// of them.
   void extend_unless_converged(int64_t done) {
     const int64_t extra = gate_steps_ - o_.steps;

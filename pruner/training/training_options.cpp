@@ -272,6 +272,11 @@ std::vector<TrainingOption> rate_rows() {
       run_option("lambda-lr", 0.1, "lambda_learning_rate",
                  [](auto& o) -> auto& { return o.lambda_learning_rate; }, &positive<double>, "> 0",
                  "step size of the Lagrange multipliers (plain gradient ascent)"),
+      run_option("lambda-damping", 20.0, "lambda_damping", [](auto& o) -> auto& { return o.lambda_damping; },
+                 +[](const double& v) { return v >= 0 && std::isfinite(v); }, "finite and >= 0",
+                 "damping of the Lagrangian (Platt & Barr 1988): the sparsity pressure built up while the "
+                 "gates lag behind the target vanishes once they overshoot it by 1/(2X) (0 = CoFi's plain "
+                 "Lagrangian)"),
       run_option("warmup-steps", int64_t{-1}, "warmup_steps", [](auto& o) -> auto& { return o.warmup_steps; },
                  nullptr, "", "steps over which the target ramps up from 0 (-1 = 40% of --steps)"),
       run_option("max-extra-steps", int64_t{-1}, "max_extra_steps",

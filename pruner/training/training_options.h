@@ -34,6 +34,7 @@ struct GateTrainingOptions {
   std::size_t batch_size = 32;
   double learning_rate = 0.1;       ///< AdamW on log_alpha
   double lambda_learning_rate = 0.1;  ///< gradient-ascent (SGD) step on λ1, λ2 (docs/results.md)
+  double lambda_damping = 20;  ///< κ of gates::Lagrangian: the pull vanishes 1/(2κ) past the target
   /// Target sparsity in [0, 1) (Lagrangian); unset = fixed penalty `l0_lambda`.
   std::optional<double> target_sparsity;
   /// A budget in parameters of the whole model, as given: "N" or "X%" of the dense model's

@@ -35,7 +35,7 @@ std::shared_ptr<gates::HardConcreteGates> make_gates(const models::AttentionMode
 }
 
 std::shared_ptr<gates::Lagrangian> make_lagrangian(const GateTrainingOptions& o) {
-  auto lagrangian = std::make_shared<gates::Lagrangian>();
+  auto lagrangian = std::make_shared<gates::Lagrangian>(o.lambda_damping);
   lagrangian->to(o.device);
   return lagrangian;
 }
