@@ -34,7 +34,7 @@ CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[option
   CATCH_CHECK(recorded == table_keys);
   // Every setting gates.json records (docs/formats.md: "settings").
   CATCH_CHECK(recorded == std::set<std::string>{
-                              "steps", "batch_size", "learning_rate", "lambda_learning_rate",
+                              "steps", "batch_size", "learning_rate", "lambda_learning_rate", "lambda_damping",
                               "target_sparsity", "target_params", "target_flops", "target_latency", "latency_shape", "sparsity_unit", "flops_seq_len", "l0_lambda",
                               "warmup_steps", "max_extra_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
                               "min_heads_per_layer", "gqa_mode", "uniform_layers", "head_multiple", "embedding_weight", "distill_layers",
@@ -50,6 +50,7 @@ CATCH_TEST_CASE("flags land in the settings, their defaults where not given", "[
   CATCH_CHECK(s.training.target_sparsity == 0.25);
   CATCH_CHECK(s.training.learning_rate == 0.05);
   CATCH_CHECK(s.training.lambda_learning_rate == 0.1);
+  CATCH_CHECK(s.training.lambda_damping == 20);
   CATCH_CHECK(s.training.steps == 300);
   CATCH_CHECK(s.corpus.max_length == 64);
   CATCH_CHECK(s.training.flops_seq_len == 64);
@@ -73,6 +74,9 @@ CATCH_TEST_CASE("bad values and combinations are usage errors naming the flag", 
                           "--target-sparsity 1 is outside [0, 1)");
   CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--l0-lambda", "1", "--steps", "0"}),
                           "--steps must be >= 1");
+  CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--target-sparsity", "0.5", "--lambda-damping=-1"}),
+                          Catch::Contains("--lambda-damping") && Catch::Contains("finite and >= 0"));
+  CATCH_CHECK(parse({"--data", "a", "--target-sparsity", "0.5", "--lambda-damping", "0"}).training.lambda_damping == 0);
   CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--l0-lambda", "1", "--holdout", "1"}),
                           "--holdout must be in (0, 1)");
   CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--l0-lambda", "1", "--max-extra-steps", "-2"}),
