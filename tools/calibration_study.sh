@@ -64,8 +64,8 @@ case "$study" in
     columns='kl_nats_per_token\theldout_perplexity\tdense_perplexity' ;;
   *) echo "calibration_study: STUDY must be encoder or decoder, not '$study'" >&2; exit 2 ;;
 esac
-targets=(${TARGETS:-0.5})
-methods=(${METHODS:-default})
+read -r -a targets <<< "${TARGETS:-0.5}"
+read -r -a methods <<< "${METHODS:-default}"
 src="$out/sources"
 mkdir -p "$src"
 if [ "$study" = decoder ]; then
