@@ -61,10 +61,10 @@ struct SparsityMeasure {
 /// is minimised by the gates and *maximised* by λ1, λ2 (gradient ascent; the gradients of λ1 and
 /// λ2 are g and g²). κ |λ1| (`damping` κ, |λ1| held constant in the gradient) is a damping term
 /// in the sense of Platt & Barr's modified differential method of multipliers (NeurIPS 1988,
-/// "Constrained Differential Optimization", eq. 10: c g² / 2 added to the Lagrangian): the
-/// multiplier the gates feel is λ1 (1 − 2κ g sign(λ1)) + 2 λ2 g, so the sparsity pressure λ1
-/// has built up while the gates lagged behind the target vanishes once they overshoot it by
-/// 1 / (2κ), instead of pushing on until λ1 has been integrated back down. Scaling c with |λ1|
+/// "Constrained Differential Optimization": a penalty c g² / 2 added to the Lagrangian, here
+/// c = 2κ|λ1|): the multiplier the gates feel is λ1 (1 + 2κ g sign(λ1)) + 2 λ2 g, so the
+/// pressure λ1 has built up while the gates lagged behind the target vanishes once they pass it
+/// by 1 / (2κ), instead of pushing on until λ1 has been integrated back down. Scaling c with |λ1|
 /// keeps κ free of the loss's units (λ1 carries them). κ = 0 is CoFi's penalty (eq. 6). The
 /// fixed point (g = 0) is the same for every κ.
 class Lagrangian : public torch::nn::Module {

@@ -414,8 +414,8 @@ class GateTrainer {
   /// block of a tenth of --steps (at least 1), said in the log. Not when the multipliers
   /// overshot the target: without damping (--lambda-damping 0) more steps at the same rates
   /// moved MiniLM further past it (expected sparsity 0.585 -> 0.638 over 300 more steps at 50%,
-  /// docs/results.md), so the run ends and its warning names the remedy. Every rank decides alike: the gates are identical on all
-  /// of them.
+  /// docs/results.md), so the run ends and its warning names the remedy. Every rank decides
+  /// alike: the gates are identical on all of them.
   void extend_unless_converged(int64_t done) {
     const int64_t extra = gate_steps_ - o_.steps;
     if (extra >= max_extra_steps_) return;
