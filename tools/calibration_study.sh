@@ -151,8 +151,16 @@ print(round(f["kl"], 4), round(f["student_perplexity"], 3), round(f["teacher_per
   fi
 }
 
+for method in "${methods[@]}"; do method_args "$method" > /dev/null; done  # an unknown name stops here, not hours in
 results="$out/results.tsv"
-[ -f "$results" ] || printf "corpus\ttarget\tmethod\tseed\t$columns\theads_kept\theldout_cosine\tgate_steps\tseconds\n" > "$results"
+header="corpus\ttarget\tmethod\tseed\t$columns\theads_kept\theldout_cosine\tgate_steps\tseconds"
+# shellcheck disable=SC2059
+[ -f "$results" ] || printf "$header\n" > "$results"
+# shellcheck disable=SC2059
+if [ "$(head -n 1 "$results")" != "$(printf "$header")" ]; then
+  echo "calibration_study: $results has other columns (an older study's); give another OUT" >&2
+  exit 2
+fi
 for seed in "${seeds[@]}"; do
   for corpus in "${corpora[@]}"; do
     for target in "${targets[@]}"; do

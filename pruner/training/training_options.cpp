@@ -39,6 +39,7 @@ bool positive(const T& v) { return v > 0; }
 template <typename T>
 bool non_negative(const T& v) { return v >= 0; }
 bool positive_finite(const double& v) { return v > 0 && std::isfinite(v); }
+bool non_negative_finite(const double& v) { return v >= 0 && std::isfinite(v); }
 bool at_least_minus_one(const int64_t& v) { return v >= -1; }
 
 /// Stores a flag's value through `store(settings, value)` after `ok` accepts it.
@@ -273,7 +274,7 @@ std::vector<TrainingOption> rate_rows() {
                  [](auto& o) -> auto& { return o.lambda_learning_rate; }, &positive<double>, "> 0",
                  "step size of the Lagrange multipliers (plain gradient ascent)"),
       run_option("lambda-damping", 20.0, "lambda_damping", [](auto& o) -> auto& { return o.lambda_damping; },
-                 +[](const double& v) { return v >= 0 && std::isfinite(v); }, "finite and >= 0",
+                 &non_negative_finite, "finite and >= 0",
                  "damping of the Lagrangian (Platt & Barr 1988): the sparsity pressure built up while the "
                  "gates lag behind the target vanishes once they overshoot it by 1/(2X) (0 = CoFi's plain "
                  "Lagrangian)"),
