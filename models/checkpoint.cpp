@@ -16,7 +16,7 @@
 #include "models/tokenizer/bpe_tokenizer.h"
 #include "models/tokenizer/gguf_tokenizer.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
-#include "models/tokenizer/tokenizer_json_sections.h"
+#include "models/tokenizer/tokenizer_from_json.h"
 #include "models/tokenizer/unigram_tokenizer.h"
 #include "models/tokenizer/wordpiece.h"
 
@@ -88,15 +88,10 @@ std::shared_ptr<Tokenizer> folder_tokenizer(const std::filesystem::path& dir, co
   const auto json_file = dir / kTokenizerJsonFile, config_file = dir / "tokenizer_config.json";
   const auto tokenizer_json =
       std::filesystem::is_regular_file(json_file) ? read_json_file(json_file) : nlohmann::json();
-  const auto type = tokenizer_json.is_object() ? section_type(tokenizer_json, "model") : std::string();
-  const auto tokenizer_config = [&] {
-    return std::filesystem::is_regular_file(config_file) ? read_json_file(config_file) : nlohmann::json();
-  };
-  if (type == "BPE")
-    return std::make_shared<BpeTokenizer>(BpeTokenizer::from_json(tokenizer_json, json_file.string(), tokenizer_config()));
-  if (type == "Unigram")  // XLM-R
-    return std::make_shared<UnigramTokenizer>(
-        UnigramTokenizer::from_json(tokenizer_json, json_file.string(), tokenizer_config()));
+  const auto tokenizer_config =
+      std::filesystem::is_regular_file(config_file) ? read_json_file(config_file) : nlohmann::json();
+  if (!tokenizer_json.is_null())
+    if (auto tokenizer = tokenizer_from_json(tokenizer_json, tokenizer_config, config, json_file)) return tokenizer;
   if (WordPieceTokenizer::present_in(dir))
     return std::make_shared<WordPieceTokenizer>(WordPieceTokenizer::from_directory(dir, tokenizer_json));
   if (std::filesystem::exists(dir / kLlama2cTokenizerFile))
@@ -120,6 +115,22 @@ SequenceClassificationHead load_classifier(const ClassificationLayout& layout, c
   unused.erase(std::remove_if(unused.begin(), unused.end(), [&](const std::string& k) { return tensors.count(k) > 0; }),
                unused.end());
   return head;
+}
+
+/// Refuses a checkpoint with a head (`has_head`) whose config.json `architectures` does not name
+/// the head class its family reads (ModelFamily::head_class): a token classifier's or a
+/// question-answering head's tensors can look like a sequence classifier's.
+void check_head_class(const ModelConfig& config, bool has_head, const std::filesystem::path& dir) {
+  const auto expected = config.family().head_class(config);
+  const auto names = config.raw.value("architectures", nlohmann::json());
+  if (!has_head || !expected || !names.is_array() || names.empty()) return;
+  if (std::find(names.begin(), names.end(), *expected) != names.end()) return;
+  const bool encoder = config.family().classification_layout(config).has_value();
+  throw Error(fmt::format("{}: architectures {} is not a class headprune models: for model_type '{}' it reads {}{}",
+                          (dir / "config.json").string(), names.dump(), config.model_type, *expected,
+                          encoder ? " heads and bare encoders; to prune the encoder without its head, save it "
+                                    "alone (transformers: AutoModel.from_pretrained(folder).save_pretrained(new_folder))"
+                                  : " checkpoints"));
 }
 
 /// The architecture config.json names (models/registry.h), with random weights shaped by its
@@ -201,6 +212,26 @@ torch::Tensor own_tensor(const torch::Tensor& t) {
 
 }  // namespace
 
+namespace {
+
+/// Refuses a floating-point tensor holding NaN or ±Inf, naming it and the first such element.
+/// Looked at in blocks of 2^20 elements, so that no whole-tensor temporary is made.
+void require_finite(const torch::Tensor& t, const std::string& source, const std::string& name) {
+  if (!t.is_floating_point()) return;
+  constexpr int64_t kBlock = int64_t{1} << 20;
+  const auto flat = t.reshape({-1});
+  for (int64_t start = 0; start < flat.numel(); start += kBlock) {
+    const auto block = flat.slice(0, start, std::min(flat.numel(), start + kBlock));
+    if (torch::isfinite(block).all().item<bool>()) continue;
+    const auto bad = torch::logical_not(torch::isfinite(block)).nonzero()[0][0].item<int64_t>();
+    throw Error(fmt::format("{}: weight '{}' holds a non-finite value ({} at element {}): the checkpoint "
+                            "is damaged or was saved from a diverged training; headprune cannot prune it",
+                            source, name, block[bad].item<double>(), start + bad));
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
                                       const std::string& source, const std::set<std::string>& keep_dtype) {
   std::map<std::string, const torch::Tensor*> by_name;
@@ -222,6 +253,7 @@ std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap
           "{}: weight '{}' has shape [{}] but the config implies [{}] (does config.json, "
           "including pruned_heads, describe these weights?)",
           source, name, fmt::join(t.sizes(), ", "), fmt::join(slot.sizes(), ", ")));
+    require_finite(t, source, name);
     const bool narrow = keep_dtype.count(name) && t.is_floating_point() && t.element_size() < slot.element_size();
     if (narrow || t.dtype() == slot.dtype())
       slot.set_data(own_tensor(t));  // the file's tensor itself: the weights are never held twice
@@ -315,6 +347,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device
   auto weights = load_checkpoint_weights(dir);
   const auto layout = family_of(config.model_type).classification_layout(config);
   const auto prefixed = strip_encoder_prefix(weights, layout, dir / "model.safetensors");
+  check_head_class(config, !layout || !prefixed.empty() || weights.count(layout->out_proj + ".weight"), dir);
   auto model = make_model(config, weights);
   weights = model->weights_from_file(std::move(weights), (dir / "model.safetensors").string());
   ckpt.unused_keys = load_weights(*model, weights, (dir / "model.safetensors").string(), kept_narrow(*model, storage));

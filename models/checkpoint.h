@@ -102,7 +102,8 @@ void require_tokenizer_files(const std::filesystem::path& dir, const std::string
 /// the weights are never held twice), and so does one named in `keep_dtype` whose file tensor is
 /// a narrower floating type, in the file's dtype; other dtypes are converted into it. A tensor
 /// that is a view of a larger buffer is copied first. @returns the keys of `weights` (as named in the file) that the module has no slot for.
-/// @throws headprune::Error naming the first missing parameter or mismatched shape.
+/// @throws headprune::Error naming the first missing parameter, mismatched shape, or tensor
+///         holding a NaN or ±Inf (checked as each is set, a block of 2^20 elements at a time).
 std::vector<std::string> load_weights(torch::nn::Module& module, const TensorMap& weights,
                                       const std::string& source, const std::set<std::string>& keep_dtype = {});
 

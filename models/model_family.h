@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -73,6 +74,15 @@ class ModelFamily {
   /// The family's `*ForSequenceClassification` layout for `config` (models/classification_layout.h),
   /// or empty when headprune reads no classifier head for it (decoders). Default: empty.
   virtual std::optional<ClassificationLayout> classification_layout(const ModelConfig&) const { return std::nullopt; }
+  /// The HF class of a checkpoint whose head on top of the base model this family reads
+  /// exactly: an encoder's classification_layout architecture, a decoder's `<Family>ForCausalLM`.
+  /// A checkpoint with a head whose config.json `architectures` names another class (a token
+  /// classifier, a question-answering or masked-LM head) is refused by name. Default: the
+  /// classification layout's, or none.
+  virtual std::optional<std::string> head_class(const ModelConfig& config) const;
+  /// The tokenizer.json `model.type`s this family's checkpoints use ("WordPiece", "BPE",
+  /// "Unigram"); a tokenizer.json of another type (or none) is refused with this list.
+  virtual std::vector<std::string> tokenizer_models(const ModelConfig& config) const = 0;
 
   // --- export (pruner/surgery/export.cpp asks these) ---
 

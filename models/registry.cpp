@@ -78,6 +78,10 @@ const std::map<std::string, std::string>& ModelFamily::attribute_map() const {
   return none;
 }
 std::optional<std::string> ModelFamily::layout_warning(const ModelConfig&) const { return {}; }
+std::optional<std::string> ModelFamily::head_class(const ModelConfig& config) const {
+  if (const auto layout = classification_layout(config)) return layout->architecture;
+  return std::nullopt;
+}
 bool ModelFamily::needs_remote_code(const ModelConfig&) const { return remote_code() != nullptr; }
 
 const ModelFamily& family_of(const std::string& model_type) { return entry_of(model_type).family; }

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -200,4 +201,50 @@ CATCH_TEST_CASE("a peer that never comes: the rank stops after --dist-timeout wi
   CATCH_CHECK(WEXITSTATUS(std::system(plain.c_str())) == 2);
   CATCH_CHECK_THAT(testing::read_text(log), Catch::Contains("--distributed is not given"));
   CATCH_CHECK_FALSE(fs::exists(w.dir / "g2"));
+}
+
+CATCH_TEST_CASE("launch refuses an --nproc beyond the machine's cores and memory, naming both, before any rank",
+                "[distributed]") {
+  testing::Workspace w("dist-bound");
+  const auto log = w.dir / "stderr.txt";
+  const auto out = w.dir / "g";
+  const auto cmd = fmt::format("'{}' launch --nproc 99999 -- headprune train-gates '{}' --data '{}' "
+                               "--target-sparsity 0.5 -o '{}' --distributed 2> '{}'",
+                               HEADPRUNE_BINARY, w.model.string(), w.corpus.string(), out.string(), log.string());
+  const auto t0 = std::chrono::steady_clock::now();
+  CATCH_CHECK(WEXITSTATUS(std::system(cmd.c_str())) == 2);
+  CATCH_CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
+  const auto message = testing::read_text(log);
+  CATCH_CHECK_THAT(message, Catch::Contains("--nproc 99999 is more than this machine can run: ") &&
+                                Catch::Contains(fmt::format("{} cores and ", std::thread::hardware_concurrency())) &&
+                                Catch::Contains("GiB of available memory allow at most"));
+  CATCH_CHECK(std::count(message.begin(), message.end(), '\n') == 1);
+  CATCH_CHECK_FALSE(fs::exists(out));
+}
+
+CATCH_TEST_CASE("SIGTERM to the launcher at any moment ends it and every rank", "[distributed]") {
+  testing::Workspace w("dist-early");
+  for (const int delay_ms : {0, 20, 150, 600}) {
+    CATCH_INFO(delay_ms << " ms after the start");
+    const auto out = w.dir / fmt::format("g{}", delay_ms);
+    const pid_t launcher = start(launched(2, train_gates_args(w, out, 400, 0)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(launcher, SIGTERM);
+    const auto t0 = std::chrono::steady_clock::now();
+    CATCH_CHECK(wait_for(launcher) == 128 + SIGTERM);
+    CATCH_CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30));
+    // No rank outlives it (a rank's command line names its own --out).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    auto running = [&] {
+      for (const auto& entry : fs::directory_iterator("/proc")) {
+        std::ifstream in(entry.path() / "cmdline");
+        const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (cmdline.find(out.string()) != std::string::npos) return true;
+      }
+      return false;
+    };
+    while (running() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CATCH_CHECK_FALSE(running());
+  }
 }

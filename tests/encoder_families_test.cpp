@@ -169,7 +169,8 @@ CATCH_TEST_CASE("DistilBERT: what it does not model is refused with one line nam
 
   // DistilBertFor* files (the encoder under "distilbert."): a classifier without its
   // pre_classifier, and a task head other than sequence classification.
-  const auto task = edited_config("distilbert-task", [](auto&) {});
+  const auto task = edited_config("distilbert-task",
+                                  [](auto& c) { c["architectures"] = {"DistilBertForSequenceClassification"}; });
   auto weights = models::load_safetensors((fixture() / "model.safetensors").string());
   models::TensorMap prefixed;
   for (const auto& [key, t] : weights) prefixed["distilbert." + key] = t;
@@ -353,7 +354,8 @@ CATCH_TEST_CASE("RoBERTa / XLM-R: what they do not model is refused with one lin
           "'position_embedding_type' is \"relative_key\"");
   refused(edited_config("xlmr-key", [](auto& c) { c["model_type"] = "xlm-roberta"; c["mystery"] = 1; }, "roberta"),
           "key 'mystery' is not modelled by headprune for model_type 'xlm-roberta'");
-  const auto task = edited_config("roberta-task", [](auto&) {}, "roberta");
+  const auto task = edited_config(
+      "roberta-task", [](auto& c) { c["architectures"] = {"RobertaForSequenceClassification"}; }, "roberta");
   models::TensorMap prefixed;
   for (const auto& [key, t] : models::load_safetensors((fixture("roberta") / "model.safetensors").string()))
     prefixed["roberta." + key] = t;

@@ -6,7 +6,10 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include <torch/torch.h>
 
@@ -43,6 +46,31 @@ std::size_t tensor_info_end_of_name(const std::string& bytes, const std::string&
   const auto at = bytes.find(name + std::string(1, n_dims) + std::string(3, '\0'));
   CATCH_REQUIRE(at != std::string::npos);
   return at + name.size();
+}
+
+/// The byte range [first, second) of the tensor info of `info` in the bytes of a GGUF file whose
+/// header is `header`: u64 name length, name, u32 n_dimensions, u64 dimensions, u32 type, u64 offset.
+std::pair<std::size_t, std::size_t> tensor_info_bytes(const std::string& bytes, const models::GgufHeader& header,
+                                                      const models::GgufTensorInfo& info) {
+  std::string key(8, '\0');
+  const uint64_t length = info.name.size();
+  std::memcpy(key.data(), &length, 8);
+  key += info.name;
+  const auto at = bytes.rfind(key, header.data_offset);  // tensor infos follow the metadata
+  CATCH_REQUIRE(at != std::string::npos);
+  return {at, at + key.size() + 4 + 8 * info.dimensions.size() + 4 + 8};
+}
+
+void set_u64(std::string& bytes, std::size_t at, uint64_t value) { std::memcpy(bytes.data() + at, &value, 8); }
+
+/// The message read_gguf refuses `file` with ("" if it does not).
+std::string gguf_refusal(const fs::path& file) {
+  try {
+    models::read_gguf(file);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace
@@ -112,15 +140,17 @@ CATCH_TEST_CASE("bad GGUF files are refused with one line naming the problem", "
   }
   CATCH_SECTION("a known type that cannot be dequantised") {
     auto bytes = file_bytes(gguf_fixture("quants.gguf"));
-    const auto at = tensor_info_end_of_name(bytes, "Q4_K", 2) + 4 + 8 + 8;
-    const uint32_t q2_k = 10;  // 4 blocks of Q2_K (84 bytes) fit where 4 of Q4_K (144) were
-    std::memcpy(bytes.data() + at, &q2_k, 4);
-    const auto gguf = models::read_gguf(write_bytes(dir / "q2k.gguf", bytes));
+    const auto at = tensor_info_end_of_name(bytes, "F32", 2) + 4 + 8 + 8;
+    // I32 has F32's size: the data section is still tiled (Q4_K -> Q2_K would leave bytes
+    // between tensors, which the header check refuses).
+    const uint32_t i32 = 26;
+    std::memcpy(bytes.data() + at, &i32, 4);
+    const auto gguf = models::read_gguf(write_bytes(dir / "i32.gguf", bytes));
     const auto info = std::find_if(gguf.header.tensors.begin(), gguf.header.tensors.end(),
-                                   [](const auto& t) { return t.name == "Q4_K"; });
+                                   [](const auto& t) { return t.name == "F32"; });
     CATCH_REQUIRE(info != gguf.header.tensors.end());
     CATCH_CHECK_THROWS_WITH(models::read_gguf_tensor(gguf, *info),
-                            Catch::Contains("tensor 'Q4_K' has type Q2_K") && Catch::Contains("cannot dequantise"));
+                            Catch::Contains("tensor 'F32' has type I32") && Catch::Contains("cannot dequantise"));
   }
   CATCH_SECTION("an architecture that is not LLaMA") {
     auto bytes = good;
@@ -134,6 +164,84 @@ CATCH_TEST_CASE("bad GGUF files are refused with one line naming the problem", "
   CATCH_SECTION("not GGUF at all") {
     CATCH_CHECK_THROWS_WITH(models::read_gguf(write_bytes(dir / "text.gguf", "hello world, not a model")),
                             Catch::Contains("magic 'GGUF'"));
+  }
+  fs::remove_all(dir);
+}
+
+// Issue 51: with one tensor info fewer (removed, or only tensor_count decremented) the data
+// section starts earlier, every tensor was read from shifted bytes and a missing output.weight
+// became the tied embedding; the header check now requires the tensors to tile the data.
+CATCH_TEST_CASE("a GGUF whose tensor-info table lists a tensor fewer than its data is refused", "[gguf]") {
+  const auto dir = testing::temp_dir("gguf-fewer");
+  const auto fixture = gguf_fixture("tiny-llama.gguf");
+  const auto good = file_bytes(fixture);
+  const auto header = models::read_gguf(fixture).header;
+  CATCH_REQUIRE(header.tensors.size() >= 2);
+  const auto last = tensor_info_bytes(good, header, header.tensors.back());
+  CATCH_REQUIRE(last.second <= header.data_offset);
+  CATCH_REQUIRE(header.data_offset - last.second < header.alignment);  // the table's last entry
+  const auto refused = [&](const fs::path& file) {
+    CATCH_CHECK(testing::run_cli({"inspect", file.string()}) == 1);
+    const auto message = gguf_refusal(file);
+    CATCH_INFO(message);
+    CATCH_CHECK_THAT(message, Catch::StartsWith("GGUF file '" + file.string() + "'") &&
+                                  Catch::Contains("belong to no tensor") &&
+                                  Catch::Contains("the tensor-info table lists fewer tensors than the file holds"));
+    CATCH_CHECK(message.find('\n') == std::string::npos);
+    CATCH_CHECK_THROWS_AS(models::load_checkpoint(file, torch::kCPU), Error);
+  };
+  CATCH_SECTION("the last tensor info removed and tensor_count decremented") {
+    auto bytes = good;
+    bytes.erase(last.first, last.second - last.first);
+    set_u64(bytes, 8, header.tensors.size() - 1);  // after "GGUF" and the u32 version
+    refused(write_bytes(dir / "removed.gguf", bytes));
+  }
+  CATCH_SECTION("tensor_count decremented only") {
+    auto bytes = good;
+    set_u64(bytes, 8, header.tensors.size() - 1);
+    refused(write_bytes(dir / "count.gguf", bytes));
+  }
+  fs::remove_all(dir);
+}
+
+CATCH_TEST_CASE("a GGUF with bytes no tensor claims, after the last tensor or between two, is refused", "[gguf]") {
+  const auto dir = testing::temp_dir("gguf-untiled");
+  const auto fixture = gguf_fixture("tiny-llama.gguf");
+  const auto good = file_bytes(fixture);
+  const auto header = models::read_gguf(fixture).header;
+  const auto a = static_cast<std::size_t>(header.alignment);
+  CATCH_REQUIRE(header.data_offset + header.tensors.back().offset + header.tensors.back().n_bytes == good.size());
+  CATCH_SECTION("padding after the last tensor is fine, the alignment or more is not") {
+    const auto padded = write_bytes(dir / "padded.gguf", good + std::string(a - 1, '\0'));
+    CATCH_CHECK(gguf_refusal(padded).empty());
+    CATCH_CHECK(testing::run_cli({"inspect", padded.string()}) == 0);
+    const auto garbage = write_bytes(dir / "garbage.gguf", good + std::string(a, '\x55'));
+    CATCH_CHECK(testing::run_cli({"inspect", garbage.string()}) == 1);
+    CATCH_CHECK_THAT(gguf_refusal(garbage),
+                     Catch::Contains(fmt::format("{} bytes of the data section after tensor 'output_norm.weight'", a)) &&
+                         Catch::Contains("belong to no tensor") && Catch::Contains("fewer tensors than the file holds"));
+    CATCH_CHECK_THROWS_AS(models::load_checkpoint(garbage, torch::kCPU), Error);
+  }
+  CATCH_SECTION("a gap between two tensors") {
+    // The last tensor (output_norm.weight, last in the data too) moved one alignment later,
+    // the file grown to hold it: in bounds, aligned, no overlap, but a gap before it.
+    auto bytes = good + std::string(a, '\0');
+    const auto& moved = header.tensors.back();
+    set_u64(bytes, tensor_info_bytes(good, header, moved).second - 8, moved.offset + a);
+    const auto file = write_bytes(dir / "gap.gguf", bytes);
+    CATCH_CHECK(testing::run_cli({"inspect", file.string()}) == 1);
+    CATCH_CHECK_THAT(gguf_refusal(file),
+                     Catch::Contains(fmt::format("{} bytes of the data section between tensor 'blk.1.ffn_norm.weight'", a)) &&
+                         Catch::Contains("and tensor 'output_norm.weight' (offset " + std::to_string(moved.offset + a)) &&
+                         Catch::Contains("belong to no tensor"));
+  }
+  CATCH_SECTION("a gap before the first tensor") {
+    auto bytes = good + std::string(a, '\0');
+    for (const auto& t : header.tensors) set_u64(bytes, tensor_info_bytes(good, header, t).second - 8, t.offset + a);
+    const auto file = write_bytes(dir / "first.gguf", bytes);
+    CATCH_CHECK(testing::run_cli({"inspect", file.string()}) == 1);
+    CATCH_CHECK_THAT(gguf_refusal(file), Catch::Contains(fmt::format("the data section's first {} bytes", a)) &&
+                                             Catch::Contains("the first tensor, 'token_embd.weight', starts at offset"));
   }
   fs::remove_all(dir);
 }

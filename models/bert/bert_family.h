@@ -26,6 +26,8 @@ class EncoderFamily : public ModelFamily {
   bool has_output_bias(const ModelConfig&) const override { return true; }
   int64_t ffn_matrices() const override { return 2; }
   bool has_lm_head() const override { return false; }
+  /// WordPiece (tokenizer.json, or vocab.txt alone).
+  std::vector<std::string> tokenizer_models(const ModelConfig&) const override { return {"WordPiece"}; }
 };
 
 /// A BertModel for `config` (random weights); with the pooler when `weight_names` has

@@ -159,7 +159,13 @@ GgufTensorInfo read_tensor_info(Cursor& in, const std::filesystem::path& file) {
   return t;
 }
 
-/// Offsets aligned, every tensor inside the file, no two overlapping.
+/// Offsets aligned, every tensor inside the file, no two overlapping, and the tensors tiling the
+/// data section as every writer lays it out (ggml's gguf.cpp, gguf-py, GgufWriter): sorted by
+/// offset, the first at 0, each next one at the previous one's end rounded up to the alignment,
+/// and after the last one at most alignment - 1 bytes of padding. Bytes no tensor claims mean
+/// that the tensor-info table and the data disagree: a header with a tensor info removed or a
+/// decremented tensor count starts the data section earlier and reads every tensor from shifted
+/// bytes (issue 51).
 void check_tensor_bytes(GgufHeader& h, uint64_t file_size, const std::filesystem::path& file) {
   const uint64_t data_size = file_size - std::min(file_size, h.data_offset);
   std::vector<const GgufTensorInfo*> by_offset;
@@ -168,9 +174,9 @@ void check_tensor_bytes(GgufHeader& h, uint64_t file_size, const std::filesystem
       gguf_error(file, fmt::format("tensor '{}': offset {} is not a multiple of the alignment {}", t.name,
                                    t.offset, h.alignment));
     if (t.offset > data_size || t.n_bytes > data_size - t.offset)
-      gguf_error(file, fmt::format("tensor '{}': bytes {}..{} of the data section lie past its end ({} bytes): "
-                                   "the file is truncated or corrupt; re-download it",
-                                   t.name, t.offset, t.offset + t.n_bytes, data_size));
+      gguf_error(file, fmt::format("tensor '{}': its {} bytes at offset {} of the data section lie past its end "
+                                   "({} bytes): the file is truncated or corrupt; re-download it",
+                                   t.name, t.n_bytes, t.offset, data_size));
     by_offset.push_back(&t);
   }
   std::sort(by_offset.begin(), by_offset.end(),
@@ -179,6 +185,38 @@ void check_tensor_bytes(GgufHeader& h, uint64_t file_size, const std::filesystem
     if (by_offset[i - 1]->offset + by_offset[i - 1]->n_bytes > by_offset[i]->offset)
       gguf_error(file, fmt::format("tensors '{}' and '{}' overlap in the data section", by_offset[i - 1]->name,
                                    by_offset[i]->name));
+  // Every tensor lies inside the data section and none overlaps: `end` <= each next offset
+  // <= data_size, so no subtraction below wraps.
+  constexpr const char* kFewer = "the tensor-info table lists fewer tensors than the file holds (a truncated or "
+                                 "edited header?)";
+  constexpr const char* kGap = "the tensor-info table lists fewer tensors than the file holds, or a tensor's type "
+                               "or shape was changed (a truncated or edited header?)";
+  uint64_t end = 0;
+  const GgufTensorInfo* previous = nullptr;
+  for (const auto* t : by_offset) {
+    if (t->offset - end >= h.alignment) {
+      if (!previous)
+        gguf_error(file, fmt::format("the data section's first {} bytes (offset 0..{}) belong to no tensor: the "
+                                     "first tensor, '{}', starts at offset {}, not 0; {}",
+                                     t->offset, t->offset, t->name, t->offset, kGap));
+      gguf_error(file, fmt::format("{} bytes of the data section between tensor '{}' (offset {}..{}) and tensor "
+                                   "'{}' (offset {}) belong to no tensor (writers leave less than the alignment {} "
+                                   "there); {}",
+                                   t->offset - end, previous->name, previous->offset, end, t->name, t->offset,
+                                   h.alignment, kGap));
+    }
+    end = t->offset + t->n_bytes;
+    previous = t;
+  }
+  if (data_size - end >= h.alignment) {
+    if (!previous)
+      gguf_error(file, fmt::format("{} bytes of the data section belong to no tensor: the header lists no "
+                                   "tensors; {}",
+                                   data_size, kFewer));
+    gguf_error(file, fmt::format("{} bytes of the data section after tensor '{}' (offset {}..{}) belong to no "
+                                 "tensor (writers pad the last tensor to less than the alignment {}); {}",
+                                 data_size - end, previous->name, previous->offset, end, h.alignment, kFewer));
+  }
 }
 
 }  // namespace

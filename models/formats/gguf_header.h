@@ -43,7 +43,7 @@ struct GgufValue {
 };
 
 /// One tensor info, checked: the shape holds whole blocks of its type and the bytes lie in the
-/// data section without overlapping another tensor.
+/// data section without overlapping another tensor or leaving bytes between tensors unclaimed.
 struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> dimensions;  ///< GGUF order: dimensions[0] varies fastest
@@ -73,7 +73,14 @@ struct GgufHeader {
 /// than the spec's one level of array-of-array; no key or tensor name repeated; at most 4
 /// dimensions, each >= 1; a known ggml type whose block size divides dimensions[0];
 /// `general.alignment` a u32 power of two; each offset a multiple of it; every tensor inside
-/// the file and none overlapping. `file` names the file in messages.
+/// the file and none overlapping; and the tensors tiling the data section as every writer lays
+/// it out (ggml's gguf.cpp, gguf-py, GgufWriter): sorted by offset, the first at offset 0,
+/// less than the alignment of padding between one tensor's end and the next one's offset, and
+/// at most alignment - 1 bytes after the last tensor to the end of the file (0 to alignment - 1:
+/// gguf-py pads the last tensor, GgufWriter does not). Bytes that no tensor claims mean the
+/// tensor-info table disagrees with the data (an info removed or the tensor count decremented
+/// shifts the data section); a header with no tensors may be followed by at most alignment - 1
+/// bytes. `file` names the file in messages.
 /// @throws GgufNeedMoreBytes when the header runs past `size` but `size` < `file_size` (the
 ///         caller reads more and retries); headprune::Error "GGUF file 'F'[, tensor 'T']: what
 ///         is wrong" otherwise.

@@ -61,6 +61,12 @@ class LlamaFamily : public ModelFamily {
   /// counts (headprune.kept_heads) and its config with an explicit head_dim; auto_map names
   /// Headprune<stem>Config / Headprune<stem>ForCausalLM.
   const RemoteCode* remote_code() const override { return &remote_code_; }
+  /// hf_class() (ModernBERT, an encoder built on this family: its classification layout's).
+  std::optional<std::string> head_class(const ModelConfig& c) const override {
+    return ModelFamily::head_class(c).value_or(hf_class());
+  }
+  /// BPE: byte-level, or SentencePiece-style with byte fallback (LLaMA 2, Mistral, Phi-3, Gemma).
+  std::vector<std::string> tokenizer_models(const ModelConfig&) const override { return {"BPE"}; }
   /// !loads_natively(c).
   bool needs_remote_code(const ModelConfig& c) const override;
 

@@ -88,6 +88,10 @@ class RobertaFamily final : public bert::EncoderFamily {
   const RemoteCode* remote_code() const override { return &code_; }
   /// RobertaForSequenceClassification / XLMRobertaForSequenceClassification
   /// (RobertaClassificationHead): tanh(classifier.dense(h)), then classifier.out_proj.
+  /// RoBERTa: byte-level BPE; XLM-RoBERTa: SentencePiece Unigram.
+  std::vector<std::string> tokenizer_models(const ModelConfig&) const override {
+    return {model_type_ == "roberta" ? "BPE" : "Unigram"};
+  }
   std::optional<ClassificationLayout> classification_layout(const ModelConfig&) const override {
     return ClassificationLayout{task_class_, "roberta.", "classifier.dense", false, "tanh", "classifier.out_proj"};
   }

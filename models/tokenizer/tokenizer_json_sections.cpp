@@ -65,7 +65,9 @@ void read_post_processor(const nlohmann::json& post, const std::string& source, 
 std::string section_type(const nlohmann::json& j, const char* section) {
   const auto it = j.find(section);
   if (it == j.end() || it->is_null()) return "";
-  return it->is_object() ? it->value("type", std::string("?")) : std::string("?");
+  if (!it->is_object()) return "?";
+  const auto type = it->find("type");
+  return type != it->end() && type->is_string() ? type->get<std::string>() : std::string("?");
 }
 
 std::vector<int64_t> truncate_and_frame(std::vector<int64_t> body, const std::vector<int64_t>& prefix,

@@ -241,10 +241,30 @@ int run(int argc, const char* const* argv) {
   } catch (const pruner::Interrupted& e) {
     fmt::print(stderr, "headprune: {}\n", e.what());
     return 128 + e.signal_number();
+  } catch (const c10::Error& e) {  // its what() carries LibTorch's C++ stack trace
+    fmt::print(stderr, "headprune: error: {}\n", first_line(e.what_without_backtrace()));
+    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "headprune: error: {}\n", e.what());
     return 1;
   }
+}
+
+std::string first_line(const std::string& message) { return message.substr(0, message.find('\n')); }
+
+[[noreturn]] void report_uncaught_exception() {
+  std::string what = "an unknown exception";
+  try {
+    if (const auto current = std::current_exception()) std::rethrow_exception(current);
+    what = "std::terminate was called";
+  } catch (const c10::Error& e) {
+    what = first_line(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    what = first_line(e.what());
+  } catch (...) {
+  }
+  fmt::print(stderr, "headprune: error: {} (in a thread of its own or while unwinding)\n", what);
+  std::_Exit(1);
 }
 
 }  // namespace headprune::cli

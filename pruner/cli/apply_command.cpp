@@ -54,7 +54,7 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
        "instead of --gates: HF-style JSON {\"layer\": [original head indices]}")
       ("out,o", arg(&out, "DIR")->required(), "folder for the pruned checkpoint (new or empty, or --force)");
   line.group(group::kOutput).add_options()
-      ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)")
+      ("force", "replace what an earlier run wrote in --out (only that: any other file there stops the run, named)")
       ("no-fold", "keep kept heads at gate 1 instead of folding their gate values into the "
                   "output projection")
       ("onnx", "also write onnx/model.onnx (the pruned model for ONNX Runtime, as export-onnx)")

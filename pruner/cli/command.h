@@ -56,6 +56,14 @@ const std::vector<Command>& commands();
 /// (0 ok, 1 error, 2 usage).
 int run(int argc, const char* const* argv);
 
+/// The first line of `message` (a LibTorch error's what() goes on with a C++ stack trace).
+std::string first_line(const std::string& message);
+
+/// The process's std::terminate handler (set in main): an exception that escaped a thread, a
+/// noexcept function or a destructor becomes one line "headprune: error: WHAT ..." on stderr and
+/// exit code 1, instead of the runtime's abort message and a core dump.
+[[noreturn]] void report_uncaught_exception();
+
 // Subcommand entry points (one file each under pruner/cli/).
 int run_inspect(const std::vector<std::string>& args, const GlobalOptions& globals);
 int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& globals);

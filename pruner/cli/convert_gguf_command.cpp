@@ -24,7 +24,7 @@ int run_convert_gguf(const std::vector<std::string>& args, const GlobalOptions&)
   line.group(group::kRequired).add_options()
       ("out,o", arg(&out, "DIR")->required(), "folder to write (HF layout of the family, float32 weights)");
   line.group(group::kOptions).add_options()
-      ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)");
+      ("force", "replace what an earlier run wrote in --out (only that: any other file there stops the run, named)");
   line.example("convert-gguf SmolLM2-135M-Instruct.Q4_1.gguf -o out/smollm2",
                "config.json, model.safetensors (dequantised), tokenizer.json and tokenizer_config.json "
                "(with the chat template) that transformers and headprune load");
@@ -37,12 +37,11 @@ int run_convert_gguf(const std::vector<std::string>& args, const GlobalOptions&)
                              ? models::gguf_tokenizer(converted.gguf)
                              : nullptr;
   const auto tokenizer_files = models::gguf_tokenizer_files(converted.gguf, tokenizer);  // validated before writing
-  const auto replaced = pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {
+  pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {
     models::save_safetensors(tmp / "model.safetensors", converted.weights, {{"format", "pt"}});
     pruner::write_file_atomic(tmp / "config.json", converted.config_json.dump(2) + "\n");
     for (const auto& [name, content] : tokenizer_files) pruner::write_file_atomic(tmp / name, content);
   });
-  for (const auto& message : replaced.messages()) log::warn("{}", message);
   const auto& c = converted.config;
   log::info("{} -> {}: {} layers, hidden {}, {} query heads sharing {} KV heads, vocab {}{}", model, out,
             c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.vocab_size,

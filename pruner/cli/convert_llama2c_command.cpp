@@ -25,7 +25,7 @@ int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOption
       ("tokenizer", arg(&tokenizer, "FILE"),
        "llama2.c tokenizer file (e.g. tok512.bin), copied as tokenizer.bin; a SentencePiece "
        ".model of the same name beside it is copied as tokenizer.model")
-      ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)");
+      ("force", "replace what an earlier run wrote in --out (only that: any other file there stops the run, named)");
   line.example("convert-llama2c stories260K.bin --tokenizer tok512.bin -o out/stories260K",
                "an HF LLaMA folder that prune, inspect and generate read");
   po::variables_map vm;
@@ -35,7 +35,7 @@ int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOption
     models::Llama2cTokenizer::from_file(tokenizer, converted.config.vocab_size);
   else
     log::warn("no --tokenizer: {} will hold no tokenizer (generate then needs --tokenizer)", out);
-  const auto replaced = pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {
+  pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {
     models::save_safetensors(tmp / "model.safetensors", converted.weights, {{"format", "pt"}});
     pruner::write_file_atomic(tmp / "config.json", converted.config_json.dump(2) + "\n");
     if (!tokenizer.empty()) {
@@ -44,7 +44,6 @@ int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOption
       if (fs::exists(sp_model)) fs::copy_file(sp_model, tmp / "tokenizer.model");
     }
   });
-  for (const auto& message : replaced.messages()) log::warn("{}", message);
   const auto& h = converted.header;
   log::info("{} -> {}: {} layers, dim {}, {} query heads sharing {} KV heads, vocab {}", model,
             out, h.n_layers, h.dim, h.n_heads, h.n_kv_heads, h.vocab());

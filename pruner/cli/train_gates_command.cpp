@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -24,7 +25,7 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   line.group(group::kRequired).add_options()("out,o", arg(&out, "DIR")->required(), "gates folder to write");
   line.group(group::kOutput).add_options()
       ("force", "replace an earlier run's files in --out (gates.json, train_log.jsonl, snapshot, "
-                "weights); other files stay")
+                "weights; any other file there stops the run, named)")
       ("json", "print the result (heads kept, per layer, gates) as JSON on stdout");
   line.group(group::kResume).add_options()
       ("resume", "continue an interrupted run from --out's snapshot")
@@ -49,19 +50,16 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   options.resume = vm.count("resume") > 0;
   if (vm.count("stop-after")) options.stop_after = vm["stop-after"].as<int64_t>();
   const auto group = join_if_distributed(vm, distributed, globals);
-  const auto others = group.is_main() ? pruner::prepare_gates_folder(model, out, options.resume, vm.count("force") > 0)
-                                      : std::vector<std::string>{};
-  if (!others.empty())
-    log::warn("--out {} also holds {} file(s) gate training does not write; they are left as they "
-              "are: {}",
-              out, others.size(), fmt::join(others, ", "));
+  if (group.is_main()) pruner::prepare_gates_folder(model, out, options.resume, vm.count("force") > 0);
   models::require_tokenizer_files(model, "train-gates");
   pruner::refuse_if_it_cannot_fit(model, options,
                                   static_cast<int64_t>(options.batch_size * settings.corpus.max_length));
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, options.device, options.weight_storage());
   auto corpus = pruner::load_training_text(settings.text, ckpt, settings.corpus);
-  auto state = pruner::train_gates(ckpt, corpus, options, group);
+  const bool folder_was_new = !std::filesystem::exists(out);
+  auto state = pruner::discard_if_failed([&] { return pruner::train_gates(ckpt, corpus, options, group); }, out,
+                                         folder_was_new, group.is_main() && !options.resume);
   if (!group.is_main()) return 0;  // rank 0 reports
   if (!state.complete) {
     std::cout << fmt::format("stopped at step {} of {}; continue with the same command and --resume\n",

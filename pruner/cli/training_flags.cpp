@@ -104,7 +104,7 @@ void add_prune_flags(CommandLine& line, PruneFlags& f, std::string& out, const c
     line.group(caption);  // the order --help lists them in
   line.group(group::kRequired).add_options()("out,o", arg(&out, "DIR")->required(), out_help);
   line.group(group::kOutput).add_options()
-      ("force", "replace what an earlier run wrote in --out (other files there are kept, and named)")
+      ("force", "replace what an earlier run wrote in --out (only that: any other file there stops the run, named)")
       ("no-fold", "keep kept heads at gate 1 instead of folding their gate values")
       ("onnx", "also write onnx/model.onnx (the pruned model for ONNX Runtime, as export-onnx)")
       ("gguf", "also write model.gguf (the pruned LLaMA model for llama.cpp, F32, as export-gguf)")

@@ -13,6 +13,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -119,6 +121,49 @@ struct RankProcess {
   }
 };
 
+/// Bytes of memory available to new processes (/proc/meminfo's MemAvailable), or 0 if unknown.
+uint64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+/// The bytes one rank needs at least: the runtime, and for a headprune command whose model is
+/// a path here, its weight files twice (the dense teacher and the gated student).
+uint64_t rank_memory(const std::vector<std::string>& command) {
+  constexpr uint64_t kRuntime = uint64_t{512} << 20;  // LibTorch, BLAS and the process itself
+  if (command.size() < 3) return kRuntime;
+  const std::filesystem::path model = command[2];
+  uint64_t weights = 0;
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(model, ec)) weights = std::filesystem::file_size(model, ec);
+  else if (std::filesystem::is_directory(model, ec))
+    for (const auto& entry : std::filesystem::directory_iterator(model, ec))
+      if (entry.is_regular_file(ec) && entry.path().extension() == ".safetensors") weights += entry.file_size(ec);
+  return kRuntime + 2 * weights;
+}
+
+/// Refuses an --nproc this machine cannot run: more ranks than cores (data-parallel ranks on
+/// one machine gain nothing past one per core) or than the available memory holds.
+/// @throws UsageError with both numbers.
+void check_machine_room(const LaunchOptions& o) {
+  const auto cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto available = available_memory();
+  const auto per_rank = rank_memory(o.command);
+  const auto by_memory = available > 0 ? available / per_rank : uint64_t{cores};
+  const auto most = std::min<uint64_t>(cores, by_memory);
+  if (static_cast<uint64_t>(o.nproc) <= most) return;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  throw UsageError(fmt::format("launch: --nproc {} is more than this machine can run: {} cores and {:.1f} GiB of "
+                               "available memory allow at most {} rank(s) (one per core, {:.1f} GiB each)",
+                               o.nproc, cores, static_cast<double>(available) / kGiB, most,
+                               static_cast<double>(per_rank) / kGiB));
+}
+
 /// The exit code a shell reports for a wait status.
 int exit_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -131,6 +176,10 @@ class Ranks {
  public:
   Ranks(const LaunchOptions& o, int port) : o_(o) {
     for (int rank = 0; rank < o.nproc; ++rank) {
+      if (g_pending_signal) {  // wait_all passes it on to the ranks already started
+        log::info("launch: a signal arrived while starting rank {}; no more ranks are started", rank);
+        return;
+      }
       RankProcess process(o, rank, port);
       const pid_t pid = ::fork();
       if (pid < 0) {
@@ -146,7 +195,7 @@ class Ranks {
 
   /// Waits for every rank; returns the exit code launch() promises.
   int wait_all() {
-    int running = o_.nproc;
+    auto running = pids_.size();
     while (running > 0) {
       if (g_pending_signal) forward_signal();
       if (std::chrono::steady_clock::now() > deadline_) escalate();
@@ -159,13 +208,14 @@ class Ranks {
       --running;
       on_exit(pid, exit_code(status));
     }
-    return first_failure_;
+    return first_failure_ != 0 ? first_failure_ : (signalled_ != 0 ? 128 + signalled_ : 0);
   }
 
  private:
   void forward_signal() {
     const int s = g_pending_signal;
     g_pending_signal = 0;
+    signalled_ = s;
     log::info("launch: {} received, passing it to the ranks", s == SIGINT ? "SIGINT" : "SIGTERM");
     stopping_ = true;
     signal_all(s);
@@ -207,6 +257,7 @@ class Ranks {
   std::vector<pid_t> pids_;  ///< 0 once a rank has exited
   int first_failure_ = 0;
   bool stopping_ = false;  ///< a signal was passed on
+  int signalled_ = 0;      ///< the last signal passed on
   bool terminated_ = false;  ///< SIGTERM sent after a failure
   static constexpr auto kNoDeadline = std::chrono::steady_clock::time_point::max();
   std::chrono::steady_clock::time_point deadline_ = kNoDeadline;  ///< of the next escalation (none: kNoDeadline)
@@ -219,8 +270,9 @@ int launch(const LaunchOptions& o) {
   if (o.command.empty()) throw UsageError("launch: no command after --");
   if (!runnable(o.command.front()))
     throw Error(fmt::format("launch: cannot run '{}': no such executable file (nor in PATH)", o.command.front()));
+  check_machine_room(o);
+  const SignalsRecorded signals;  // from here on a SIGINT/SIGTERM is answered, even while starting ranks
   const int port = o.master_port > 0 ? o.master_port : free_port(o.master_addr);
-  const SignalsRecorded signals;
   Ranks ranks(o, port);
   return ranks.wait_all();
 }

@@ -27,7 +27,9 @@ struct LaunchOptions {
 /// 5 s later. Messages go to stderr.
 /// @returns 0 when every rank exited 0, else the first failure's exit code (128 + signal
 ///          for a rank ended by a signal).
-/// @throws headprune::Error if the program is not an executable file (or not in PATH), a process
+/// @throws UsageError for an nproc above this machine's cores or above what its available
+///         memory (MemAvailable) holds at 512 MiB per rank plus twice a headprune command's model
+///         weights (both numbers in the message); headprune::Error if the program is not an executable file (or not in PATH), a process
 ///         cannot be started or no free port is found.
 int launch(const LaunchOptions& options);
 

@@ -257,7 +257,8 @@ nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group
   training.out_dir = work;
   training.model_path = o.model.string();
   if (!training.resume && fs::exists(work) && group.is_main()) fs::remove_all(work);
-  const auto gates = train_gates(in.student, in.corpus, training, group);
+  const auto gates = discard_if_failed([&] { return train_gates(in.student, in.corpus, training, group); }, work,
+                                       true, group.is_main() && !training.resume);
   if (!group.is_main()) return {{"rank", group.rank()}};  // rank 0 removes, measures, exports
   if (!gates.complete) throw Error("gate training stopped early; rerun with --resume");
   const auto summary = finish_prune_job(

@@ -18,6 +18,7 @@
 #include "pruner/analysis/head_importance.h"
 #include "pruner/jobs/importance_baseline.h"
 #include "pruner/jobs/layer_baseline.h"
+#include "pruner/training/gates_folder.h"
 #include "pruner/training/nested_masks.h"
 #include "pruner/training/training_text.h"
 #include "pruner/training/sparsity_measure.h"
@@ -173,12 +174,34 @@ nlohmann::json sweep_point(double t, const PruneJobOptions& job, const nlohmann:
   return point;
 }
 
+/// Refuses a non-empty --out without --force, and with it anything there an earlier sweep did
+/// not write: sweep.{json,txt,svg}, the pruned folders (each headprune's by its own record) and
+/// their gate-training work folders (.NAME.gates). @throws headprune::Error naming the entry.
+void check_sweep_target(const fs::path& out, bool force) {
+  if (!fs::exists(out) || fs::is_empty(out)) return;
+  if (!force)
+    throw Error(fmt::format("--out {} exists and is not empty; choose another folder or pass --force", out.string()));
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const auto name = entry.path().filename().string();
+    const auto type = entry.symlink_status().type();
+    const bool work = name.size() > 7 && name.front() == '.' && name.substr(name.size() - 6) == ".gates";
+    if (type == fs::file_type::regular && (name == "sweep.json" || name == "sweep.txt" || name == "sweep.svg"))
+      continue;
+    if (type == fs::file_type::directory && work)
+      check_gates_folder_replaceable(entry.path());
+    else if (type == fs::file_type::directory)
+      check_replaceable_folder(entry.path());
+    else
+      throw Error(fmt::format("--force replaces only what headprune wrote: --out {} holds '{}', which no "
+                              "earlier sweep wrote; move it out or choose another folder (nothing was written)",
+                              out.string(), name));
+  }
+}
+
 }  // namespace
 
 nlohmann::json run_sweep(const SweepOptions& o) {
-  if (fs::exists(o.out) && !fs::is_empty(o.out) && !o.job.force)
-    throw Error(fmt::format("--out {} exists and is not empty; choose another folder or pass --force",
-                            o.out.string()));
+  check_sweep_target(o.out, o.job.force);
   // Validate every target against the model before training anything.
   {
     const auto config = models::ModelConfig::from_directory(o.job.model);

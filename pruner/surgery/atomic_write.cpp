@@ -6,7 +6,6 @@
 #include <set>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
@@ -31,50 +30,61 @@ std::vector<std::string> files_under(const fs::path& dir) {
   return out;
 }
 
-/// What headprune wrote into `dir` the last time, by its manifest (empty if none or unreadable:
-/// then nothing counts as ours, which errs on keeping files).
-std::set<std::string> manifest_of(const fs::path& dir) {
+/// What headprune wrote into `dir` the last time, by its manifest. @throws headprune::Error
+/// when there is no readable manifest (then nothing there is known to be headprune's).
+std::set<std::string> manifest_of(const fs::path& dir, const std::string& option) {
+  const auto file = dir / kManifestFile;
+  std::ifstream in(file);
+  const auto j = fs::is_regular_file(fs::symlink_status(file)) ? nlohmann::json::parse(in, nullptr, false)
+                                                               : nlohmann::json();
+  if (!j.is_array() || !std::all_of(j.begin(), j.end(), [](const auto& v) { return v.is_string(); }))
+    throw Error(fmt::format("--force replaces only what headprune wrote: {} {} has no readable record of a "
+                            "headprune run ({}), so nothing in it is known to be headprune's; choose "
+                            "another folder, or empty it yourself",
+                            option, dir.string(), kManifestFile));
   std::set<std::string> ours;
-  std::ifstream in(dir / kManifestFile);
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_array())
-    for (const auto& name : j)
-      if (name.is_string()) ours.insert(name.get<std::string>());
+  for (const auto& name : j) ours.insert(name.get<std::string>());
   return ours;
 }
 
-/// Files of `dir` headprune did not write: not in its manifest, not under headprune/ (the
-/// tool's own namespace in an export), not the manifest itself.
-std::vector<std::string> unrelated_files(const fs::path& dir) {
-  const auto ours = manifest_of(dir);
-  std::vector<std::string> out;
-  for (const auto& name : files_under(dir))
-    if (!ours.count(name) && name != kManifestFile && name.rfind("headprune/", 0) != 0)
-      out.push_back(name);
-  return out;
+/// What kind of entry `status` is, for a refusal.
+std::string kind_of(const fs::file_status& status) {
+  switch (status.type()) {
+    case fs::file_type::regular: return "file";
+    case fs::file_type::directory: return "folder";
+    case fs::file_type::symlink: return "symbolic link";
+    case fs::file_type::fifo: return "FIFO";
+    case fs::file_type::socket: return "socket";
+    default: return "special file";
+  }
 }
 
-/// Moves the unrelated files of the replaced folder `old` into the new `target`; one the new
-/// folder also has is replaced (and reported). Returns what the caller must tell the user.
-/// Leaves `old` in place (and says so) if a move fails, so that nothing is lost.
-FolderReplacement carry_unrelated(const fs::path& old, const fs::path& target) {
-  FolderReplacement r;
-  for (const auto& name : unrelated_files(old)) {
-    if (fs::exists(target / name)) {
-      r.replaced.push_back(name);
-      continue;
-    }
-    std::error_code ec;
-    fs::create_directories((target / name).parent_path(), ec);
-    fs::rename(old / name, target / name, ec);
-    if (ec) r.left_in = old;
-    else r.kept.push_back(name);
-  }
-  if (r.left_in.empty()) fs::remove_all(old);
-  return r;
+/// Whether `name` (a relative path) is a folder that holds a manifest entry below it.
+bool holds_recorded(const std::set<std::string>& ours, const std::string& name) {
+  const auto prefix = name + "/";
+  const auto it = ours.lower_bound(prefix);
+  return it != ours.end() && it->compare(0, prefix.size(), prefix) == 0;
 }
 
 }  // namespace
+
+void check_replaceable_folder(const fs::path& dir, const std::string& option) {
+  const auto ours = manifest_of(dir, option);
+  std::vector<std::pair<std::string, fs::file_status>> entries;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator(); ++it)
+    entries.emplace_back(it->path().lexically_relative(dir).generic_string(), it->symlink_status());
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [name, status] : entries) {
+    const bool recorded = status.type() == fs::file_type::regular ? (ours.count(name) || name == kManifestFile)
+                          : status.type() == fs::file_type::directory ? holds_recorded(ours, name)
+                                                                      : false;
+    if (!recorded)
+      throw Error(fmt::format("--force replaces only what headprune wrote: {} {} holds the {} '{}', which "
+                              "headprune's record ({}) does not list; move it out or choose another folder "
+                              "(nothing was written)",
+                              option, dir.string(), kind_of(status), name, kManifestFile));
+  }
+}
 
 void write_file_atomic(const std::filesystem::path& file, const std::string& content) {
   const auto tmp = file.parent_path() / fmt::format(".{}.tmp.{}", file.filename().string(), unique_suffix());
@@ -96,15 +106,16 @@ void write_file_atomic(const std::filesystem::path& file, const std::string& con
   }
 }
 
-FolderReplacement build_folder_atomic(const fs::path& target, bool force,
-                                      const std::function<void(const fs::path&)>& fill) {
-  const bool exists = fs::exists(target);
-  if (exists && !fs::is_directory(target))
+void build_folder_atomic(const fs::path& target, bool force, const std::function<void(const fs::path&)>& fill) {
+  const bool exists = fs::exists(fs::symlink_status(target));
+  if (exists && !fs::is_directory(fs::symlink_status(target)))
     throw Error(fmt::format("--out {} exists and is not a folder", target.string()));
-  if (exists && !fs::is_empty(target) && !force)
+  const bool replace = exists && !fs::is_empty(target);
+  if (replace && !force)
     throw Error(fmt::format("--out {} exists and is not empty; choose another folder or pass "
                             "--force to replace it",
                             target.string()));
+  if (replace) check_replaceable_folder(target);
   const auto parent = fs::absolute(target).parent_path();
   fs::create_directories(parent);
   const auto tmp = parent / fmt::format(".{}.partial.{}", target.filename().string(), unique_suffix());
@@ -112,34 +123,25 @@ FolderReplacement build_folder_atomic(const fs::path& target, bool force,
   try {
     fill(tmp);
     write_file_atomic(tmp / kManifestFile, nlohmann::json(files_under(tmp)).dump(1) + "\n");
+    if (replace) check_replaceable_folder(target);  // nothing of the user's arrived meanwhile
   } catch (...) {
     std::error_code ec;
     fs::remove_all(tmp, ec);
     throw;
   }
-  if (!exists) {
+  if (!replace) {  // new, or an empty folder (rename(2) replaces an empty folder)
     fs::rename(tmp, target);
-    return {};
+    return;
   }
   const auto old = parent / fmt::format(".{}.old.{}", target.filename().string(), unique_suffix());
   fs::rename(target, old);
   fs::rename(tmp, target);
-  return carry_unrelated(old, target);
-}
-
-std::vector<std::string> FolderReplacement::messages() const {
-  std::vector<std::string> out;
-  if (!kept.empty())
-    out.push_back(fmt::format("kept {} file(s) in --out that headprune did not write: {}", kept.size(),
-                              fmt::join(kept, ", ")));
-  if (!replaced.empty())
-    out.push_back(fmt::format("replaced {} file(s) in --out that headprune had not recorded writing: {}",
-                              replaced.size(), fmt::join(replaced, ", ")));
-  if (!left_in.empty())
-    out.push_back(fmt::format("could not move every earlier file into the new --out; the old "
-                              "folder is left at {}",
-                              left_in.string()));
-  return out;
+  std::error_code ec;
+  fs::remove_all(old, ec);
+  if (ec)
+    throw Error(fmt::format("the new {} is in place, but the folder it replaced could not be removed from {} "
+                            "({}); remove it yourself",
+                            target.string(), old.string(), ec.message()));
 }
 
 }  // namespace headprune::pruner

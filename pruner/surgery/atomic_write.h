@@ -13,26 +13,28 @@ namespace headprune::pruner {
 void write_file_atomic(const std::filesystem::path& file, const std::string& content);
 
 /// Every folder headprune builds lists the files it wrote here (a JSON list of relative
-/// paths), so that a later --force replaces exactly those.
+/// paths): its record of what a later --force may replace.
 inline constexpr const char* kManifestFile = ".headprune-files.json";
 
-/// What replacing a folder did with files headprune had not written there.
-struct FolderReplacement {
-  std::vector<std::string> kept;      ///< carried into the new folder unchanged
-  std::vector<std::string> replaced;  ///< the new folder has a file of the same name
-  std::filesystem::path left_in;      ///< set if the old folder could not be emptied
-  /// One warning line per non-empty field.
-  std::vector<std::string> messages() const;
-};
+/// Checks that --force may replace the folder `dir`: it holds nothing headprune did not write.
+/// Every entry is looked at without following symbolic links: each regular file must be in the
+/// folder's kManifestFile (or be that file), each folder must hold such a file somewhere below
+/// it; a symbolic link, FIFO, socket or device, an empty folder, a file the record does not list
+/// and a folder without a readable record are all refused. `option` names the flag in messages
+/// ("--out").
+/// @throws headprune::Error "--force replaces only what headprune wrote: ... 'NAME' ..." naming
+///         the first entry in path order that is not headprune's.
+void check_replaceable_folder(const std::filesystem::path& dir, const std::string& option = "--out");
 
 /// Builds a folder atomically: `fill` writes into a fresh temporary folder beside `target`,
 /// then kManifestFile is written and the folder renamed to `target`. On any exception the
 /// temporary folder is removed and the exception propagates; `target` is untouched.
-/// Refuses (headprune::Error) a `target` that exists and is not empty unless `force`. With
-/// `force` the old folder is replaced only after the new one is complete, and only what
-/// headprune wrote there (its manifest, and anything under headprune/) goes: other files are
-/// moved into the new folder, or replaced if it has the same name; the result says which.
-FolderReplacement build_folder_atomic(const std::filesystem::path& target, bool force,
-                                      const std::function<void(const std::filesystem::path&)>& fill);
+/// Refuses (headprune::Error) a `target` that exists and is not empty unless `force`; with
+/// `force`, a `target` that holds anything headprune did not write (check_replaceable_folder) is
+/// refused before `fill` runs, and checked again once the new folder is complete (a file the
+/// user put there meanwhile stops the replacement; the new folder is removed). The old folder is
+/// replaced only after the new one is complete.
+void build_folder_atomic(const std::filesystem::path& target, bool force,
+                         const std::function<void(const std::filesystem::path&)>& fill);
 
 }  // namespace headprune::pruner

@@ -148,10 +148,12 @@ void check_export_target(const fs::path& source, const fs::path& out, bool force
   check_outside_input(source, out);
   if (fs::exists(out) && !fs::is_directory(out))
     throw Error(fmt::format("--out {} exists and is not a folder", out.string()));
-  if (fs::exists(out) && !fs::is_empty(out) && !force)
+  if (!fs::exists(out) || fs::is_empty(out)) return;
+  if (!force)
     throw Error(fmt::format("--out {} exists and is not empty; choose another folder or pass "
                             "--force to replace it",
                             out.string()));
+  check_replaceable_folder(out);
 }
 
 ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::path& out, bool force,
@@ -181,7 +183,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
     files.insert(remote->imports.begin(), remote->imports.end());
   }
 
-  const auto replaced = build_folder_atomic(out, force, [&](const fs::path& tmp) {
+  build_folder_atomic(out, force, [&](const fs::path& tmp) {
     models::save_safetensors(tmp / "model.safetensors", models::checkpoint_state_dict(checkpoint),
                              {{"format", "pt"}});
     write_file_atomic(tmp / "config.json", cfg.dump(2) + "\n");
@@ -190,7 +192,6 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
     result.weights_bytes = weights_file_bytes(tmp);
     if (finish) write_extra_files(tmp, finish(tmp, result));
   });
-  for (const auto& message : replaced.messages()) result.warnings.push_back(message);
   return result;
 }
 

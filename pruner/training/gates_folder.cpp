@@ -3,10 +3,13 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "models/errors.h"
+#include "pruner/log.h"
 #include "pruner/surgery/export.h"
 #include "pruner/training/gate_record.h"
+#include "pruner/training/interruption.h"
 #include "pruner/training/training_run.h"
 
 namespace headprune::pruner {
@@ -27,37 +30,75 @@ std::string interrupted_run(const fs::path& dir) {
   }
 }
 
-std::vector<std::string> prepare_gates_folder(const fs::path& model, const fs::path& out, bool resume,
-                                              bool force) {
+namespace {
+
+/// The gate-training files in `out`, in gate_training_files() order. @throws headprune::Error
+/// naming the first entry of `out` that gate training does not write (or that is not a
+/// regular file): nothing else in the folder may be replaced.
+std::vector<std::string> own_files_only(const fs::path& out) {
+  const auto ours = gate_training_files();
+  std::vector<std::string> found, theirs;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const auto name = entry.path().filename().string();
+    const bool own = std::find(ours.begin(), ours.end(), name) != ours.end() && entry.symlink_status().type() == fs::file_type::regular;
+    (own ? found : theirs).push_back(name);
+  }
+  std::sort(theirs.begin(), theirs.end());
+  if (!theirs.empty())
+    throw Error(fmt::format("--out {} holds '{}', which gate training does not write; gate training "
+                            "replaces only its own files ({}): move it out or choose a new or empty folder",
+                            out.string(), theirs.front(), fmt::join(ours, ", ")));
+  std::vector<std::string> ordered;
+  for (const auto& name : ours)
+    if (std::find(found.begin(), found.end(), name) != found.end()) ordered.push_back(name);
+  return ordered;
+}
+
+}  // namespace
+
+void check_gates_folder_replaceable(const fs::path& out) { own_files_only(out); }
+
+void prepare_gates_folder(const fs::path& model, const fs::path& out, bool resume, bool force) {
   check_outside_input(model, out);
   if (fs::exists(out) && !fs::is_directory(out))
     throw Error(fmt::format("--out {} exists and is not a folder", out.string()));
-  if (resume || !fs::exists(out)) return {};
-  const auto ours = gate_training_files();
-  std::vector<std::string> theirs;
-  bool has_run = false;
-  for (const auto& entry : fs::directory_iterator(out)) {
-    const auto name = entry.path().filename().string();
-    if (std::find(ours.begin(), ours.end(), name) != ours.end()) has_run = true;
-    else theirs.push_back(name);
-  }
-  std::sort(theirs.begin(), theirs.end());
+  if (resume || !fs::exists(out)) return;
+  const auto found = own_files_only(out);
   if (!force) {
     if (const auto stopped = interrupted_run(out); !stopped.empty())
       throw Error(fmt::format("--out {} holds an interrupted gate training ({}); pass --resume to "
                               "continue it, or --force to start again",
                               out.string(), stopped));
-    if (has_run)
-      throw Error(fmt::format("--out {} already holds gates.json; choose another folder, or pass "
-                              "--force to replace that run",
-                              out.string()));
-    if (!theirs.empty())
-      throw Error(fmt::format("--out {} exists and is not empty; choose a new or empty folder, or "
-                              "pass --force (which replaces only gate-training files)",
-                              out.string()));
+    if (!found.empty())
+      throw Error(fmt::format("--out {} holds an earlier gate-training run's files ({}); choose another "
+                              "folder, or pass --force to replace them",
+                              out.string(), fmt::join(found, ", ")));
   }
-  for (const auto& name : ours) fs::remove(out / name);
-  return theirs;
+  for (const auto& name : found) fs::remove(out / name);
+}
+
+void discard_failed_run(const fs::path& out, bool folder_was_new) {
+  if (!fs::is_directory(out)) return;
+  if (fs::exists(out / kSnapshotFile) || fs::exists(out / "gates.json")) {
+    log::warn("the gate training in {} is kept ({} holds what --resume or apply --gates can use)", out.string(),
+              fs::exists(out / kSnapshotFile) ? kSnapshotFile : "gates.json");
+    return;
+  }
+  std::error_code ec;
+  for (const auto& name : gate_training_files()) fs::remove(out / name, ec);
+  if (folder_was_new && fs::is_empty(out, ec)) fs::remove(out, ec);
+}
+
+GateState discard_if_failed(const std::function<GateState()>& train, const fs::path& out, bool folder_was_new,
+                            bool discard) {
+  try {
+    return train();
+  } catch (const Interrupted&) {
+    throw;
+  } catch (...) {
+    if (discard) discard_failed_run(out, folder_was_new);
+    throw;
+  }
 }
 
 }  // namespace headprune::pruner
