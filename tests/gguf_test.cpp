@@ -73,6 +73,14 @@ std::string gguf_refusal(const fs::path& file) {
   return "";
 }
 
+/// tiny-llama.gguf's bytes and header, and a scratch folder, for the tests that edit it.
+struct TinyLlamaGguf {
+  fs::path dir;
+  std::string good = file_bytes(gguf_fixture("tiny-llama.gguf"));
+  models::GgufHeader header = models::read_gguf(gguf_fixture("tiny-llama.gguf")).header;
+  explicit TinyLlamaGguf(const std::string& tag) : dir(testing::temp_dir(tag)) {}
+};
+
 }  // namespace
 
 CATCH_TEST_CASE("every supported ggml type dequantises as llama.cpp's gguf package does", "[gguf]") {
@@ -172,14 +180,11 @@ CATCH_TEST_CASE("bad GGUF files are refused with one line naming the problem", "
 // section starts earlier, every tensor was read from shifted bytes and a missing output.weight
 // became the tied embedding; the header check now requires the tensors to tile the data.
 CATCH_TEST_CASE("a GGUF whose tensor-info table lists a tensor fewer than its data is refused", "[gguf]") {
-  const auto dir = testing::temp_dir("gguf-fewer");
-  const auto fixture = gguf_fixture("tiny-llama.gguf");
-  const auto good = file_bytes(fixture);
-  const auto header = models::read_gguf(fixture).header;
-  CATCH_REQUIRE(header.tensors.size() >= 2);
-  const auto last = tensor_info_bytes(good, header, header.tensors.back());
-  CATCH_REQUIRE(last.second <= header.data_offset);
-  CATCH_REQUIRE(header.data_offset - last.second < header.alignment);  // the table's last entry
+  const TinyLlamaGguf g("gguf-fewer");
+  CATCH_REQUIRE(g.header.tensors.size() >= 2);
+  const auto last = tensor_info_bytes(g.good, g.header, g.header.tensors.back());
+  CATCH_REQUIRE(last.second <= g.header.data_offset);
+  CATCH_REQUIRE(g.header.data_offset - last.second < g.header.alignment);  // the table's last entry
   const auto refused = [&](const fs::path& file) {
     CATCH_CHECK(testing::run_cli({"inspect", file.string()}) == 1);
     const auto message = gguf_refusal(file);
@@ -191,31 +196,28 @@ CATCH_TEST_CASE("a GGUF whose tensor-info table lists a tensor fewer than its da
     CATCH_CHECK_THROWS_AS(models::load_checkpoint(file, torch::kCPU), Error);
   };
   CATCH_SECTION("the last tensor info removed and tensor_count decremented") {
-    auto bytes = good;
+    auto bytes = g.good;
     bytes.erase(last.first, last.second - last.first);
-    set_u64(bytes, 8, header.tensors.size() - 1);  // after "GGUF" and the u32 version
-    refused(write_bytes(dir / "removed.gguf", bytes));
+    set_u64(bytes, 8, g.header.tensors.size() - 1);  // after "GGUF" and the u32 version
+    refused(write_bytes(g.dir / "removed.gguf", bytes));
   }
   CATCH_SECTION("tensor_count decremented only") {
-    auto bytes = good;
-    set_u64(bytes, 8, header.tensors.size() - 1);
-    refused(write_bytes(dir / "count.gguf", bytes));
+    auto bytes = g.good;
+    set_u64(bytes, 8, g.header.tensors.size() - 1);
+    refused(write_bytes(g.dir / "count.gguf", bytes));
   }
-  fs::remove_all(dir);
+  fs::remove_all(g.dir);
 }
 
 CATCH_TEST_CASE("a GGUF with bytes no tensor claims, after the last tensor or between two, is refused", "[gguf]") {
-  const auto dir = testing::temp_dir("gguf-untiled");
-  const auto fixture = gguf_fixture("tiny-llama.gguf");
-  const auto good = file_bytes(fixture);
-  const auto header = models::read_gguf(fixture).header;
-  const auto a = static_cast<std::size_t>(header.alignment);
-  CATCH_REQUIRE(header.data_offset + header.tensors.back().offset + header.tensors.back().n_bytes == good.size());
+  const TinyLlamaGguf g("gguf-untiled");
+  const auto a = static_cast<std::size_t>(g.header.alignment);
+  CATCH_REQUIRE(g.header.data_offset + g.header.tensors.back().offset + g.header.tensors.back().n_bytes == g.good.size());
   CATCH_SECTION("padding after the last tensor is fine, the alignment or more is not") {
-    const auto padded = write_bytes(dir / "padded.gguf", good + std::string(a - 1, '\0'));
+    const auto padded = write_bytes(g.dir / "padded.gguf", g.good + std::string(a - 1, '\0'));
     CATCH_CHECK(gguf_refusal(padded).empty());
     CATCH_CHECK(testing::run_cli({"inspect", padded.string()}) == 0);
-    const auto garbage = write_bytes(dir / "garbage.gguf", good + std::string(a, '\x55'));
+    const auto garbage = write_bytes(g.dir / "garbage.gguf", g.good + std::string(a, '\x55'));
     CATCH_CHECK(testing::run_cli({"inspect", garbage.string()}) == 1);
     CATCH_CHECK_THAT(gguf_refusal(garbage),
                      Catch::Contains(fmt::format("{} bytes of the data section after tensor 'output_norm.weight'", a)) &&
@@ -225,10 +227,10 @@ CATCH_TEST_CASE("a GGUF with bytes no tensor claims, after the last tensor or be
   CATCH_SECTION("a gap between two tensors") {
     // The last tensor (output_norm.weight, last in the data too) moved one alignment later,
     // the file grown to hold it: in bounds, aligned, no overlap, but a gap before it.
-    auto bytes = good + std::string(a, '\0');
-    const auto& moved = header.tensors.back();
-    set_u64(bytes, tensor_info_bytes(good, header, moved).second - 8, moved.offset + a);
-    const auto file = write_bytes(dir / "gap.gguf", bytes);
+    auto bytes = g.good + std::string(a, '\0');
+    const auto& moved = g.header.tensors.back();
+    set_u64(bytes, tensor_info_bytes(g.good, g.header, moved).second - 8, moved.offset + a);
+    const auto file = write_bytes(g.dir / "gap.gguf", bytes);
     CATCH_CHECK(testing::run_cli({"inspect", file.string()}) == 1);
     CATCH_CHECK_THAT(gguf_refusal(file),
                      Catch::Contains(fmt::format("{} bytes of the data section between tensor 'blk.1.ffn_norm.weight'", a)) &&
@@ -236,14 +238,14 @@ CATCH_TEST_CASE("a GGUF with bytes no tensor claims, after the last tensor or be
                          Catch::Contains("belong to no tensor"));
   }
   CATCH_SECTION("a gap before the first tensor") {
-    auto bytes = good + std::string(a, '\0');
-    for (const auto& t : header.tensors) set_u64(bytes, tensor_info_bytes(good, header, t).second - 8, t.offset + a);
-    const auto file = write_bytes(dir / "first.gguf", bytes);
+    auto bytes = g.good + std::string(a, '\0');
+    for (const auto& t : g.header.tensors) set_u64(bytes, tensor_info_bytes(g.good, g.header, t).second - 8, t.offset + a);
+    const auto file = write_bytes(g.dir / "first.gguf", bytes);
     CATCH_CHECK(testing::run_cli({"inspect", file.string()}) == 1);
     CATCH_CHECK_THAT(gguf_refusal(file), Catch::Contains(fmt::format("the data section's first {} bytes", a)) &&
                                              Catch::Contains("the first tensor, 'token_embd.weight', starts at offset"));
   }
-  fs::remove_all(dir);
+  fs::remove_all(g.dir);
 }
 
 CATCH_TEST_CASE("the command line refuses a bad GGUF with exit 1", "[gguf]") {
