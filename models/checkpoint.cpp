@@ -118,13 +118,15 @@ SequenceClassificationHead load_classifier(const ClassificationLayout& layout, c
 }
 
 /// Refuses a checkpoint with a head (`has_head`) whose config.json `architectures` does not name
-/// the head class its family reads (ModelFamily::head_class): a token classifier's or a
-/// question-answering head's tensors can look like a sequence classifier's.
+/// the head class its family reads (ModelFamily::head_class), or headprune's remote-code class
+/// for it ("Headprune" + that name, as transformers writes when it saves a loaded export): a token
+/// classifier's or a question-answering head's tensors can look like a sequence classifier's.
 void check_head_class(const ModelConfig& config, bool has_head, const std::filesystem::path& dir) {
   const auto expected = config.family().head_class(config);
   const auto names = config.raw.value("architectures", nlohmann::json());
   if (!has_head || !expected || !names.is_array() || names.empty()) return;
-  if (std::find(names.begin(), names.end(), *expected) != names.end()) return;
+  for (const auto& name : {*expected, "Headprune" + *expected})
+    if (std::find(names.begin(), names.end(), name) != names.end()) return;
   const bool encoder = config.family().classification_layout(config).has_value();
   throw Error(fmt::format("{}: architectures {} is not a class headprune models: for model_type '{}' it reads {}{}",
                           (dir / "config.json").string(), names.dump(), config.model_type, *expected,

@@ -1,10 +1,19 @@
 // Inputs read exactly or refused by name, round 3 (issue 51): task heads the tool does not model,
 // weights holding NaN or Inf, a tokenizer.json of a model type the family does not use. Each case
 // makes its file from a committed fixture, runs the command a user would, and checks the exit
-// code, the one line the loader throws, and that nothing was written.
+// code, the one line the loader throws, and that nothing was written; and the one line an
+// exception escaping a thread becomes.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <exception>
 #include <fstream>
 #include <functional>
+#include <system_error>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -68,7 +77,9 @@ CATCH_TEST_CASE("token-classification and other task heads are refused by their 
   const auto qwen2 = edited_fixture("qwen2", architecture("Qwen2ForSequenceClassification"));
   CATCH_CHECK_THROWS_WITH(models::load_checkpoint(qwen2, cpu),
                           Catch::Contains("it reads Qwen2ForCausalLM checkpoints"));
-  // The classes the tool does model still load.
+  // The classes the tool does model still load, and headprune's remote-code class as transformers
+  // saves a loaded export.
+  CATCH_CHECK_NOTHROW(models::load_checkpoint(edited_fixture("qwen2", architecture("HeadpruneQwen2ForCausalLM")), cpu));
   CATCH_CHECK_NOTHROW(models::load_checkpoint(edited_fixture("distilbert_classifier", [](auto&) {}), cpu));
   CATCH_CHECK_NOTHROW(models::load_checkpoint(edited_fixture("distilbert", architecture("DistilBertForMaskedLM")), cpu));
 }
@@ -122,4 +133,26 @@ CATCH_TEST_CASE("a tokenizer.json of a model type the family does not use is ref
   tokenizer["model"]["type"] = "WordLevel";
   std::ofstream(bert / "tokenizer.json") << tokenizer.dump();
   CATCH_CHECK_THROWS_WITH(models::load_checkpoint(bert, cpu), Catch::Contains("model WordPiece, or vocab.txt"));
+}
+
+CATCH_TEST_CASE("an exception that escapes a thread ends the process with one line and exit code 1",
+                "[edges][refusals]") {
+  // What a rank that hit std::system_error in a thread of its own printed: the runtime's abort
+  // message and a core dump. The handler main() installs turns it into one line.
+  const auto log = testing::temp_dir("terminate") / "stderr.txt";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (std::freopen(log.c_str(), "w", stderr) == nullptr) std::_Exit(98);
+    std::set_terminate(cli::report_uncaught_exception);
+    std::thread([] { throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                             "thread creation"); }).join();
+    std::_Exit(99);  // not reached
+  }
+  int status = 0;
+  CATCH_REQUIRE(::waitpid(child, &status, 0) == child);
+  CATCH_CHECK(WIFEXITED(status));
+  CATCH_CHECK(WEXITSTATUS(status) == 1);
+  const auto message = testing::read_text(log);
+  CATCH_CHECK_THAT(message, Catch::StartsWith("headprune: error: thread creation: Resource temporarily unavailable"));
+  CATCH_CHECK(std::count(message.begin(), message.end(), '\n') == 1);
 }

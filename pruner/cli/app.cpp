@@ -264,6 +264,7 @@ std::string first_line(const std::string& message) { return message.substr(0, me
   } catch (...) {
   }
   fmt::print(stderr, "headprune: error: {} (in a thread of its own or while unwinding)\n", what);
+  std::fflush(stderr);  // _Exit flushes nothing
   std::_Exit(1);
 }
 
