@@ -212,10 +212,6 @@ torch::Tensor own_tensor(const torch::Tensor& t) {
   return alone ? t : t.clone(at::MemoryFormat::Contiguous);
 }
 
-}  // namespace
-
-namespace {
-
 /// Refuses a floating-point tensor holding NaN or ±Inf, naming it and the first such element.
 /// Looked at in blocks of 2^20 elements, so that no whole-tensor temporary is made.
 void require_finite(const torch::Tensor& t, const std::string& source, const std::string& name) {

@@ -1,6 +1,7 @@
 #include "pruner/training/gates_folder.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -37,21 +38,21 @@ namespace {
 /// regular file): nothing else in the folder may be replaced.
 std::vector<std::string> own_files_only(const fs::path& out) {
   const auto ours = gate_training_files();
-  std::vector<std::string> found, theirs;
+  std::vector<std::string> theirs;
   for (const auto& entry : fs::directory_iterator(out)) {
     const auto name = entry.path().filename().string();
-    const bool own = std::find(ours.begin(), ours.end(), name) != ours.end() && entry.symlink_status().type() == fs::file_type::regular;
-    (own ? found : theirs).push_back(name);
+    if (std::find(ours.begin(), ours.end(), name) == ours.end() || !fs::is_regular_file(entry.symlink_status()))
+      theirs.push_back(name);
   }
   std::sort(theirs.begin(), theirs.end());
   if (!theirs.empty())
     throw Error(fmt::format("--out {} holds '{}', which gate training does not write; gate training "
                             "replaces only its own files ({}): move it out or choose a new or empty folder",
                             out.string(), theirs.front(), fmt::join(ours, ", ")));
-  std::vector<std::string> ordered;
-  for (const auto& name : ours)
-    if (std::find(found.begin(), found.end(), name) != found.end()) ordered.push_back(name);
-  return ordered;
+  std::vector<std::string> found;  // every entry is one of ours now: keep their order
+  std::copy_if(ours.begin(), ours.end(), std::back_inserter(found),
+               [&](const std::string& name) { return fs::exists(out / name); });
+  return found;
 }
 
 }  // namespace
