@@ -148,11 +148,11 @@ class AttentionModel : public torch::nn::Module {
   /// every weight is widened on load.
   virtual std::set<std::string> narrow_storage_weights() const { return {}; }
   /// Off: forward() leaves ModelOutput::logits undefined, for a caller that applies
-  /// lm_head_weight() itself a few tokens at a time (pruner/training/chunked_kl.h). On by default.
+  /// lm_head_weight() itself a few tokens at a time (pruner/objectives/chunked_kl.h). On by default.
   void set_compute_logits(bool on) { compute_logits_ = on; }
   bool compute_logits() const { return compute_logits_; }
   /// On: forward() fills ModelOutput::hidden_states (layer-wise distillation,
-  /// pruner/training/distillation.h). Off by default.
+  /// pruner/objectives/distillation.h). Off by default.
   void set_output_hidden_states(bool on) { output_hidden_states_ = on; }
   bool output_hidden_states() const { return output_hidden_states_; }
   /// On: a forward pass that needs gradients and has head multipliers keeps only each layer's

@@ -1,5 +1,5 @@
-// Loading a checkpoint folder (HF config.json + safetensors [+ tokenizer, sentence-transformers
-// modules]) into a model, and the name -> tensor map used to save one.
+// A loaded checkpoint (models/loader.h reads one), its weights set by name, and the name -> tensor
+// map used to save one.
 #pragma once
 
 #include <filesystem>
@@ -79,22 +79,6 @@ enum class WeightStorage {
 /// set_data: optimisers and references keep pointing at the same parameters). For weights
 /// about to be trained after a WeightStorage::source load.
 void widen_narrow_weights(torch::nn::Module& module);
-
-/// Loads a checkpoint folder onto `device`, its weights held as `storage` says. The architecture comes from config.json's
-/// `model_type` (bert: BertModel, llama: LlamaModel); head counts per layer from `pruned_heads`
-/// (or, for llama, `headprune.kept_heads`). A llama2.c `.bin` file is accepted too and converted
-/// in memory (models/formats/llama2c.h; `dir` is then that file, and no tokenizer is loaded), and so
-/// is a llama.cpp `.gguf` file of an architecture a family maps (models/gguf_model.h; with its tokenizer).
-/// @throws headprune::Error naming the folder, file, or tensor: missing config/weights, a weight
-///         the model needs that the file lacks, or a shape that differs from the config's.
-Checkpoint load_checkpoint(const std::filesystem::path& dir, const torch::Device& device,
-                           WeightStorage storage = WeightStorage::float32);
-
-/// Checks, before anything loads, that `dir` holds a tokenizer load_checkpoint reads
-/// (vocab.txt, tokenizer.json with a WordPiece or byte-level BPE model, or llama2.c tokenizer.bin),
-/// or that a .gguf file carries one.
-/// @throws headprune::Error "DIR has no tokenizer ... COMMAND needs the model's tokenizer".
-void require_tokenizer_files(const std::filesystem::path& dir, const std::string& command);
 
 /// Copies `weights` into the module's parameters and buffers by name (load_checkpoint takes a
 /// `<Family>For*` file's encoder prefix off first). Buffers absent from the file keep their

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <set>
+#include <stdexcept>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -10,9 +11,9 @@
 
 #include "models/config_keys.h"
 #include "models/errors.h"
-#include "models/json_get.h"
 #include "models/integer_key.h"
-#include "models/registry.h"
+#include "models/json_get.h"
+#include "models/model_family.h"
 
 namespace headprune::models {
 namespace {
@@ -46,15 +47,6 @@ void parse_original_head_ids(const nlohmann::json& j, const std::string& source,
   }
   c.original_num_attention_heads = original;
   c.original_head_ids = std::move(ids);
-}
-
-/// The family of `model_type`, with the file named in the error.
-const ModelFamily& family_of_config(const std::string& model_type, const std::string& source) {
-  try {
-    return family_of(model_type);
-  } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", source, e.what()));
-  }
 }
 
 /// `values` without the entries whose `drop` flag is set (empty stays empty).
@@ -129,12 +121,14 @@ int64_t ModelConfig::total_heads() const {
   return total;
 }
 
-ModelConfig ModelConfig::from_json(const nlohmann::json& file, const std::string& source) {
+ModelConfig ModelConfig::from_json(const nlohmann::json& file, const ModelFamily& family, const std::string& source) {
   if (!file.is_object()) throw Error(fmt::format("{}: expected a JSON object", source));
   ModelConfig c;
   c.raw = file;
   c.model_type = json_required<std::string>(file, "model_type", source);
-  const auto& family = family_of_config(c.model_type, source);
+  if (c.model_type != family.model_type())
+    throw Error(fmt::format("{}: model_type '{}' is not a {} config", source, c.model_type, family.model_type()));
+  c.model_family = &family;
   check_config_keys(file, family, source);
   const auto j = with_canonical_keys(file, family, source);
   c.vocab_size = json_required<int64_t>(j, "vocab_size", source);
@@ -193,14 +187,6 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& file, const std::string
   return c;
 }
 
-ModelConfig ModelConfig::from_directory(const std::filesystem::path& dir) {
-  const auto file = dir / "config.json";
-  if (!std::filesystem::exists(file))
-    throw Error(fmt::format("{} has no config.json: is it a Hugging Face checkpoint folder?",
-                            dir.string()));
-  return from_json(read_json_file(file), file.string());
-}
-
 void ModelConfig::remove_heads(int64_t layer, const std::vector<int64_t>& removed) {
   if (layer < 0 || layer >= num_hidden_layers)
     throw Error(fmt::format("layer {} is out of range (the model has {} layers)", layer,
@@ -251,7 +237,7 @@ void ModelConfig::remove_layers(const std::vector<int64_t>& layers) {
   }
   pruned_heads = std::move(pruned);
   num_hidden_layers = static_cast<int64_t>(kept_heads.size());
-  const auto& file_keys = family_of(model_type).attribute_map();
+  const auto& file_keys = family().attribute_map();
   const auto layers_key = file_keys.find("num_hidden_layers");
   raw[layers_key == file_keys.end() ? "num_hidden_layers" : layers_key->second] = num_hidden_layers;
 }
@@ -290,7 +276,10 @@ bool ModelConfig::uniform_groups() const {
   return true;
 }
 
-const ModelFamily& ModelConfig::family() const { return family_of(model_type); }
+const ModelFamily& ModelConfig::family() const {
+  if (!model_family) throw std::logic_error("ModelConfig::family: the config was not parsed by ModelConfig::from_json");
+  return *model_family;
+}
 
 nlohmann::json ModelConfig::to_json() const { return family().to_json(*this); }
 

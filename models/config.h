@@ -130,6 +130,9 @@ struct ModelConfig {
   std::vector<std::vector<int64_t>> original_head_ids;
   /// The whole file as read, so that export keeps keys headprune does not model.
   nlohmann::json raw;
+  /// The family `model_type` names (set by from_json; the registry's families live as long as
+  /// the program).
+  const ModelFamily* model_family = nullptr;
 
   /// `heads` (this config's indices in `layer`) as indices of the model first pruned.
   std::vector<int64_t> original_ids(int64_t layer, const std::vector<int64_t>& heads) const;
@@ -163,16 +166,16 @@ struct ModelConfig {
   /// hold with plain num_attention_heads / num_key_value_heads.
   bool uniform_groups() const;
 
-  /// The family `model_type` names (models/registry.h). @throws headprune::Error if unknown.
+  /// The family `model_type` names, set when the config was parsed (from_json).
+  /// @throws std::logic_error for a config that was not parsed (no family).
   const ModelFamily& family() const;
 
-  /// Parses a config object. `source` names the file in error messages.
-  /// @throws headprune::Error for an unknown `model_type`, a missing required key (named),
-  ///         a wrong-typed value, hidden_size not divisible by num_attention_heads (without an
-  ///         explicit head_dim), or `pruned_heads` naming a layer/head out of range.
-  static ModelConfig from_json(const nlohmann::json& j, const std::string& source);
-  /// Reads and parses `<dir>/config.json`. @throws headprune::Error (file named).
-  static ModelConfig from_directory(const std::filesystem::path& dir);
+  /// Parses a config object of `family` (the registry's read_config finds it: models/registry.h;
+  /// a GGUF codec names its own). `source` names the file in error messages.
+  /// @throws headprune::Error for a `model_type` other than the family's, a missing required key
+  ///         (named), a wrong-typed value, hidden_size not divisible by num_attention_heads
+  ///         (without an explicit head_dim), or `pruned_heads` naming a layer/head out of range.
+  static ModelConfig from_json(const nlohmann::json& j, const ModelFamily& family, const std::string& source);
 
   /// The config to write next to pruned weights (ModelFamily::to_json). BERT: `raw` with
   /// `pruned_heads` replaced by the current one (string layer keys, as HF writes them).

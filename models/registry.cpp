@@ -11,6 +11,7 @@
 #include "models/distilbert/distilbert_family.h"
 #include "models/errors.h"
 #include "models/gemma3/gemma3_family.h"
+#include "models/json_get.h"
 #include "models/llama/llama_family.h"
 #include "models/mistral/mistral_family.h"
 #include "models/modernbert/modernbert_family.h"
@@ -20,7 +21,7 @@
 #include "models/qwen3/qwen3_family.h"
 #include "models/roberta/roberta_family.h"
 #ifndef HEADPRUNE_NO_TORCH
-#include "models/gguf_model.h"
+#include "models/gguf_codec.h"
 #endif
 
 // The parser-only build (fuzz harnesses) has no LibTorch, hence no model classes.
@@ -33,7 +34,7 @@
 namespace headprune::models {
 namespace {
 
-/// A family's GGUF mapping (models/gguf_model.h), for families that have one.
+/// A family's GGUF mapping (models/gguf_codec.h), for families that have one.
 using GgufCodecGetter = const GgufCodec& (*)();
 
 struct Entry {
@@ -71,20 +72,26 @@ const Entry& entry_of(const std::string& model_type) {
 
 }  // namespace
 
-void ModelFamily::parse_head_sets(const nlohmann::json&, const std::string&, ModelConfig&) const {}
-
-const std::map<std::string, std::string>& ModelFamily::attribute_map() const {
-  static const std::map<std::string, std::string> none;
-  return none;
-}
-std::optional<std::string> ModelFamily::layout_warning(const ModelConfig&) const { return {}; }
-std::optional<std::string> ModelFamily::head_class(const ModelConfig& config) const {
-  if (const auto layout = classification_layout(config)) return layout->architecture;
-  return std::nullopt;
-}
-bool ModelFamily::needs_remote_code(const ModelConfig&) const { return remote_code() != nullptr; }
-
 const ModelFamily& family_of(const std::string& model_type) { return entry_of(model_type).family; }
+
+ModelConfig read_config(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw Error(fmt::format("{}: expected a JSON object", source));
+  const auto model_type = json_required<std::string>(j, "model_type", source);
+  const ModelFamily* family = nullptr;
+  try {
+    family = &family_of(model_type);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", source, e.what()));
+  }
+  return ModelConfig::from_json(j, *family, source);
+}
+
+ModelConfig read_config_file(const std::filesystem::path& dir) {
+  const auto file = dir / "config.json";
+  if (!std::filesystem::exists(file))
+    throw Error(fmt::format("{} has no config.json: is it a Hugging Face checkpoint folder?", dir.string()));
+  return read_config(read_json_file(file), file.string());
+}
 
 std::vector<std::string> supported_model_types() {
   std::vector<std::string> out;

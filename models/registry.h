@@ -2,11 +2,15 @@
 // models/ and one line in models/registry.cpp (docs/design.md, "Adding a model family").
 #pragma once
 
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "models/config.h"
 #include "models/model_family.h"
 
 namespace headprune::models {
@@ -15,9 +19,19 @@ namespace headprune::models {
 /// @throws headprune::Error "model_type 'X' is not supported (supported: bert, llama)".
 const ModelFamily& family_of(const std::string& model_type);
 
+/// Parses an HF config object by the family its `model_type` names (ModelConfig::from_json): the
+/// one place a config meets its family. `source` names the file in error messages.
+/// @throws headprune::Error "SOURCE: ..." for a non-object, a missing or unsupported model_type
+///         (the supported list given), or the family's own refusals.
+ModelConfig read_config(const nlohmann::json& j, const std::string& source);
+
+/// Reads and parses `<dir>/config.json` (read_config).
+/// @throws headprune::Error naming the folder when it has no config.json, or as read_config.
+ModelConfig read_config_file(const std::filesystem::path& dir);
+
 class GgufCodec;
 
-/// The llama.cpp GGUF mapping of `model_type`'s family (models/gguf_model.h), or nullptr when
+/// The llama.cpp GGUF mapping of `model_type`'s family (models/gguf_codec.h), or nullptr when
 /// the family has none (or in a build without LibTorch).
 /// @throws headprune::Error for an unknown model_type.
 const GgufCodec* gguf_codec_of(const std::string& model_type);

@@ -6,10 +6,12 @@
 
 #include "models/bert/bert_model.h"
 #include "models/checkpoint.h"
-#include "models/tokenizer/wordpiece.h"
 #include "models/config.h"
-#include "models/inputs.h"
 #include "models/formats/safetensors.h"
+#include "models/inputs.h"
+#include "models/loader.h"
+#include "models/registry.h"
+#include "models/tokenizer/wordpiece.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 
@@ -135,7 +137,7 @@ CATCH_TEST_CASE("sentence embeddings match sentence-transformers", "[bert][minil
 }
 
 CATCH_TEST_CASE("a 0/1 head multiplier equals zeroing the head's output columns", "[bert]") {
-  models::ModelConfig config = models::ModelConfig::from_json(
+  models::ModelConfig config = models::read_config(
       {{"model_type", "bert"}, {"vocab_size", 50}, {"hidden_size", 16},
        {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"intermediate_size", 32}},
       "tiny");

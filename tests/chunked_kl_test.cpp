@@ -1,4 +1,4 @@
-// The chunked KL (pruner/training/chunked_kl.h, issue 37 item 2): the same loss and gradients
+// The chunked KL (pruner/objectives/chunked_kl.h, issue 37 item 2): the same loss and gradients
 // as the whole-batch KL through the model's logits, and the same gates after training.
 //
 // Tolerances. Both float32 evaluations are compared with a float64 reference. A logit is a dot
@@ -14,10 +14,11 @@
 #include "gates/hard_concrete.h"
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "pruner/measure/training_bench.h"
-#include "pruner/training/chunked_kl.h"
-#include "pruner/training/corpus.h"
-#include "pruner/training/distillation.h"
+#include "models/loader.h"
+#include "pruner/jobs/training_bench.h"
+#include "pruner/objectives/chunked_kl.h"
+#include "pruner/objectives/distillation.h"
+#include "pruner/text/corpus.h"
 #include "pruner/training/gate_training.h"
 #include "tests/stories_support.h"
 #include "tests/stories_training.h"

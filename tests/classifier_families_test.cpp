@@ -19,6 +19,7 @@
 #include "models/activation.h"
 #include "models/checkpoint.h"
 #include "models/formats/safetensors.h"
+#include "models/loader.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/surgery.h"
 #include "tests/test_support.h"

@@ -8,12 +8,14 @@
 
 #include "models/config.h"
 #include "models/head_costs.h"
-#include "tests/cli_support.h"
+#include "models/loader.h"
+#include "models/registry.h"
 #include "pruner/analysis/head_importance.h"
 #include "pruner/jobs/importance_baseline.h"
+#include "pruner/objectives/distillation.h"
 #include "pruner/report/report.h"
-#include "pruner/training/corpus.h"
-#include "pruner/training/distillation.h"
+#include "pruner/text/corpus.h"
+#include "tests/cli_support.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
 
@@ -68,9 +70,9 @@ CATCH_TEST_CASE("a malformed checkpoint gives an error naming the problem", "[cl
   testing::Workspace w("cli");
   std::ofstream(w.model / "config.json") << R"({"model_type": "bert", "hidden_size": 32})";
   CATCH_CHECK(run({"inspect", w.model.string()}) == 1);
-  CATCH_REQUIRE_THROWS_WITH(models::ModelConfig::from_directory(w.model), Catch::Contains("'vocab_size' is missing"));
+  CATCH_REQUIRE_THROWS_WITH(models::read_config_file(w.model), Catch::Contains("'vocab_size' is missing"));
   std::ofstream(w.model / "config.json") << "{not json";
-  CATCH_REQUIRE_THROWS_WITH(models::ModelConfig::from_directory(w.model), Catch::Contains("not valid JSON"));
+  CATCH_REQUIRE_THROWS_WITH(models::read_config_file(w.model), Catch::Contains("not valid JSON"));
 }
 
 CATCH_TEST_CASE("train-gates, report and apply work as two halves", "[cli]") {
@@ -129,7 +131,7 @@ CATCH_TEST_CASE("prune runs every stage and leaves every artefact", "[cli][e2e]"
   int64_t query_columns = 0;
   for (const auto& init : onnx_model.graph().initializer())
     if (init.name().find("attention.self.query.weight") != std::string::npos) query_columns += init.dims(1);
-  CATCH_CHECK(query_columns == 4 * models::ModelConfig::from_directory(out).head_dim);
+  CATCH_CHECK(query_columns == 4 * models::read_config_file(out).head_dim);
   const auto summary = models::read_json_file(out / "headprune/summary.json");
   CATCH_CHECK(summary["heads_kept"] == 4);
   CATCH_CHECK(summary["bench"]["results"].size() == 2);
@@ -147,7 +149,7 @@ CATCH_TEST_CASE("prune runs every stage and leaves every artefact", "[cli][e2e]"
   CATCH_CHECK(summary["fidelity"]["sequences"].get<int>() == 8);
   const auto report = models::read_json_file(out / "headprune/report.json");
   CATCH_CHECK(report["heads_kept"] == 4);
-  CATCH_CHECK(models::ModelConfig::from_directory(out).total_heads() == 4);
+  CATCH_CHECK(models::read_config_file(out).total_heads() == 4);
   CATCH_CHECK(fs::file_size(out / "headprune/train_log.jsonl") > 0);
   // The gate work folder is gone, and no temporary folder is left beside the output.
   for (const auto& e : fs::directory_iterator(w.dir)) CATCH_CHECK(e.path().filename().string()[0] != '.');
@@ -196,7 +198,7 @@ CATCH_TEST_CASE("sweep --one-run trains once and writes nested sizes", "[cli][e2
   // 8 heads: 6, 4, 2 kept, each set inside the one before; one training log for all three.
   std::vector<std::set<std::pair<int64_t, int64_t>>> kept;
   for (const auto* folder : {"target-25", "target-50", "target-75"}) {
-    const auto config = models::ModelConfig::from_directory(out / folder);
+    const auto config = models::read_config_file(out / folder);
     std::set<std::pair<int64_t, int64_t>> heads;
     for (int64_t l = 0; l < config.num_hidden_layers; ++l)
       for (auto h : config.kept_heads[static_cast<std::size_t>(l)]) heads.insert({l, h});
@@ -235,7 +237,7 @@ CATCH_TEST_CASE("sweep --baselines importance removes the least important heads,
   for (int64_t l = 0; l < 2; ++l)
     for (int64_t h = 0; h < 4; ++h) ranked.push_back({importance[l][h], {l, h}});
   std::sort(ranked.begin(), ranked.end());
-  const auto config = models::ModelConfig::from_directory(out / "importance-25");
+  const auto config = models::read_config_file(out / "importance-25");
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     const auto [l, h] = ranked[i].second;
     const auto& kept = config.kept_heads[static_cast<std::size_t>(l)];
@@ -291,7 +293,7 @@ CATCH_TEST_CASE("sweep --baselines layers removes the layer the dense model miss
   CATCH_CHECK(baseline["points"][0]["layers_removed"] == nlohmann::json({expected}));
   CATCH_CHECK(baseline["order"][0]["loss"].get<double>() ==
               Approx(loss[static_cast<std::size_t>(expected)]).epsilon(1e-5));
-  const auto exported = models::ModelConfig::from_directory(out / "layers-25");
+  const auto exported = models::read_config_file(out / "layers-25");
   CATCH_CHECK(exported.num_hidden_layers == 1);
   const auto summary = models::read_json_file(out / "layers-25/headprune/summary.json");
   CATCH_CHECK(summary["baseline"] == "layers");

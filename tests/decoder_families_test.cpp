@@ -25,6 +25,8 @@
 #include "models/generation.h"
 #include "models/gguf_model.h"
 #include "models/llama/llama_model.h"
+#include "models/loader.h"
+#include "models/registry.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/surgery.h"
 #include "tests/test_support.h"
@@ -318,9 +320,9 @@ CATCH_TEST_CASE("Decoder families: what headprune does not implement is refused 
   check_refused(phi3_with_short_qkv(), "tensor 'model.layers.1.self_attn.qkv_proj.weight' has shape [127, 64]");
   // Qwen3's head_dim defaults to 128 (HF Qwen3Config), not hidden / heads; Mistral's window to 4096.
   const auto qwen3 = edited_config("qwen3", "qwen3-no-head-dim", [](auto& c) { c.erase("head_dim"); });
-  CATCH_CHECK(models::ModelConfig::from_json(models::read_json_file(qwen3 / "config.json"), "c").head_dim == 128);
+  CATCH_CHECK(models::read_config(models::read_json_file(qwen3 / "config.json"), "c").head_dim == 128);
   const auto mistral = edited_config("mistral", "mistral-no-window", [](auto& c) { c.erase("sliding_window"); });
-  CATCH_CHECK(models::ModelConfig::from_json(models::read_json_file(mistral / "config.json"), "c").sliding_window == 4096);
+  CATCH_CHECK(models::read_config(models::read_json_file(mistral / "config.json"), "c").sliding_window == 4096);
 }
 
 CATCH_TEST_CASE("Decoder families: GGUF export writes what llama.cpp's llama runs and refuses the rest by name",

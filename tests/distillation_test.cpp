@@ -1,4 +1,4 @@
-// The distillation objectives against values computed by hand (pruner/training/distillation.h).
+// The distillation objectives against values computed by hand (pruner/objectives/distillation.h).
 #include <cmath>
 
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 
 #include "models/errors.h"
 #include "models/sentence_pooling.h"
-#include "pruner/training/distillation.h"
+#include "pruner/objectives/distillation.h"
 
 using namespace headprune;
 

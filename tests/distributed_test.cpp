@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "pruner/training/gate_state.h"
+#include "pruner/records/gate_state.h"
 #include "tests/cli_support.h"
 #include "tests/test_support.h"
 

@@ -11,6 +11,7 @@
 
 #include "models/checkpoint.h"
 #include "models/inputs.h"
+#include "models/loader.h"
 #include "models/tokenizer/wordpiece.h"
 #include "tests/cli_support.h"
 #include "tests/stories_support.h"

@@ -23,6 +23,7 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/formats/safetensors.h"
+#include "models/loader.h"
 #include "models/model_family.h"
 #include "models/tokenizer/wordpiece.h"
 #include "pruner/surgery/apply.h"

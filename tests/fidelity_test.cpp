@@ -15,8 +15,9 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "models/loader.h"
 #include "pruner/measure/fidelity.h"
-#include "pruner/training/distillation.h"
+#include "pruner/objectives/distillation.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 

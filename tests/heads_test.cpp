@@ -13,6 +13,8 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/formats/safetensors.h"
+#include "models/loader.h"
+#include "models/registry.h"
 #include "pruner/analysis/conllu.h"
 #include "pruner/analysis/head_analysis.h"
 #include "pruner/analysis/head_importance.h"
@@ -84,7 +86,7 @@ void load_through_layer_norm(torch::OrderedDict<std::string, torch::Tensor>& par
 
 /// Writes the planted model as an HF BERT folder (config.json, model.safetensors, vocab.txt).
 fs::path write_planted_model() {
-  const auto config = models::ModelConfig::from_json({{"model_type", "bert"},
+  const auto config = models::read_config({{"model_type", "bert"},
                                                       {"vocab_size", kVocabSize},
                                                       {"hidden_size", kHidden},
                                                       {"num_hidden_layers", 1},

@@ -11,20 +11,22 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/flops.h"
-#include "models/head_costs.h"
-#include "models/inputs.h"
-#include "models/model_family.h"
-#include "models/remote_code.h"
 #include "models/formats/llama2c.h"
 #include "models/formats/safetensors.h"
+#include "models/head_costs.h"
+#include "models/inputs.h"
+#include "models/loader.h"
+#include "models/model_family.h"
+#include "models/registry.h"
+#include "models/remote_code.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
-#include "pruner/surgery/apply.h"
-#include "pruner/training/corpus.h"
-#include "pruner/training/gate_record.h"
-#include "pruner/training/sparsity_measure.h"
 #include "pruner/measure/inspect.h"
+#include "pruner/records/gate_record.h"
 #include "pruner/report/report.h"
+#include "pruner/surgery/apply.h"
 #include "pruner/surgery/surgery.h"
+#include "pruner/text/corpus.h"
+#include "pruner/training/sparsity_measure.h"
 #include "tests/stories_support.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
@@ -86,7 +88,7 @@ CATCH_TEST_CASE("report and inspect on a uniform LLaMA export use the original h
   const auto out = testing::temp_dir("stories-uniform") / "out";
   prune_to(ckpt, R"({"0":[1,3,5,7],"1":[1,3,5,7],"2":[1,3,5,7],"3":[1,3,5,7],"4":[1,3,5,7]})", out);
   // The export is a plain LLaMA config with 4 query heads renumbered 0..3 ...
-  const auto config = models::ModelConfig::from_directory(out);
+  const auto config = models::read_config_file(out);
   CATCH_CHECK(config.num_attention_heads == 4);
   CATCH_CHECK(config.original_num_attention_heads == 8);
   // ... and the report names the original heads 0,2,4,6 of 8.
@@ -126,13 +128,13 @@ CATCH_TEST_CASE("inspect and apply accept a llama2.c .bin", "[llama][edges]") {
 
 CATCH_TEST_CASE("per-head costs, hand-computed for BERT and GQA LLaMA", "[edges]") {
   // all-MiniLM-L6-v2: H = 384, d = 32, 12 heads, biases; seq 128.
-  const auto bert = models::ModelConfig::from_directory(testing::minilm_dir());
+  const auto bert = models::read_config_file(testing::minilm_dir());
   const auto b = models::head_costs(bert, 128);
   CATCH_CHECK(b.params_per_head(bert) == 4 * 384 * 32 + 3 * 32);  // 49,248
   CATCH_CHECK(b.flops_per_head(bert) == 8.0 * 384 * 32 + 4.0 * 128 * 32);
   CATCH_CHECK(models::attention_parameters(bert) == 6 * (12 * (4 * 384 * 32 + 3 * 32) + 384));
   // stories260K: H = 64, d = 8, 8 query heads sharing 4 KV heads, no biases; seq 128.
-  const auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config;
+  const auto llama = models::read_config(models::read_llama2c(stories_dir() / "stories260K.bin").config_json, "stories260K.bin");
   const auto l = models::head_costs(llama, 128);
   CATCH_CHECK(l.params_per_query_head == 2 * 64 * 8);
   CATCH_CHECK(l.params_per_kv_head == 2 * 64 * 8);
@@ -329,7 +331,7 @@ CATCH_TEST_CASE("config keys outside the allow-list are refused by name", "[edge
   auto with = [&](const char* key, const nlohmann::json& value) {
     auto cfg = config;
     cfg[key] = value;
-    return message_or_none([&] { models::ModelConfig::from_json(cfg, "config.json"); });
+    return message_or_none([&] { models::read_config(cfg, "config.json"); });
   };
   CATCH_CHECK_THAT(with("position_embedding_type", "relative_key"), Contains("position_embedding_type"));
   CATCH_CHECK_THAT(with("is_decoder", true), Contains("is_decoder"));
@@ -338,7 +340,7 @@ CATCH_TEST_CASE("config keys outside the allow-list are refused by name", "[edge
   CATCH_CHECK(with("hidden_dropout_prob", 0.3) == "(no error)");  // training only
   // Custom modelling code is refused; headprune's own auto_map (its exports) is accepted.
   CATCH_CHECK_THAT(with("auto_map", {{"AutoModel", "modeling_x.XModel"}}), Contains("auto_map"));
-  const auto ours = models::ModelConfig::from_json(config, "c").family().remote_code()->auto_map;
+  const auto ours = models::read_config(config, "c").family().remote_code()->auto_map;
   CATCH_CHECK(with("auto_map", ours) == "(no error)");
   // An earlier export's, registering fewer of the file's classes, is ours too; one class more is not.
   CATCH_CHECK(with("auto_map", {{"AutoModel", ours.at("AutoModel")}}) == "(no error)");
@@ -348,10 +350,10 @@ CATCH_TEST_CASE("config keys outside the allow-list are refused by name", "[edge
   CATCH_CHECK_THAT(with("auto_map", {{"AutoModel", "modeling_headprune_bert.Other"}}), Contains("auto_map"));
   auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
   llama["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
-  CATCH_CHECK_THAT(message_or_none([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("rope_scaling"));
+  CATCH_CHECK_THAT(message_or_none([&] { models::read_config(llama, "c"); }), Contains("rope_scaling"));
   llama["rope_scaling"] = nullptr;
   llama["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};
-  CATCH_CHECK(models::ModelConfig::from_json(llama, "c").rope_theta == 500000.0);
+  CATCH_CHECK(models::read_config(llama, "c").rope_theta == 500000.0);
 }
 
 CATCH_TEST_CASE("corpus files: missing, a folder, not UTF-8", "[edges]") {
@@ -385,13 +387,13 @@ CATCH_TEST_CASE("parsers: hostile sizes and types are errors, not overflow or hu
   // A list of end tokens that are not integers (was an uncaught JSON type error).
   auto llama = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
   llama["eos_token_id"] = {"</s>"};
-  CATCH_CHECK_THAT(message_or_none([&] { models::ModelConfig::from_json(llama, "c"); }), Contains("eos_token_id"));
+  CATCH_CHECK_THAT(message_or_none([&] { models::read_config(llama, "c"); }), Contains("eos_token_id"));
   // 444,444,444,448 query heads with an explicit head_dim passed every divisibility check and
   // the per-layer head lists asked for gigabytes (fuzz finding, config_json).
   auto many = models::read_llama2c(stories_dir() / "stories260K.bin").config_json;
   many["num_attention_heads"] = int64_t{444444444448};
   many["head_dim"] = 8;
-  CATCH_CHECK_THAT(message_or_none([&] { models::ModelConfig::from_json(many, "c"); }),
+  CATCH_CHECK_THAT(message_or_none([&] { models::read_config(many, "c"); }),
                    Contains("is more heads than headprune handles"));
   // An integer too large for int64 parses as a float; casting it was undefined behaviour
   // (fuzz finding in gates.json, the same pattern in config.json).
@@ -402,6 +404,6 @@ CATCH_TEST_CASE("parsers: hostile sizes and types are errors, not overflow or hu
                    Contains("kept_heads[1][3] must be an integer"));
   llama["eos_token_id"] = 2;
   llama["num_hidden_layers"] = 5.0e30;
-  CATCH_CHECK_THAT(message_or_none([&] { models::ModelConfig::from_json(llama, "c"); }),
+  CATCH_CHECK_THAT(message_or_none([&] { models::read_config(llama, "c"); }),
                    Contains("num_hidden_layers") && Contains("must be an integer"));
 }

@@ -13,10 +13,11 @@
 
 #include "models/checkpoint.h"
 #include "models/config.h"
+#include "models/loader.h"
 #include "pruner/measure/classification.h"
+#include "pruner/objectives/task_loss.h"
+#include "pruner/text/training_text.h"
 #include "pruner/training/gate_training.h"
-#include "pruner/training/task_loss.h"
-#include "pruner/training/training_text.h"
 #include "tests/classifier_support.h"
 #include "tests/cli_support.h"
 #include "tests/test_support.h"

@@ -10,9 +10,13 @@
 #include "gates/hard_concrete.h"
 #include "gates/keep_mask.h"
 #include "models/errors.h"
+#include "models/loader.h"
+#include "models/registry.h"
+#include "pruner/jobs/latency_measurement.h"
 #include "pruner/measure/latency_table.h"
-#include "tests/cli_support.h"
+#include "pruner/surgery/surgery.h"
 #include "pruner/thread_pools.h"
+#include "tests/cli_support.h"
 #include "tests/test_support.h"
 
 using namespace headprune;
@@ -90,27 +94,28 @@ CATCH_TEST_CASE("a latency budget's mask never exceeds the budget, and unreachab
 CATCH_TEST_CASE("latency tables are checked against the machine, the architecture and the shape", "[latency]") {
   const auto dir = testing::temp_dir("latency-table");
   testing::Workspace w("latency-table-model");
-  const auto config = models::ModelConfig::from_directory(w.model);
+  const auto dense = models::load_checkpoint(w.model, torch::kCPU);
+  const auto& config = dense.model->config();
   auto table = synthetic_table(config);
   auto write = [&](const pruner::LatencyTable& t) {
     std::ofstream(dir / "t.json") << t.to_json().dump();
     return dir / "t.json";
   };
-  CATCH_CHECK(pruner::latency_table_for(w.model, 1, 16, torch::kCPU, write(table)).ms_by_heads == table.ms_by_heads);
+  CATCH_CHECK(pruner::latency_table_for(dense, 1, 16, torch::kCPU, write(table)).ms_by_heads == table.ms_by_heads);
   auto other = table;
   other.machine = "Some Other CPU | 64 logical CPUs | 64 LibTorch threads, 1 BLAS threads | LibTorch 2.15.0 | cpu";
-  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(w.model, 1, 16, torch::kCPU, write(other)),
+  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(dense, 1, 16, torch::kCPU, write(other)),
                           Catch::Contains("was measured on 'Some Other CPU"));
-  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(w.model, 8, 16, torch::kCPU, write(table)),
+  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(dense, 8, 16, torch::kCPU, write(table)),
                           Catch::Contains("at the shape '1x16'"));
   auto wider = table;
   wider.model["hidden_size"] = 64;
-  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(w.model, 1, 16, torch::kCPU, write(wider)),
+  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(dense, 1, 16, torch::kCPU, write(wider)),
                           Catch::Contains("for the architecture"));
   auto bad = table.to_json();
   bad["ms_by_heads"] = {10, 9, 12, 13, 14};
   std::ofstream(dir / "bad.json") << bad.dump();
-  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(w.model, 1, 16, torch::kCPU, dir / "bad.json"),
+  CATCH_CHECK_THROWS_WITH(pruner::latency_table_for(dense, 1, 16, torch::kCPU, dir / "bad.json"),
                           Catch::Contains("non-decreasing"));
 }
 
@@ -118,11 +123,15 @@ CATCH_TEST_CASE("latencies are measured for every head count, dense last", "[lat
   // The form only: what the timings are depends on the machine and its load (docs/results.md
   // has a table measured on a quiet one).
   testing::Workspace w("latency-measure");
-  const auto ms = pruner::measure_latencies(w.model, 2, 16, torch::kCPU);
+  auto dense = models::load_checkpoint(w.model, torch::kCPU);
+  const auto ms = pruner::measure_latencies(dense, 2, 16, torch::kCPU);
   CATCH_CHECK(ms.size() == 5);
   for (double m : ms) CATCH_CHECK(m > 0);
-  CATCH_CHECK_THROWS_WITH(pruner::measure_latencies(testing::minilm_dir() / "nonexistent", 1, 8, torch::kCPU),
-                          Catch::Contains("nonexistent"));
+  // The cut models are copies: the dense model keeps every head.
+  CATCH_CHECK(dense.model->config().total_heads() == dense.model->config().num_attention_heads *
+                                                         dense.model->config().num_hidden_layers);
+  pruner::apply_plan(*dense.model, pruner::plan_from_remove_heads({{"0", {0}}}, dense.model->config()));
+  CATCH_CHECK_THROWS_WITH(pruner::measure_latencies(dense, 1, 8, torch::kCPU), Catch::Contains("already pruned"));
 }
 
 CATCH_TEST_CASE("prune --target-latency meets the budget its table predicts and reports the measured latency",
@@ -133,7 +142,7 @@ CATCH_TEST_CASE("prune --target-latency meets the budget its table predicts and 
   const auto table_file = w.dir / "latency.json";
   // The table's machine fingerprint names the thread pools: set them as --threads 2 below will.
   pruner::set_thread_pools(2);
-  auto table = synthetic_table(models::ModelConfig::from_directory(w.model));
+  auto table = synthetic_table(models::read_config_file(w.model));
   table.batch_size = 2;
   std::ofstream(table_file) << table.to_json().dump();
   const std::vector<std::string> base = {"--threads", "2", "prune", w.model.string(), "--data", w.corpus.string(), "--steps", "4",

@@ -11,7 +11,9 @@
 
 #include "gates/hard_concrete.h"
 #include "models/checkpoint.h"
-#include "pruner/training/corpus.h"
+#include "models/loader.h"
+#include "models/registry.h"
+#include "pruner/text/corpus.h"
 #include "pruner/training/gate_training.h"
 #include "tests/stories_training.h"
 #include "tests/test_support.h"
@@ -64,7 +66,7 @@ CATCH_TEST_CASE("stories260K: gates trained with checkpointed layers equal the p
         [&](const models::Checkpoint& ckpt) { CATCH_CHECK(ckpt.model->checkpoint_layers() == (checkpoint_layers == "on")); });
   };
   const auto plain = train("off"), checkpointed = train("on");
-  const auto config = models::ModelConfig::from_directory(dir);
+  const auto config = models::read_config_file(dir);
   const double gamma = static_cast<double>(std::max(config.hidden_size, config.intermediate_size) * config.num_hidden_layers) *
                        testing::kFloat32UnitRoundoff;
   const double tol = 20 * 0.1 * 4 * gamma;

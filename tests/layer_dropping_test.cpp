@@ -12,6 +12,8 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/formats/safetensors.h"
+#include "models/loader.h"
+#include "models/registry.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/surgery.h"
 #include "tests/stories_support.h"
@@ -61,9 +63,9 @@ models::ModelInputs some_ids(int64_t vocab) {
 }  // namespace
 
 CATCH_TEST_CASE("removing layers renumbers the config and refuses bad lists", "[layers][config]") {
-  auto config = models::ModelConfig::from_directory(testing::minilm_dir());
+  auto config = models::read_config_file(testing::minilm_dir());
   config.raw["pruned_heads"] = kPruned;
-  config = models::ModelConfig::from_json(config.raw, "test");
+  config = models::read_config(config.raw, "test");
   for (const auto& bad : std::vector<std::vector<int64_t>>{{6}, {-1}, {1, 1}, {0, 1, 2, 3, 4, 5}}) {
     auto copy = config;
     CATCH_CHECK_THROWS_AS(copy.remove_layers(bad), Error);

@@ -14,10 +14,12 @@
 #include "models/checkpoint.h"
 #include "models/config.h"
 #include "models/errors.h"
-#include "models/generation.h"
-#include "models/llama/llama_model.h"
 #include "models/formats/llama2c.h"
 #include "models/formats/safetensors.h"
+#include "models/generation.h"
+#include "models/llama/llama_model.h"
+#include "models/loader.h"
+#include "models/registry.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
 #include "pruner/cli/command.h"
 #include "tests/stories_support.h"
@@ -314,7 +316,7 @@ CATCH_TEST_CASE("llama config: HF defaults, headprune.kept_heads and errors", "[
                       {"hidden_size", 16},           {"num_hidden_layers", 2},
                       {"num_attention_heads", 4},    {"num_key_value_heads", 2},
                       {"intermediate_size", 24}};
-  auto c = models::ModelConfig::from_json(j, "cfg");
+  auto c = models::read_config(j, "cfg");
   CATCH_CHECK(c.head_dim == 4);
   CATCH_CHECK(c.hidden_act == "silu");
   CATCH_CHECK(c.rms_norm_eps == 1e-6);
@@ -322,20 +324,20 @@ CATCH_TEST_CASE("llama config: HF defaults, headprune.kept_heads and errors", "[
   CATCH_CHECK(!c.tie_word_embeddings);
   CATCH_CHECK(c.kv_group_size() == 2);
   j["headprune"] = {{"kept_heads", {{1, 2, 3}, nlohmann::json::array()}}};
-  c = models::ModelConfig::from_json(j, "cfg");
+  c = models::read_config(j, "cfg");
   CATCH_CHECK(c.heads_per_layer() == std::vector<int64_t>{3, 0});
   CATCH_CHECK(c.kept_kv_heads() == std::vector<std::vector<int64_t>>{{0, 1}, {}});
-  CATCH_CHECK(models::ModelConfig::from_json(c.to_json(), "again").kept_heads == c.kept_heads);
+  CATCH_CHECK(models::read_config(c.to_json(), "again").kept_heads == c.kept_heads);
   auto bad = j;
   bad["headprune"]["kept_heads"] = {{4}, nlohmann::json::array()};
-  CATCH_CHECK_THROWS_WITH(models::ModelConfig::from_json(bad, "cfg"),
+  CATCH_CHECK_THROWS_WITH(models::read_config(bad, "cfg"),
                           Catch::Contains("headprune.kept_heads[0] names head 4"));
   bad["headprune"]["kept_heads"] = nlohmann::json::array({nlohmann::json::array({1})});
-  CATCH_CHECK_THROWS_WITH(models::ModelConfig::from_json(bad, "cfg"),
+  CATCH_CHECK_THROWS_WITH(models::read_config(bad, "cfg"),
                           Catch::Contains("one per layer"));
   bad = j;
   bad["num_key_value_heads"] = 3;
-  CATCH_CHECK_THROWS_WITH(models::ModelConfig::from_json(bad, "cfg"),
+  CATCH_CHECK_THROWS_WITH(models::read_config(bad, "cfg"),
                           Catch::Contains("not a multiple of num_key_value_heads"));
   // A random model with uneven groups runs (empty layer included).
   models::LlamaModel model(c);

@@ -17,6 +17,7 @@
 #include "models/config.h"
 #include "models/formats/safetensors.h"
 #include "models/llama/llama_model.h"
+#include "models/loader.h"
 #include "models/model_family.h"
 #include "pruner/jobs/layer_baseline.h"
 #include "pruner/surgery/apply.h"
@@ -154,7 +155,7 @@ CATCH_TEST_CASE("ModernBERT: removed heads equal zero multipliers, and the expor
     const auto real = ids[row].masked_select(mask[row].to(torch::kBool));
     sequences.emplace_back(real.data_ptr<int64_t>(), real.data_ptr<int64_t>() + real.numel());
   }
-  const auto order = pruner::greedy_layer_order(fixture(), sequences, 2, torch::kCPU, 2);
+  const auto order = pruner::greedy_layer_order(models::load_checkpoint(fixture(), torch::kCPU), sequences, 2, torch::kCPU, 2);
   CATCH_CHECK((order.at(0).layer != 0 && order.at(1).layer != 0));
   reloaded.model->drop_layers({1});
   const auto dropped = reloaded.model->config().family().to_json(reloaded.model->config());

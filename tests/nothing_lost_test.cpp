@@ -7,11 +7,11 @@
 #include <functional>
 #include <set>
 
-#include "tests/cli_support.h"
+#include "pruner/atomic_write.h"
+#include "pruner/records/gate_record.h"
 #include "pruner/report/report.h"
-#include "pruner/surgery/atomic_write.h"
-#include "pruner/training/gate_record.h"
 #include "pruner/training/gates_folder.h"
+#include "tests/cli_support.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
 

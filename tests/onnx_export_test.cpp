@@ -10,6 +10,7 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "models/loader.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/onnx_export.h"
 #include "tests/cli_support.h"

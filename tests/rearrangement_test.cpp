@@ -6,6 +6,7 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "models/loader.h"
 #include "pruner/surgery/mask_rearrangement.h"
 #include "pruner/training/gate_training.h"
 #include "tests/cli_support.h"

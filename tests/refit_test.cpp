@@ -15,9 +15,10 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "models/loader.h"
 #include "pruner/surgery/refit.h"
 #include "pruner/surgery/surgery.h"
-#include "pruner/training/corpus.h"
+#include "pruner/text/corpus.h"
 #include "tests/stories_support.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"

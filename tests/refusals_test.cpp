@@ -20,6 +20,7 @@
 
 #include "models/checkpoint.h"
 #include "models/formats/safetensors.h"
+#include "models/loader.h"
 #include "tests/cli_support.h"
 #include "tests/test_support.h"
 

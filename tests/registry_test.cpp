@@ -36,18 +36,18 @@ CATCH_TEST_CASE("an unknown model_type is refused with the supported list", "[re
                           "model_type 'gpt2' is not supported (supported: bert, distilbert, mpnet, roberta, xlm-roberta, modernbert, llama, qwen2, qwen3, mistral, phi3, gemma3_text)");
   auto j = llama_json();
   j["model_type"] = "gpt2";
-  CATCH_CHECK_THROWS_WITH(hp::models::ModelConfig::from_json(j, "cfg.json"),
+  CATCH_CHECK_THROWS_WITH(hp::models::read_config(j, "cfg.json"),
                           "cfg.json: model_type 'gpt2' is not supported (supported: bert, distilbert, mpnet, roberta, xlm-roberta, modernbert, llama, qwen2, qwen3, mistral, phi3, gemma3_text)");
 }
 
 CATCH_TEST_CASE("a family's keys are refused in another family's config", "[registry]") {
   auto bert = hp::testing::tiny_config().raw;
   bert["rms_norm_eps"] = 1e-6;  // a LLaMA key
-  CATCH_CHECK_THROWS_WITH(hp::models::ModelConfig::from_json(bert, "b"),
+  CATCH_CHECK_THROWS_WITH(hp::models::read_config(bert, "b"),
                           Catch::Contains("key 'rms_norm_eps' is not modelled by headprune for model_type 'bert'"));
   auto llama = llama_json();
   llama["type_vocab_size"] = 2;  // a BERT key
-  CATCH_CHECK_THROWS_WITH(hp::models::ModelConfig::from_json(llama, "l"),
+  CATCH_CHECK_THROWS_WITH(hp::models::read_config(llama, "l"),
                           Catch::Contains("key 'type_vocab_size' is not modelled by headprune for model_type 'llama'"));
 }
 
@@ -57,7 +57,7 @@ CATCH_TEST_CASE("the registry builds each family's model with the config's heads
   CATCH_CHECK(bert_model->config().model_type == "bert");
   CATCH_CHECK(bert_model->named_parameters().contains("pooler.dense.weight"));
   CATCH_CHECK_FALSE(hp::models::make_model(bert, {})->named_parameters().contains("pooler.dense.weight"));
-  const auto llama = hp::models::ModelConfig::from_json(llama_json(), "l");
+  const auto llama = hp::models::read_config(llama_json(), "l");
   auto llama_model = hp::models::make_model(llama, {});
   CATCH_CHECK(llama_model->config().heads_per_layer() == std::vector<int64_t>{4, 4});
   CATCH_CHECK(llama_model->named_parameters().contains("model.layers.0.self_attn.k_proj.weight"));
@@ -70,13 +70,13 @@ CATCH_TEST_CASE("per-head costs follow each family's layout", "[registry]") {
   CATCH_CHECK(hp::models::forward_flops_per_token(bert, 1) -
                   hp::models::attention_flops_per_token(bert, 1) == 2 * 4.0 * 32 * 64);
   // LLaMA: no biases by default, 2 KV heads for 4 query heads, SwiGLU (3 matrices), LM head.
-  const auto llama = hp::models::ModelConfig::from_json(llama_json(), "l");  // H 16, d 4, I 24, V 32
+  const auto llama = hp::models::read_config(llama_json(), "l");  // H 16, d 4, I 24, V 32
   CATCH_CHECK(hp::models::attention_parameters(llama) == 2 * (4 * 2 * 16 * 4 + 2 * 2 * 16 * 4));
   CATCH_CHECK(hp::models::forward_flops_per_token(llama, 1) -
                   hp::models::attention_flops_per_token(llama, 1) == 2 * 6.0 * 16 * 24 + 2.0 * 16 * 32);
   CATCH_CHECK_FALSE(bert.family().has_lm_head());
   // DistilBERT: BERT's layout under its own config names (no token types: not per head).
-  const auto distilbert = hp::models::ModelConfig::from_json(
+  const auto distilbert = hp::models::read_config(
       {{"model_type", "distilbert"}, {"vocab_size", 32}, {"dim", 32}, {"n_layers", 2}, {"n_heads", 4},
        {"hidden_dim", 64}},
       "d");
@@ -86,13 +86,13 @@ CATCH_TEST_CASE("per-head costs follow each family's layout", "[registry]") {
   // Qwen2: LLaMA's layout plus q/k/v biases (d per query head, 2d per KV head), no o_proj bias.
   auto qwen2_json = llama_json();
   qwen2_json["model_type"] = "qwen2";
-  const auto qwen2 = hp::models::ModelConfig::from_json(qwen2_json, "q");
+  const auto qwen2 = hp::models::read_config(qwen2_json, "q");
   CATCH_CHECK(hp::models::attention_parameters(qwen2) ==
               hp::models::attention_parameters(llama) + 2 * (4 * 4 + 2 * 2 * 4));
   // Qwen3: LLaMA's projections (head_dim 128 by default); its q/k norms are per layer, not per head.
   auto qwen3_json = llama_json();
   qwen3_json["model_type"] = "qwen3";
-  const auto qwen3 = hp::models::ModelConfig::from_json(qwen3_json, "q3");
+  const auto qwen3 = hp::models::read_config(qwen3_json, "q3");
   CATCH_CHECK(qwen3.head_dim == 128);
   CATCH_CHECK(hp::models::attention_parameters(qwen3) == 2 * (4 * 2 * 16 * 128 + 2 * 2 * 16 * 128));
 }

@@ -8,6 +8,7 @@
 #include "models/checkpoint.h"
 #include "models/formats/safetensors.h"
 #include "models/generation.h"
+#include "models/loader.h"
 #include "tests/test_support.h"
 #include "tests/tolerance.h"
 

@@ -8,7 +8,8 @@
 
 #include "gates/hard_concrete.h"
 #include "models/checkpoint.h"
-#include "pruner/training/corpus.h"
+#include "models/loader.h"
+#include "pruner/text/corpus.h"
 #include "pruner/training/gate_training.h"
 #include "tests/stories_support.h"
 

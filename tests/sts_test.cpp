@@ -8,6 +8,7 @@
 #include "models/checkpoint.h"
 #include "models/config.h"
 #include "models/errors.h"
+#include "models/loader.h"
 #include "pruner/measure/sts.h"
 #include "tests/test_support.h"
 

@@ -7,14 +7,15 @@
 #include <torch/torch.h>
 
 #include "models/checkpoint.h"
-#include "models/tokenizer/wordpiece.h"
 #include "models/inputs.h"
+#include "models/loader.h"
+#include "models/tokenizer/wordpiece.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/export.h"
 #include "pruner/surgery/surgery.h"
 #include "tests/test_support.h"
-#include "tests/tolerance.h"
 #include "tests/tiny_model.h"
+#include "tests/tolerance.h"
 
 using namespace headprune;
 

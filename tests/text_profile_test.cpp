@@ -4,8 +4,9 @@
 #include <fstream>
 
 #include "models/checkpoint.h"
-#include "pruner/training/corpus.h"
-#include "pruner/training/text_profile.h"
+#include "models/loader.h"
+#include "pruner/text/corpus.h"
+#include "pruner/text/text_profile.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;

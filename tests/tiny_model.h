@@ -14,12 +14,13 @@
 #include "models/checkpoint.h"
 #include "models/config.h"
 #include "models/formats/safetensors.h"
-#include "pruner/training/corpus.h"
+#include "models/registry.h"
+#include "pruner/text/corpus.h"
 
 namespace headprune::testing {
 
 inline models::ModelConfig tiny_config(int64_t layers = 2, int64_t heads = 4, int64_t head_dim = 8) {
-  return models::ModelConfig::from_json({{"model_type", "bert"},
+  return models::read_config({{"model_type", "bert"},
                                          {"vocab_size", 64},
                                          {"hidden_size", heads * head_dim},
                                          {"num_hidden_layers", layers},

@@ -1,4 +1,4 @@
-// The teacher's top-k target (pruner/training/top_k_target.h, issue 37 item 2): the KL over the
+// The teacher's top-k target (pruner/objectives/top_k_target.h, issue 37 item 2): the KL over the
 // top-k tokens and a rest bucket is the KL of the merged outcomes, equals the whole KL when the
 // bucket holds one token, is at most the whole KL, has the gradient top_k_gradient_target
 // describes, and the chunked path computes the same loss and gradients as the whole batch.
@@ -17,10 +17,10 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
-#include "pruner/training/chunked_kl.h"
-#include "pruner/training/distillation.h"
+#include "pruner/objectives/chunked_kl.h"
+#include "pruner/objectives/distillation.h"
+#include "pruner/objectives/top_k_target.h"
 #include "pruner/training/gate_training.h"
-#include "pruner/training/top_k_target.h"
 #include "tests/stories_support.h"
 #include "tests/stories_training.h"
 #include "tests/test_support.h"

@@ -14,8 +14,10 @@
 #include "models/checkpoint.h"
 #include "models/formats/safetensors.h"
 #include "models/linear.h"
-#include "pruner/training/chunked_kl.h"
-#include "pruner/training/corpus.h"
+#include "models/loader.h"
+#include "models/registry.h"
+#include "pruner/objectives/chunked_kl.h"
+#include "pruner/text/corpus.h"
 #include "pruner/training/gate_training.h"
 #include "pruner/training/memory_fit.h"
 #include "tests/cli_support.h"
@@ -106,7 +108,7 @@ CATCH_TEST_CASE("gate gradients through bfloat16-kept weights equal float32 stor
     return torch::cat(g);
   };
   const auto wide = grads(models::WeightStorage::float32), narrow = grads(models::WeightStorage::source);
-  const auto config = models::ModelConfig::from_directory(dir);
+  const auto config = models::read_config_file(dir);
   const double tol = testing::float32_tolerance(config, wide);
   CATCH_INFO("largest difference " << (narrow - wide).abs().max().item<double>() << ", bound " << tol);
   CATCH_CHECK((narrow - wide).abs().max().item<double>() <= tol);
@@ -180,7 +182,7 @@ CATCH_TEST_CASE("the memory estimate counts a checkpoint's weights as loading ho
                 "[weight_storage][memory]") {
   const auto dir = bfloat16_copy("llama3");
   pruner::GateTrainingOptions o;
-  const auto config = models::ModelConfig::from_directory(dir);
+  const auto config = models::read_config_file(dir);
   const int64_t tokens = 4 * 64;
   const auto need = pruner::gate_training_memory_need(dir, o, tokens);
   CATCH_REQUIRE(need.has_value());

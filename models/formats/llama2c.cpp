@@ -81,7 +81,6 @@ Llama2cCheckpoint read_llama2c(const std::filesystem::path& file) {
                       {"bos_token_id", 1},
                       {"eos_token_id", 2},
                       {"torch_dtype", "float32"}};
-  ckpt.config = ModelConfig::from_json(ckpt.config_json, file.string());
   return ckpt;
 }
 

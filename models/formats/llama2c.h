@@ -17,7 +17,6 @@
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
-#include "models/config.h"
 #include "models/formats/llama2c_header.h"
 #include "models/formats/safetensors.h"
 
@@ -26,8 +25,8 @@ namespace headprune::models {
 /// A llama2.c checkpoint as an HF LLaMA model.
 struct Llama2cCheckpoint {
   Llama2cHeader header;
-  nlohmann::json config_json;  ///< an HF LlamaForCausalLM config.json (model_type "llama")
-  ModelConfig config;          ///< config_json parsed
+  nlohmann::json config_json;  ///< an HF LlamaForCausalLM config.json (model_type "llama"; the
+                               ///< registry's read_config parses it)
   TensorMap weights;           ///< HF key names (model.layers.N.self_attn.q_proj.weight, ...)
 };
 

@@ -1,4 +1,4 @@
-// Gemma 3's GgufCodec (models/gguf_model.h): llama.cpp's `gemma3` architecture read and written
+// Gemma 3's GgufCodec (models/gguf_codec.h): llama.cpp's `gemma3` architecture read and written
 // through the shared LLaMA-style reader and writer (models/llama/llama_gguf.h,
 // llama_gguf_export.h) with Gemma's layout. Writing needs what llama.cpp's gemma3 graph assumes
 // (below) and the same heads in every layer (one attention.head_count); anything else is
@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "models/errors.h"
-#include "models/gguf_model.h"
+#include "models/gguf_codec.h"
 #include "models/llama/llama_gguf.h"
 #include "models/llama/llama_gguf_export.h"
 #include "models/llama/llama_model.h"

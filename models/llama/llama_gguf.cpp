@@ -206,10 +206,11 @@ nlohmann::json gguf_decoder_config(const GgufFile& f, const std::string& arch, c
 
 const std::set<std::string>& modelled_gguf_keys() { return llama_layout().modelled_keys; }
 
-GgufModel read_llama_gguf(const std::filesystem::path& file) { return read_llama_gguf(read_gguf(file)); }
-GgufModel read_llama_gguf(GgufFile file) { return read_decoder_gguf(std::move(file), llama_layout()); }
+GgufModel read_llama_gguf(GgufFile file, ConfigReader read_config) {
+  return read_decoder_gguf(std::move(file), llama_layout(), read_config);
+}
 
-GgufModel read_decoder_gguf(GgufFile file, const GgufDecoderLayout& layout) {
+GgufModel read_decoder_gguf(GgufFile file, const GgufDecoderLayout& layout, ConfigReader read_config) {
   GgufModel out;
   out.gguf = std::move(file);
   const auto& f = out.gguf;
@@ -232,7 +233,7 @@ GgufModel read_decoder_gguf(GgufFile file, const GgufDecoderLayout& layout) {
     out.source_types[name] = ggml_type_traits(info.type).name;
   }
   out.config_json = layout.config_json(f, names);
-  out.config = ModelConfig::from_json(out.config_json, path.string());
+  out.config = read_config(out.config_json, path.string());
   if (layout.permute_qk) permute_query_key_rows(out);
   return out;
 }

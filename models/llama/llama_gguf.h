@@ -22,7 +22,7 @@
 
 #include "models/config.h"
 #include "models/formats/gguf_writer.h"
-#include "models/gguf_model.h"
+#include "models/gguf_codec.h"
 
 namespace headprune::models::llama {
 
@@ -61,16 +61,16 @@ const GgufDecoderLayout& llama_layout();
 /// the layout says so (the inverse of convert_hf_to_gguf.py's LlamaModel.permute;
 /// models/formats/llama2c.h, permute_rotary_rows), norm weights less 1 where the file holds
 /// 1 + w. Float32 metadata values are written to config.json as their shortest decimal
-/// (9.99999975e-06 -> 1e-05).
+/// (9.99999975e-06 -> 1e-05). The config.json made is parsed by `read_config` (the registry's,
+/// handed down: models/gguf_codec.h ConfigReader).
 /// @throws headprune::Error naming the file and the key or tensor: a missing required key, a key
 ///         of the architecture the layout does not model (rope scaling, experts, per-layer head
 ///         arrays, partial rotary dimensions), a tensor it does not map, a missing or
 ///         mis-shaped tensor, or any GGUF format violation.
-GgufModel read_decoder_gguf(GgufFile file, const GgufDecoderLayout& layout);
+GgufModel read_decoder_gguf(GgufFile file, const GgufDecoderLayout& layout, ConfigReader read_config);
 
 /// read_decoder_gguf with LLaMA's layout (architecture `llama`).
-GgufModel read_llama_gguf(const std::filesystem::path& file);
-GgufModel read_llama_gguf(GgufFile file);
+GgufModel read_llama_gguf(GgufFile file, ConfigReader read_config);
 
 /// The `<arch>.*` keys every LLaMA-style layout reads: context_length, embedding_length,
 /// block_count, feed_forward_length, attention.head_count[_kv], rope.freq_base,

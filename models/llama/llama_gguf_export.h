@@ -27,7 +27,7 @@
 #include <torch/types.h>
 
 #include "models/checkpoint.h"
-#include "models/gguf_model.h"
+#include "models/gguf_codec.h"
 #include "models/llama/llama_gguf.h"
 
 namespace headprune::models::llama {
@@ -90,7 +90,9 @@ class DecoderGgufCodec final : public GgufCodec {
   DecoderGgufCodec(const GgufDecoderLayout& layout, Check check, bool fitting)
       : layout_(layout), check_(check), fitting_(fitting) {}
   std::vector<std::string> architectures() const override { return {layout_.architecture}; }
-  GgufModel read(GgufFile file) const override { return read_decoder_gguf(std::move(file), layout_); }
+  GgufModel read(GgufFile file, ConfigReader read_config) const override {
+    return read_decoder_gguf(std::move(file), layout_, read_config);
+  }
   void check_exportable(const Checkpoint& checkpoint) const override { check_(checkpoint); }
   GgufExport build(const Checkpoint& checkpoint, GgufExportType type, const std::string& name) const override;
 

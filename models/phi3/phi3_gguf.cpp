@@ -1,4 +1,4 @@
-// Phi-3's GgufCodec (models/gguf_model.h): llama.cpp's `phi3` architecture read and written
+// Phi-3's GgufCodec (models/gguf_codec.h): llama.cpp's `phi3` architecture read and written
 // through the shared LLaMA-style reader and writer (models/llama/llama_gguf.h,
 // llama_gguf_export.h) with Phi-3's layout.
 //
@@ -14,7 +14,7 @@
 // / `deci` with the projections split, which compute the same.
 #include "models/phi3/phi3_family.h"
 
-#include "models/gguf_model.h"
+#include "models/gguf_codec.h"
 #include "models/llama/llama_gguf.h"
 #include "models/llama/llama_gguf_export.h"
 

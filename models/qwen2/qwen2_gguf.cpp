@@ -1,4 +1,4 @@
-// Qwen2's GgufCodec (models/gguf_model.h): llama.cpp's `qwen2` architecture read and written
+// Qwen2's GgufCodec (models/gguf_codec.h): llama.cpp's `qwen2` architecture read and written
 // through the shared LLaMA-style reader and writer (models/llama/llama_gguf.h,
 // llama_gguf_export.h) with Qwen2's layout.
 //
@@ -11,7 +11,7 @@
 // `llama` reader reads such a file (q/k/v biases, no output bias) back as Qwen2.
 #include "models/qwen2/qwen2_family.h"
 
-#include "models/gguf_model.h"
+#include "models/gguf_codec.h"
 #include "models/llama/llama_gguf.h"
 #include "models/llama/llama_gguf_export.h"
 #include "models/llama/llama_gguf_names.h"

@@ -1,4 +1,4 @@
-// Qwen3's GgufCodec (models/gguf_model.h): llama.cpp's `qwen3` architecture read and written
+// Qwen3's GgufCodec (models/gguf_codec.h): llama.cpp's `qwen3` architecture read and written
 // through the shared LLaMA-style reader and writer (models/llama/llama_gguf.h,
 // llama_gguf_export.h) with Qwen3's layout.
 //
@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "models/errors.h"
-#include "models/gguf_model.h"
+#include "models/gguf_codec.h"
 #include "models/llama/llama_gguf.h"
 #include "models/llama/llama_gguf_export.h"
 #include "models/llama/llama_gguf_names.h"

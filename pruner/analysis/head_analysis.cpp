@@ -12,7 +12,7 @@
 #include "models/errors.h"
 #include "pruner/analysis/head_importance.h"
 #include "pruner/log.h"
-#include "pruner/training/corpus.h"
+#include "pruner/text/corpus.h"
 
 namespace headprune::pruner {
 namespace {

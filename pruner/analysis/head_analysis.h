@@ -16,7 +16,7 @@
 #include "pruner/analysis/conllu.h"
 #include "pruner/analysis/head_roles.h"
 #include "pruner/analysis/head_stats.h"
-#include "pruner/training/gate_record.h"
+#include "pruner/records/gate_record.h"
 
 namespace headprune::pruner {
 

@@ -4,8 +4,8 @@
 
 #include "models/errors.h"
 #include "pruner/log.h"
-#include "pruner/training/corpus.h"
-#include "pruner/training/distillation.h"
+#include "pruner/objectives/distillation.h"
+#include "pruner/text/corpus.h"
 
 namespace headprune::pruner {
 namespace {

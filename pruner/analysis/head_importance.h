@@ -10,7 +10,7 @@
 
 namespace headprune::pruner {
 
-/// Per layer and present head: the self-distillation loss (pruner/training/distillation.h,
+/// Per layer and present head: the self-distillation loss (pruner/objectives/distillation.h,
 /// embedding weight 1) of the model with that one head removed against the dense model,
 /// averaged over `sequences` (token ids, special tokens included) in batches of `batch_size`.
 ///

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "pruner/report/format.h"
+#include "pruner/format.h"
 
 namespace headprune::pruner {
 namespace {

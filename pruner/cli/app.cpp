@@ -8,11 +8,11 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
-#include "pruner/surgery/atomic_write.h"
+#include "pruner/atomic_write.h"
+#include "pruner/blas_kernels.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/option_table.h"
-#include "pruner/blas_kernels.h"
 #include "pruner/log.h"
 #include "pruner/thread_pools.h"
 #include "pruner/training/interruption.h"

@@ -4,18 +4,19 @@
 #include <fmt/format.h>
 
 #include "models/errors.h"
-#include "pruner/surgery/apply.h"
-#include "pruner/surgery/onnx_export.h"
 #include "models/gguf_model.h"
-#include "pruner/surgery/gguf_folder.h"
+#include "models/loader.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/training_flags.h"
-#include "pruner/surgery/mask_rearrangement.h"
-#include "pruner/surgery/refit.h"
-#include "pruner/training/corpus.h"
-#include "pruner/training/gate_state.h"
 #include "pruner/log.h"
+#include "pruner/records/gate_state.h"
+#include "pruner/surgery/apply.h"
+#include "pruner/surgery/gguf_folder.h"
+#include "pruner/surgery/mask_rearrangement.h"
+#include "pruner/surgery/onnx_export.h"
+#include "pruner/surgery/refit.h"
+#include "pruner/text/corpus.h"
 
 namespace headprune::cli {
 

@@ -4,11 +4,12 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "pruner/surgery/atomic_write.h"
-#include "pruner/measure/bench.h"
+#include "models/loader.h"
+#include "pruner/atomic_write.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/dtype_option.h"
+#include "pruner/measure/bench.h"
 
 namespace headprune::cli {
 

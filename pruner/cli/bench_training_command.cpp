@@ -4,11 +4,12 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "pruner/surgery/atomic_write.h"
+#include "models/loader.h"
+#include "pruner/atomic_write.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
+#include "pruner/jobs/training_bench.h"
 #include "pruner/log.h"
-#include "pruner/measure/training_bench.h"
 #include "pruner/training/training_options.h"
 
 namespace headprune::cli {

@@ -8,10 +8,10 @@
 #include "models/formats/safetensors.h"
 #include "models/gguf_model.h"
 #include "models/tokenizer/gguf_tokenizer.h"
+#include "pruner/atomic_write.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/log.h"
-#include "pruner/surgery/atomic_write.h"
 
 namespace headprune::cli {
 

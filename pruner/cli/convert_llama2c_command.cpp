@@ -6,8 +6,9 @@
 #include "models/errors.h"
 #include "models/formats/llama2c.h"
 #include "models/formats/safetensors.h"
+#include "models/registry.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
-#include "pruner/surgery/atomic_write.h"
+#include "pruner/atomic_write.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/log.h"
@@ -31,8 +32,9 @@ int run_convert_llama2c(const std::vector<std::string>& args, const GlobalOption
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   auto converted = models::read_llama2c(model);
+  const auto config = models::read_config(converted.config_json, model);
   if (!tokenizer.empty())  // validate before writing anything
-    models::Llama2cTokenizer::from_file(tokenizer, converted.config.vocab_size);
+    models::Llama2cTokenizer::from_file(tokenizer, config.vocab_size);
   else
     log::warn("no --tokenizer: {} will hold no tokenizer (generate then needs --tokenizer)", out);
   pruner::build_folder_atomic(out, vm.count("force") > 0, [&](const fs::path& tmp) {

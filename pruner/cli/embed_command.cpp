@@ -6,8 +6,9 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "models/input_file.h"
 #include "models/formats/safetensors.h"
+#include "models/input_file.h"
+#include "models/loader.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/dtype_option.h"

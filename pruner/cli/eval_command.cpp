@@ -5,14 +5,15 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/input_file.h"
-#include "pruner/measure/classification.h"
+#include "models/loader.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/dtype_option.h"
-#include "pruner/training/corpus.h"
-#include "pruner/measure/fidelity.h"
 #include "pruner/log.h"
+#include "pruner/measure/classification.h"
+#include "pruner/measure/fidelity.h"
 #include "pruner/measure/sts.h"
+#include "pruner/text/corpus.h"
 
 namespace headprune::cli {
 

@@ -6,6 +6,7 @@
 
 #include "models/checkpoint.h"
 #include "models/gguf_model.h"
+#include "models/loader.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/log.h"

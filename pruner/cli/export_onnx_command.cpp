@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "models/checkpoint.h"
+#include "models/loader.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/log.h"

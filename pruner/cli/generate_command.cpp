@@ -10,6 +10,7 @@
 #include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/generation.h"
+#include "models/loader.h"
 #include "models/model_family.h"
 #include "models/tokenizer/chat_template.h"
 #include "models/tokenizer/llama2c_tokenizer.h"

@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "models/checkpoint.h"
+#include "models/loader.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/measure/inspect.h"

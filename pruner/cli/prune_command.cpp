@@ -7,7 +7,7 @@
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/training_flags.h"
-#include "pruner/report/format.h"
+#include "pruner/format.h"
 #include "pruner/jobs/prune_job.h"
 
 namespace headprune::cli {

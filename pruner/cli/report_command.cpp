@@ -3,13 +3,13 @@
 
 #include <fmt/format.h>
 
-#include "pruner/surgery/atomic_write.h"
-#include "pruner/cli/command.h"
-#include "pruner/cli/command_line.h"
-#include "pruner/report/report.h"
-#include "pruner/jobs/sweep.h"
 #include "models/config.h"
 #include "models/errors.h"
+#include "pruner/atomic_write.h"
+#include "pruner/cli/command.h"
+#include "pruner/cli/command_line.h"
+#include "pruner/jobs/sweep.h"
+#include "pruner/report/report.h"
 
 namespace headprune::cli {
 

@@ -5,12 +5,14 @@
 #include <fmt/ranges.h>
 
 #include "models/errors.h"
+#include "models/loader.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
 #include "pruner/cli/training_flags.h"
+#include "pruner/jobs/latency_measurement.h"
 #include "pruner/log.h"
-#include "pruner/training/memory_fit.h"
 #include "pruner/training/gates_folder.h"
+#include "pruner/training/memory_fit.h"
 
 namespace headprune::cli {
 
@@ -58,8 +60,12 @@ int run_train_gates(const std::vector<std::string>& args, const GlobalOptions& g
   auto ckpt = models::load_checkpoint(model, options.device, options.weight_storage());
   auto corpus = pruner::load_training_text(settings.text, ckpt, settings.corpus);
   const bool folder_was_new = !std::filesystem::exists(out);
-  auto state = pruner::discard_if_failed([&] { return pruner::train_gates(ckpt, corpus, options, group); }, out,
-                                         folder_was_new, group.is_main() && !options.resume);
+  auto state = pruner::discard_if_failed(
+      [&] {
+        pruner::provide_latency_table(options, ckpt, group);
+        return pruner::train_gates(ckpt, corpus, options, group);
+      },
+      out, folder_was_new, group.is_main() && !options.resume);
   if (!group.is_main()) return 0;  // rank 0 reports
   if (!state.complete) {
     std::cout << fmt::format("stopped at step {} of {}; continue with the same command and --resume\n",

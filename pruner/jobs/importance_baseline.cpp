@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "gates/keep_mask.h"
-#include "pruner/training/gate_state.h"
+#include "pruner/records/gate_state.h"
 #include "pruner/training/sparsity_measure.h"
 
 namespace headprune::pruner {

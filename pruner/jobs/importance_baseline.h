@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "models/checkpoint.h"
-#include "pruner/training/gate_record.h"
+#include "pruner/records/gate_record.h"
 #include "pruner/training/training_options.h"
 
 namespace headprune::pruner {

@@ -10,11 +10,12 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
+#include "models/loader.h"
 #include "pruner/log.h"
+#include "pruner/objectives/distillation.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/export.h"
-#include "pruner/training/distillation.h"
-#include "pruner/training/training_text.h"
+#include "pruner/text/training_text.h"
 
 namespace headprune::pruner {
 namespace {
@@ -38,9 +39,8 @@ DenseTargets dense_targets(const models::Checkpoint& dense, const std::vector<st
 }
 
 /// The distillation loss of `model` with `layers` removed, against the dense targets.
-double loss_without(const std::filesystem::path& model, const std::vector<int64_t>& layers, const DenseTargets& dense,
-                    const torch::Device& device) {
-  auto ckpt = models::load_checkpoint(model, device);
+double loss_without(const models::Checkpoint& model, const std::vector<int64_t>& layers, const DenseTargets& dense) {
+  auto ckpt = models::copy_checkpoint(model);
   ckpt.model->drop_layers(layers);
   double loss = 0;
   for (std::size_t b = 0; b < dense.inputs.size(); ++b) {
@@ -53,12 +53,11 @@ double loss_without(const std::filesystem::path& model, const std::vector<int64_
 
 }  // namespace
 
-std::vector<LayerDrop> greedy_layer_order(const std::filesystem::path& model,
+std::vector<LayerDrop> greedy_layer_order(const models::Checkpoint& dense,
                                           const std::vector<std::vector<int64_t>>& sequences,
                                           std::size_t batch_size, const torch::Device& device, int64_t steps) {
   if (sequences.empty()) throw Error("no sentences to rank layers on");
   torch::NoGradGuard no_grad;
-  const auto dense = models::load_checkpoint(model, device);
   const int64_t layers = dense.model->config().num_hidden_layers;
   if (steps < 1 || steps >= layers)
     throw Error(fmt::format("cannot remove {} of {} layers (1..{} can be)", steps, layers, layers - 1));
@@ -72,7 +71,7 @@ std::vector<LayerDrop> greedy_layer_order(const std::filesystem::path& model,
         continue;
       auto candidate = removed;
       candidate.push_back(l);
-      if (const double loss = loss_without(model, candidate, targets, device); loss < best.loss) best = {l, loss};
+      if (const double loss = loss_without(dense, candidate, targets); loss < best.loss) best = {l, loss};
     }
     removed.push_back(best.layer);
     order.push_back(best);
@@ -93,12 +92,12 @@ nlohmann::json prune_layers(const PruneJobOptions& o, const std::vector<int64_t>
   log::info("\n[1/5] whole layers removed: {} (a baseline, no training)", fmt::join(layers, " "));
   auto pruned = models::load_checkpoint(o.model, o.training.device);
   const auto corpus = load_training_text(o.text, pruned, o.corpus);
+  auto dense = models::copy_checkpoint(pruned);
   log::info("\n[2/5] removing layers");
   auto applied = drop_layers_in_memory(pruned, layers);
   log::info("{} of {} layers kept; {} of {} heads", pruned.model->config().num_hidden_layers,
             pruned.model->config().num_hidden_layers + static_cast<int64_t>(layers.size()), applied.heads_after,
             applied.heads_before);
-  auto dense = models::load_checkpoint(o.model, o.training.device);
   const nlohmann::json summary = {{"baseline", "layers"}, {"layers_removed", applied.layers_removed}};
   const nlohmann::json record = {{"command", "sweep --baselines layers"},
                                  {"source", o.model.string()},

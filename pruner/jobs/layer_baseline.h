@@ -23,16 +23,16 @@ struct LayerDrop {
 
 /// Greedy layer removal: starting from the dense model at `model`, each step removes the layer
 /// whose removal (on top of the earlier steps') gives the lowest self-distillation loss
-/// (pruner/training/distillation.h, embedding weight 1: the loss the gates train on) against
+/// (pruner/objectives/distillation.h, embedding weight 1: the loss the gates train on) against
 /// the dense model over `sequences` (token ids, batches of `batch_size`), for `steps` steps.
 /// The greedy search of Sajjad et al. 2023 ("On the effect of dropping layers of pre-trained
 /// transformer models") and ShortGPT's per-layer scoring, with our objective as the score.
 /// Cost: (L + (L−1) + … + (L−steps+1)) loss evaluations, each one forward pass per batch of a
-/// freshly loaded copy; the dense targets are kept in memory ([sequences, seq, hidden] or
+/// copy of `dense` (models/loader.h copy_checkpoint); the dense targets are kept in memory ([sequences, seq, hidden] or
 /// [sequences, seq, vocab] floats).
 /// Layers the config cannot remove (ModelConfig::droppable_layer: ModernBERT's layer 0) are not
 /// candidates. @throws headprune::Error if `sequences` is empty or steps is not in [1, layers − 1].
-std::vector<LayerDrop> greedy_layer_order(const std::filesystem::path& model,
+std::vector<LayerDrop> greedy_layer_order(const models::Checkpoint& dense,
                                           const std::vector<std::vector<int64_t>>& sequences,
                                           std::size_t batch_size, const torch::Device& device, int64_t steps);
 

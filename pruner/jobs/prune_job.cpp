@@ -1,6 +1,7 @@
 #include "pruner/jobs/prune_job.h"
 
 #include <chrono>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -10,18 +11,20 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "pruner/analysis/head_analysis.h"
-#include "pruner/surgery/apply.h"
-#include "pruner/surgery/atomic_write.h"
-#include "pruner/surgery/export.h"
 #include "models/gguf_model.h"
-#include "pruner/surgery/gguf_folder.h"
-#include "pruner/surgery/onnx_export.h"
+#include "models/loader.h"
+#include "pruner/analysis/head_analysis.h"
+#include "pruner/atomic_write.h"
+#include "pruner/format.h"
+#include "pruner/jobs/latency_measurement.h"
+#include "pruner/log.h"
 #include "pruner/measure/classification.h"
 #include "pruner/measure/fidelity.h"
-#include "pruner/report/format.h"
-#include "pruner/log.h"
 #include "pruner/report/report.h"
+#include "pruner/surgery/apply.h"
+#include "pruner/surgery/export.h"
+#include "pruner/surgery/gguf_folder.h"
+#include "pruner/surgery/onnx_export.h"
 #include "pruner/surgery/surgery.h"
 #include "pruner/training/gates_folder.h"
 #include "pruner/training/memory_fit.h"
@@ -142,6 +145,7 @@ nlohmann::json measured_latency(const PruneJobOptions& o, const nlohmann::json& 
 /// the gates and their training's settings and log.
 struct TrainedRun {
   models::Checkpoint& student;
+  std::optional<models::Checkpoint>& dense;  ///< the dense model kept when the weights trained, else empty
   const Corpus& corpus;
   const AnalysisInput& treebank;
   const GateState& gates;
@@ -155,7 +159,9 @@ nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
                                 std::chrono::steady_clock::time_point t0) {
   stage(2, "removing heads");
   auto& student = run.student;
-  auto dense = models::load_checkpoint(o.model, run.training.device, run.training.weight_storage());
+  // The dense model beside the one surgery cuts: the teacher kept from training when the weights
+  // trained, else a copy of the student (its weights never changed).
+  auto dense = run.dense ? std::move(*run.dense) : models::copy_checkpoint(student);
   auto gates = run.gates;
   rearrange_mask(gates, student, dense, run.corpus.train, run.corpus.pad_id, o.rearrange);
   auto applied = apply_in_memory(student, plan_from_gates(gates, *student.model, o.fold_gates));
@@ -257,12 +263,20 @@ nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group
   training.out_dir = work;
   training.model_path = o.model.string();
   if (!training.resume && fs::exists(work) && group.is_main()) fs::remove_all(work);
-  const auto gates = discard_if_failed([&] { return train_gates(in.student, in.corpus, training, group); }, work,
-                                       true, group.is_main() && !training.resume);
+  // With --train-weights the dense model is kept (a copy, before the student's weights change):
+  // the teacher, then the reference of stages 2-5.
+  std::optional<models::Checkpoint> dense;
+  if (training.train_weights) dense = models::copy_checkpoint(in.student);
+  const auto gates = discard_if_failed(
+      [&] {
+        provide_latency_table(training, in.student, group);
+        return train_gates(in.student, in.corpus, training, group, dense ? dense->model : nullptr);
+      },
+      work, true, group.is_main() && !training.resume);
   if (!group.is_main()) return {{"rank", group.rank()}};  // rank 0 removes, measures, exports
   if (!gates.complete) throw Error("gate training stopped early; rerun with --resume");
   const auto summary = finish_prune_job(
-      o, {in.student, in.corpus, in.treebank, gates, training, read_file(work / "train_log.jsonl")}, t0);
+      o, {in.student, dense, in.corpus, in.treebank, gates, training, read_file(work / "train_log.jsonl")}, t0);
   fs::remove_all(work);
   return summary;
 }
@@ -273,7 +287,8 @@ nlohmann::json prune_with_gates(const PruneJobOptions& o, const GateState& gates
   log::info("\n[1/5] a given mask: {} of {} heads kept ({})", gates.heads_kept(), gates.heads_total(),
             gates.summary.contains("baseline") ? "a baseline, no training" : "gates trained earlier");
   auto in = load_job_inputs(o);
-  return finish_prune_job(o, {in.student, in.corpus, in.treebank, gates, o.training, train_log}, t0);
+  std::optional<models::Checkpoint> dense;  // the student's weights are the dense ones
+  return finish_prune_job(o, {in.student, dense, in.corpus, in.treebank, gates, o.training, train_log}, t0);
 }
 
 }  // namespace headprune::pruner

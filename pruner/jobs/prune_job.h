@@ -14,9 +14,9 @@
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/mask_rearrangement.h"
 #include "pruner/surgery/refit.h"
-#include "pruner/training/corpus.h"
+#include "pruner/text/corpus.h"
+#include "pruner/text/training_text.h"
 #include "pruner/training/gate_training.h"
-#include "pruner/training/training_text.h"
 
 namespace headprune::pruner {
 

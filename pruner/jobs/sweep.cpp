@@ -14,16 +14,18 @@
 #include "gates/keep_mask.h"
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "pruner/surgery/atomic_write.h"
+#include "models/loader.h"
+#include "models/registry.h"
 #include "pruner/analysis/head_importance.h"
+#include "pruner/atomic_write.h"
 #include "pruner/jobs/importance_baseline.h"
 #include "pruner/jobs/layer_baseline.h"
-#include "pruner/training/gates_folder.h"
-#include "pruner/training/nested_masks.h"
-#include "pruner/training/training_text.h"
-#include "pruner/training/sparsity_measure.h"
 #include "pruner/log.h"
 #include "pruner/measure/sts.h"
+#include "pruner/text/training_text.h"
+#include "pruner/training/gates_folder.h"
+#include "pruner/training/nested_masks.h"
+#include "pruner/training/sparsity_measure.h"
 
 namespace headprune::pruner {
 namespace fs = std::filesystem;
@@ -57,7 +59,7 @@ double one_run_target(std::vector<double> targets) {
 
 /// One training at the middle target, then every other target from its gates (nested masks).
 /// @returns each target's prune summary.
-std::map<double, nlohmann::json> one_run_summaries(const SweepOptions& o) {
+std::map<double, nlohmann::json> one_run_summaries(const SweepOptions& o, const models::ModelConfig& config) {
   const double trained_at = one_run_target(o.targets);
   const auto first = job_for(o, trained_at);
   log::info("\n===== sweep --one-run: training once, at target sparsity {} =====", trained_at);
@@ -65,7 +67,6 @@ std::map<double, nlohmann::json> one_run_summaries(const SweepOptions& o) {
   const auto trained = GateState::load(first.out / "headprune");
   std::ifstream log_file(first.out / "headprune" / "train_log.jsonl", std::ios::binary);
   const std::string train_log(std::istreambuf_iterator<char>(log_file), {});
-  const auto config = models::ModelConfig::from_directory(o.job.model);
   for (double t : o.targets)
     if (!summaries.count(t)) {
       log::info("\n===== sweep --one-run: target sparsity {} from the gates trained at {} =====", t, trained_at);
@@ -121,15 +122,17 @@ nlohmann::json importance_baseline(const SweepOptions& o, const std::optional<st
 
 /// sweep.json's "baselines.layers": the greedy layer order on the first training sequences, then
 /// one model per distinct layer count (layers_for_target) with those layers removed.
-nlohmann::json layer_baseline(const SweepOptions& o, const std::optional<std::vector<StsPair>>& pairs) {
+nlohmann::json layer_baseline(const SweepOptions& o, const models::ModelConfig& config,
+                              const std::optional<std::vector<StsPair>>& pairs) {
   const auto& device = o.job.training.device;
-  const auto layers = models::ModelConfig::from_directory(o.job.model).num_hidden_layers;
+  const auto layers = config.num_hidden_layers;
   std::vector<int64_t> counts;
   for (double t : o.targets) counts.push_back(layers_for_target(t, layers));
-  const auto sequences = scoring_sequences(o, models::load_checkpoint(o.job.model, device));
+  const auto dense = models::load_checkpoint(o.job.model, device);
+  const auto sequences = scoring_sequences(o, dense);
   log::info("\n===== sweep baseline: greedy layer removal on {} training sequences =====", sequences.size());
   const auto t0 = std::chrono::steady_clock::now();
-  const auto order = greedy_layer_order(o.job.model, sequences, o.job.training.batch_size, device,
+  const auto order = greedy_layer_order(dense, sequences, o.job.training.batch_size, device,
                                         *std::max_element(counts.begin(), counts.end()));
   nlohmann::json record = {{"method", "whole layers removed, greedily by the distillation loss, no training"},
                            {"sequences", sequences.size()},
@@ -203,13 +206,10 @@ void check_sweep_target(const fs::path& out, bool force) {
 nlohmann::json run_sweep(const SweepOptions& o) {
   check_sweep_target(o.out, o.job.force);
   // Validate every target against the model before training anything.
-  {
-    const auto config = models::ModelConfig::from_directory(o.job.model);
-    const auto measure = sparsity_measure(config, o.job.training);
-    for (double t : o.targets)
-      gates::validate_target(t, config.heads_per_layer(), measure,
-                             constraints_for(config, o.job.training.constraints));
-  }
+  const auto config = models::read_config_file(o.job.model);
+  const auto measure = sparsity_measure(config, o.job.training);
+  for (double t : o.targets)
+    gates::validate_target(t, config.heads_per_layer(), measure, constraints_for(config, o.job.training.constraints));
   std::optional<std::vector<StsPair>> pairs;
   if (o.sts) pairs = read_sts(*o.sts);  // a bad STS file is refused before anything is written
   fs::create_directories(o.out);
@@ -218,11 +218,11 @@ nlohmann::json run_sweep(const SweepOptions& o) {
                           {"quality", o.sts ? "sts_spearman" : "fidelity_mean_cosine"},
                           {"points", nlohmann::json::array()}};
   const auto dense_sts = sts_of(o.job.model, pairs, o.job.training.device);
-  sweep["dense"] = {{"heads_kept", models::ModelConfig::from_directory(o.job.model).total_heads()},
+  sweep["dense"] = {{"heads_kept", config.total_heads()},
                     {"speedup", 1.0},
                     {"quality", dense_sts ? nlohmann::json(*dense_sts) : nlohmann::json(1.0)}};
   const auto t0 = std::chrono::steady_clock::now();
-  const auto summaries = o.one_run ? one_run_summaries(o) : std::map<double, nlohmann::json>();
+  const auto summaries = o.one_run ? one_run_summaries(o, config) : std::map<double, nlohmann::json>();
   for (double t : o.targets) {
     const auto job = job_for(o, t);
     log::info("\n===== sweep: target sparsity {} -> {} =====", t, job.out.string());
@@ -233,7 +233,7 @@ nlohmann::json run_sweep(const SweepOptions& o) {
   sweep["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.one_run) sweep["one_run"] = {{"trained_at", one_run_target(o.targets)}};
   if (o.importance_baseline) sweep["baselines"]["importance"] = importance_baseline(o, pairs);
-  if (o.layer_baseline) sweep["baselines"]["layers"] = layer_baseline(o, pairs);
+  if (o.layer_baseline) sweep["baselines"]["layers"] = layer_baseline(o, config, pairs);
   write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");
   const auto table = sweep_table(sweep);
   write_file_atomic(o.out / "sweep.txt", table);

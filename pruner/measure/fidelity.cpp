@@ -7,9 +7,9 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
-#include "pruner/training/corpus.h"
-#include "pruner/training/chunked_kl.h"
-#include "pruner/training/distillation.h"
+#include "pruner/objectives/chunked_kl.h"
+#include "pruner/objectives/distillation.h"
+#include "pruner/text/corpus.h"
 
 namespace headprune::pruner {
 

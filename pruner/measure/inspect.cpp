@@ -5,24 +5,10 @@
 
 #include "models/flops.h"
 #include "models/model_family.h"
-#include "pruner/report/format.h"
+#include "models/model_size.h"
+#include "pruner/format.h"
 
 namespace headprune::pruner {
-
-std::uintmax_t weights_file_bytes(const std::filesystem::path& dir) {
-  if (std::filesystem::is_regular_file(dir)) return std::filesystem::file_size(dir);  // llama2.c .bin
-  std::uintmax_t total = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir))
-    if (entry.is_regular_file() && entry.path().extension() == ".safetensors")
-      total += entry.file_size();
-  return total;
-}
-
-int64_t parameter_count(const models::AttentionModel& model) {
-  int64_t n = 0;
-  for (const auto& p : model.parameters()) n += p.numel();
-  return n;
-}
 
 ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
   const auto& c = ckpt.model->config();
@@ -38,12 +24,12 @@ ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
   for (const auto& kv : c.kept_kv_heads())
     s.num_key_value_heads_per_layer.push_back(static_cast<int64_t>(kv.size()));
   s.kept_heads = c.kept_heads;
-  s.parameters = parameter_count(*ckpt.model);
+  s.parameters = models::parameter_count(*ckpt.model);
   s.attention_parameters = ckpt.model->attention_parameter_count();
   s.seq_len = seq_len;
   s.flops_per_token = models::forward_flops_per_token(c, seq_len);
   s.attention_flops_per_token = models::attention_flops_per_token(c, seq_len);
-  s.weights_file_bytes = weights_file_bytes(ckpt.dir);
+  s.weights_file_bytes = models::weights_file_bytes(ckpt.dir);
   s.pooling = ckpt.pooling.from_sentence_transformers ? ckpt.pooling.describe() : "";
   s.max_seq_length = ckpt.max_seq_length;
   return s;

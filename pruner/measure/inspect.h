@@ -37,12 +37,6 @@ struct ModelSummary {
 /// Computes the summary. `seq_len` >= 1. @throws headprune::Error on a bad seq_len.
 ModelSummary summarize(const models::Checkpoint& checkpoint, int64_t seq_len);
 
-/// Number of parameters (all tensors registered as parameters) of a model.
-int64_t parameter_count(const models::AttentionModel& model);
-
-/// Total size of model.safetensors or of every shard in the folder, in bytes.
-std::uintmax_t weights_file_bytes(const std::filesystem::path& dir);
-
 /// Machine-readable form (keys as the struct's fields).
 nlohmann::json to_json(const ModelSummary& s);
 /// Human-readable multi-line text, no colour.

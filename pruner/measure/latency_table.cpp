@@ -9,13 +9,11 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "models/checkpoint.h"
 #include "models/errors.h"
 #include "models/json_get.h"
+#include "models/loader.h"
+#include "models/registry.h"
 #include "pruner/log.h"
-#include "pruner/measure/bench.h"
-#include "pruner/surgery/atomic_write.h"
-#include "pruner/surgery/surgery.h"
 
 namespace headprune::pruner {
 namespace fs = std::filesystem;
@@ -30,18 +28,6 @@ std::string cpu_model() {
       return name;
     }
   return "unknown CPU";
-}
-
-/// Original query heads layer l keeps in the table's model with k heads: round-robin over the
-/// KV groups (BERT: heads 0..k-1), so that KV heads go last.
-std::vector<int64_t> heads_removed_at(const models::ModelConfig& c, int64_t k) {
-  const int64_t group = c.kv_group_size(), groups = c.num_attention_heads / group;
-  std::vector<int64_t> order;
-  for (int64_t j = 0; j < group; ++j)
-    for (int64_t g = 0; g < groups; ++g) order.push_back(g * group + j);
-  std::vector<int64_t> removed(order.begin() + k, order.end());
-  std::sort(removed.begin(), removed.end());
-  return removed;
 }
 
 double layer_ms(const LatencyTable& t, int64_t k, int64_t layers) {
@@ -134,45 +120,6 @@ nlohmann::json architecture_fingerprint(const models::ModelConfig& c) {
           {"intermediate_size", c.intermediate_size},     {"vocab_size", c.vocab_size}};
 }
 
-std::vector<double> measure_latencies(const fs::path& model, int64_t batch_size, int64_t seq_len,
-                                      const torch::Device& device) {
-  auto dense = models::load_checkpoint(model, device);
-  const auto& c = dense.model->config();
-  if (c.total_heads() != c.num_attention_heads * c.num_hidden_layers)
-    throw Error(fmt::format("{} is already pruned: measure the latency table on the dense model it came from",
-                            model.string()));
-  BenchOptions o;
-  o.batches = {batch_size};
-  o.seqs = {seq_len};
-  o.max_reps = 15;
-  o.max_seconds_per_shape = 20;
-  o.device = device;
-  std::vector<double> ms, dense_ms;
-  for (int64_t k = 0; k < c.num_attention_heads; ++k) {
-    log::info("latency table: every layer at {} of {} heads", k, c.num_attention_heads);
-    auto cut = models::load_checkpoint(model, device);
-    nlohmann::json spec = nlohmann::json::object();
-    for (int64_t l = 0; l < c.num_hidden_layers; ++l) spec[std::to_string(l)] = heads_removed_at(c, k);
-    apply_plan(*cut.model, plan_from_remove_heads(spec, c));
-    const auto cell = run_bench(*dense.model, *cut.model, o).results.at(0);
-    ms.push_back(cell.pruned_median_ms / cell.dense_median_ms);  // relative; scaled below
-    dense_ms.push_back(cell.dense_median_ms);
-  }
-  const double dense_median = percentile(dense_ms, 0.5);
-  for (auto& m : ms) m *= dense_median;
-  ms.push_back(dense_median);
-  return ms;
-}
-
-LatencyTable measure_latency_table(const fs::path& model, int64_t batch_size, int64_t seq_len,
-                                   const torch::Device& device) {
-  const auto config = models::ModelConfig::from_directory(model);
-  LatencyTable t{machine_fingerprint(device), architecture_fingerprint(config), batch_size, seq_len, {}, {}};
-  t.ms_measured = measure_latencies(model, batch_size, seq_len, device);
-  t.ms_by_heads = fitted_latencies(t.ms_measured);
-  return t;
-}
-
 fs::path default_latency_table_file(const models::ModelConfig& config, int64_t batch_size, int64_t seq_len,
                                     const torch::Device& device) {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
@@ -184,18 +131,8 @@ fs::path default_latency_table_file(const models::ModelConfig& config, int64_t b
                      config.num_attention_heads, batch_size, seq_len, key);
 }
 
-LatencyTable latency_table_for(const fs::path& model, int64_t batch_size, int64_t seq_len,
-                               const torch::Device& device, const fs::path& given) {
-  const auto config = models::ModelConfig::from_directory(model);
-  const auto file = given.empty() ? default_latency_table_file(config, batch_size, seq_len, device) : given;
-  if (!fs::exists(file)) {
-    log::info("measuring the latency table at batch {} x seq {} (once; cached in {})", batch_size, seq_len,
-              file.string());
-    const auto table = measure_latency_table(model, batch_size, seq_len, device);
-    fs::create_directories(file.parent_path());
-    write_file_atomic(file, table.to_json().dump(2) + "\n");
-    return table;
-  }
+LatencyTable read_latency_table(const fs::path& file, const models::ModelConfig& config, int64_t batch_size,
+                                int64_t seq_len, const torch::Device& device) {
   const auto table = LatencyTable::from_json(models::read_json_file(file), file.string());
   const auto here = machine_fingerprint(device);
   auto refuse = [&](const std::string& what, const std::string& there, const std::string& now) {

@@ -18,7 +18,7 @@ namespace headprune::pruner {
 /// Whole-model forward latency with every layer at k heads, k = 0 .. num_attention_heads.
 /// Kwon et al. 2022 (§4.1) time each layer at each head count once and price masks from the
 /// table; here each entry is the whole model timed side by side with the dense one (pruner/
-/// measure/bench.h: interleaved, median), so a layer with k heads costs
+/// measure/bench.h: interleaved, median; pruner/jobs/latency_measurement.h), so a layer with k heads costs
 ///   layer_ms(k) = (ms_by_heads[k] − ms_by_heads[0]) / num_hidden_layers
 /// and a mask keeping k_l heads in layer l is predicted to take ms_by_heads[0] + Σ_l layer_ms(k_l).
 /// ms_by_heads is fitted_latencies(ms_measured): k = 0 as measured, k ≥ 1 on a least-squares line
@@ -58,30 +58,17 @@ std::string machine_fingerprint(const torch::Device& device);
 /// cost of a layer (not its weights). Tables are measured on unpruned configs only.
 nlohmann::json architecture_fingerprint(const models::ModelConfig& config);
 
-/// Times the checkpoint at `model` with every layer cut to its first k heads (GQA: query heads
-/// spread over the KV groups, so that KV heads stay as long as possible), k = 0 .. heads - 1,
-/// each side by side with the dense model at batch_size × seq_len (pruner/measure/bench.h); each
-/// entry is its ratio to the dense model times the median dense time, which is the last entry
-/// (k = heads). Progress on stderr. @returns [heads + 1] milliseconds, as measured (unfitted).
-/// @throws headprune::Error if the model is already pruned or the shape is out of range.
-std::vector<double> measure_latencies(const std::filesystem::path& model, int64_t batch_size, int64_t seq_len,
-                                      const torch::Device& device);
+/// The table in `file`, checked against this machine (machine_fingerprint), `config`'s
+/// architecture and the shape batch_size × seq_len (measuring one: pruner/jobs/latency_measurement.h).
+/// @throws headprune::Error for a malformed file, or one measured on another machine, another
+///         architecture or another shape (the message names both and says to delete it or choose
+///         another file).
+LatencyTable read_latency_table(const std::filesystem::path& file, const models::ModelConfig& config,
+                                int64_t batch_size, int64_t seq_len, const torch::Device& device);
 
-/// measure_latencies, fitted (fitted_latencies), with this machine and the model's architecture.
-/// @throws headprune::Error as both do.
-LatencyTable measure_latency_table(const std::filesystem::path& model, int64_t batch_size, int64_t seq_len,
-                                   const torch::Device& device);
-
-/// The table for `model` at batch_size × seq_len on this machine: read from `file` when it exists,
-/// else measured and written there (atomically). The default file lives in the user's cache,
-/// named by the architecture, shape and machine: $XDG_CACHE_HOME/headprune/latency/ (or
-/// ~/.cache/headprune/latency/).
-/// @throws headprune::Error if `file` was measured on another machine, another architecture or
-///         another shape (the message names both and says to delete it or choose another file).
-LatencyTable latency_table_for(const std::filesystem::path& model, int64_t batch_size, int64_t seq_len,
-                               const torch::Device& device, const std::filesystem::path& file = {});
-
-/// The default cache file latency_table_for uses.
+/// The file a latency table of `config` at batch_size × seq_len on this machine is cached in by
+/// default: $XDG_CACHE_HOME/headprune/latency/ (or ~/.cache/headprune/latency/), named by the
+/// architecture, the shape and the machine.
 std::filesystem::path default_latency_table_file(const models::ModelConfig& config, int64_t batch_size,
                                                  int64_t seq_len, const torch::Device& device);
 

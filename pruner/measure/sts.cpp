@@ -13,7 +13,7 @@
 #include "models/errors.h"
 #include "models/input_file.h"
 #include "pruner/measure/csv_table.h"
-#include "pruner/measure/text_batches.h"
+#include "pruner/text/text_batches.h"
 
 namespace headprune::pruner {
 namespace {

@@ -9,6 +9,7 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/json_get.h"
+#include "models/registry.h"
 #include "pruner/report/report_roles.h"
 
 namespace headprune::pruner {
@@ -64,7 +65,7 @@ size_t head_slot(int64_t h, size_t n, const std::filesystem::path& dir, int64_t 
 }  // namespace
 
 HeadReport report_from_checkpoint(const std::filesystem::path& dir) {
-  const auto config = models::ModelConfig::from_directory(dir);
+  const auto config = models::read_config_file(dir);
   HeadReport r;
   r.source = dir.string();
   // Head numbers and count of the model first pruned (a uniform LLaMA export renumbers).

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pruner/training/gate_state.h"
+#include "pruner/records/gate_state.h"
 
 namespace headprune::pruner {
 

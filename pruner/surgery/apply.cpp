@@ -9,8 +9,9 @@
 
 #include "models/errors.h"
 #include "models/head_costs.h"
-#include "pruner/report/format.h"
-#include "pruner/measure/inspect.h"
+#include "models/loader.h"
+#include "models/model_size.h"
+#include "pruner/format.h"
 #include "pruner/log.h"
 
 namespace headprune::pruner {
@@ -80,12 +81,12 @@ ApplyResult before_surgery(const models::Checkpoint& ckpt) {
   const auto& model = *ckpt.model;
   ApplyResult r;
   r.heads_before = model.config().total_heads();
-  r.params_before = parameter_count(model);
+  r.params_before = models::parameter_count(model);
   // A single-file source (llama2.c, a quantised GGUF) is compared as the dense model would be
   // written: the same safetensors dtypes as the export, not the source file's own encoding.
   r.bytes_before = 0;
   if (std::filesystem::is_directory(ckpt.dir)) {
-    r.bytes_before = weights_file_bytes(ckpt.dir);
+    r.bytes_before = models::weights_file_bytes(ckpt.dir);
   } else {
     for (const auto& entry : models::checkpoint_state_dict(ckpt)) r.bytes_before += entry.second.nbytes();
   }
@@ -101,7 +102,7 @@ void after_surgery(models::Checkpoint& ckpt, ApplyResult& r) {
   // An F16/BF16 source is written back in its dtype: the model in memory is what is written.
   models::round_to_source_dtypes(ckpt);
   r.heads_after = ckpt.model->config().total_heads();
-  r.params_after = parameter_count(*ckpt.model);
+  r.params_after = models::parameter_count(*ckpt.model);
 }
 
 }  // namespace

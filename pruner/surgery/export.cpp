@@ -8,23 +8,16 @@
 
 #include "models/checkpoint.h"
 #include "models/errors.h"
-#include "models/model_family.h"
-#include "models/remote_code.h"
 #include "models/formats/safetensors.h"
+#include "models/model_family.h"
+#include "models/model_size.h"
+#include "models/remote_code.h"
 #include "models/tokenizer/llama2c_tokenizer.h"
-#include "pruner/surgery/atomic_write.h"
-#include "pruner/measure/inspect.h"
+#include "pruner/atomic_write.h"
 
 namespace headprune::pruner {
 namespace fs = std::filesystem;
 namespace {
-
-bool is_inside(const fs::path& child, const fs::path& parent) {
-  auto c = fs::weakly_canonical(fs::absolute(child));
-  auto p = fs::weakly_canonical(fs::absolute(parent));
-  auto [pe, ce] = std::mismatch(p.begin(), p.end(), c.begin(), c.end());
-  return pe == p.end();
-}
 
 /// Weights of the pruned model in another format, which would still be dense: top-level weight
 /// files and exported-model folders. Weights inside sentence-transformers module folders
@@ -130,32 +123,6 @@ void copy_source_files(const fs::path& source, const fs::path& tmp, const models
 
 }  // namespace
 
-void check_outside_input(const fs::path& source, const fs::path& out) {
-  if (is_inside(out, source) && is_inside(source, out))
-    throw Error(fmt::format("--out {} is the input {}; choose another folder (the input is never "
-                            "modified)",
-                            out.string(), source.string()));
-  if (is_inside(out, source))
-    throw Error(fmt::format("--out {} is inside the input folder {}; choose a folder outside it "
-                            "(the input is never modified)",
-                            out.string(), source.string()));
-  if (is_inside(source, out))
-    throw Error(fmt::format("--out {} contains the input folder {}; choose another folder",
-                            out.string(), source.string()));
-}
-
-void check_export_target(const fs::path& source, const fs::path& out, bool force) {
-  check_outside_input(source, out);
-  if (fs::exists(out) && !fs::is_directory(out))
-    throw Error(fmt::format("--out {} exists and is not a folder", out.string()));
-  if (!fs::exists(out) || fs::is_empty(out)) return;
-  if (!force)
-    throw Error(fmt::format("--out {} exists and is not empty; choose another folder or pass "
-                            "--force to replace it",
-                            out.string()));
-  check_replaceable_folder(out);
-}
-
 ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::path& out, bool force,
                                const std::vector<std::vector<int64_t>>& heads_before,
                                const std::vector<std::vector<double>>& gates,
@@ -189,7 +156,7 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
     write_file_atomic(tmp / "config.json", cfg.dump(2) + "\n");
     copy_source_files(checkpoint.dir, tmp, config.family(), result);
     write_extra_files(tmp, files);
-    result.weights_bytes = weights_file_bytes(tmp);
+    result.weights_bytes = models::weights_file_bytes(tmp);
     if (finish) write_extra_files(tmp, finish(tmp, result));
   });
   return result;

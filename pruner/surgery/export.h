@@ -26,16 +26,6 @@ struct ExportResult {
 using ExportFinish = std::function<std::map<std::string, std::string>(const std::filesystem::path& tmp,
                                                                       ExportResult& result)>;
 
-/// Checks that `out` is not `source`, inside it, or containing it (the input is never
-/// modified). @throws headprune::Error saying what to change.
-void check_outside_input(const std::filesystem::path& source, const std::filesystem::path& out);
-
-/// Checks, before any work, that `out` can receive an export of `source`: not the same as,
-/// inside, or containing `source`; empty or absent unless `force`.
-/// @throws headprune::Error saying what to change.
-void check_export_target(const std::filesystem::path& source, const std::filesystem::path& out,
-                         bool force);
-
 /// Writes `checkpoint.model` (and its classifier head, if any) to `out` atomically (temporary
 /// folder beside it, then rename); `source` below is `checkpoint.dir`:
 ///   model.safetensors  every parameter and buffer, keys = the model's own (HF) names

@@ -9,9 +9,9 @@
 
 #include "models/errors.h"
 #include "pruner/log.h"
+#include "pruner/objectives/distillation.h"
 #include "pruner/surgery/surgery.h"
-#include "pruner/training/corpus.h"
-#include "pruner/training/distillation.h"
+#include "pruner/text/corpus.h"
 
 namespace headprune::pruner {
 namespace {

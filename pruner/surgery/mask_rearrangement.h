@@ -6,7 +6,7 @@
 // rearrangement): the mask search ranks heads one at a time, which ignores how heads of a layer
 // interact; rearranging within each layer at its head count repairs that. They rank swaps with
 // a block-diagonal Fisher approximation; here each candidate swap is scored by the loss itself
-// (the objective gate training minimised: pruner/training/distillation.h, the gated model
+// (the objective gate training minimised: pruner/objectives/distillation.h, the gated model
 // against the dense one, on the first calibration sequences), greedily, layer by layer
 // (first to last), among the few weakest kept and strongest removed heads by log_alpha.
 #pragma once
@@ -20,7 +20,7 @@
 #include <torch/types.h>
 
 #include "models/checkpoint.h"
-#include "pruner/training/gate_record.h"
+#include "pruner/records/gate_record.h"
 
 namespace headprune::pruner {
 

@@ -7,7 +7,7 @@
 #include "models/errors.h"
 #include "models/formats/onnx_graph.h"
 #include "models/model_family.h"
-#include "pruner/surgery/atomic_write.h"
+#include "pruner/atomic_write.h"
 
 namespace headprune::pruner {
 namespace {

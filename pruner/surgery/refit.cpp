@@ -7,9 +7,9 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "pruner/format.h"
 #include "pruner/log.h"
-#include "pruner/report/format.h"
-#include "pruner/training/corpus.h"
+#include "pruner/text/corpus.h"
 
 namespace headprune::pruner {
 namespace {

@@ -8,7 +8,7 @@
 #include <torch/types.h>
 
 #include "models/attention_model.h"
-#include "pruner/training/gate_state.h"
+#include "pruner/records/gate_state.h"
 
 namespace headprune::pruner {
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -12,19 +13,19 @@
 #include "models/errors.h"
 #include "models/flops.h"
 #include "models/head_costs.h"
-#include "pruner/measure/latency_table.h"
 #include "models/model_family.h"
+#include "models/model_size.h"
 #include "pruner/distributed/process_group.h"
-#include "pruner/training/chunked_kl.h"
-#include "pruner/training/distillation.h"
+#include "pruner/format.h"
+#include "pruner/log.h"
 #include "pruner/measure/classification.h"
 #include "pruner/measure/fidelity.h"
-#include "pruner/measure/inspect.h"
-#include "pruner/report/format.h"
-#include "pruner/training/sparsity_measure.h"
-#include "pruner/training/task_loss.h"
-#include "pruner/log.h"
+#include "pruner/measure/latency_table.h"
+#include "pruner/objectives/chunked_kl.h"
+#include "pruner/objectives/distillation.h"
+#include "pruner/objectives/task_loss.h"
 #include "pruner/training/interruption.h"
+#include "pruner/training/sparsity_measure.h"
 #include "pruner/training/teacher_cache.h"
 #include "pruner/training/training_progress.h"
 #include "pruner/training/training_run.h"
@@ -201,7 +202,7 @@ Budget budget_of(const GateTrainingOptions& o, const models::AttentionModel& mod
     return {dense, percent ? dense * value / 100 : value};
   }
   if (o.target_params) {
-    const auto dense = static_cast<double>(parameter_count(model));
+    const auto dense = static_cast<double>(models::parameter_count(model));
     const auto [value, percent] = parse_budget(*o.target_params, "--target-params");
     return {dense, percent ? dense * value / 100 : value};
   }
@@ -337,7 +338,7 @@ struct StepResult {
 class GateTrainer {
  public:
   GateTrainer(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o,
-              const ProcessGroup& group)
+              const ProcessGroup& group, std::shared_ptr<models::AttentionModel> dense)
       : ckpt_(ckpt),
         corpus_(corpus),
         o_(o),
@@ -346,7 +347,7 @@ class GateTrainer {
         warmup_(o.warmup_steps >= 0 ? o.warmup_steps : (o.steps * 2) / 5),
         max_extra_steps_(o.max_extra_steps >= 0 ? o.max_extra_steps : o.steps),
         fingerprint_(fingerprint_of(*ckpt.model)),
-        run_(ckpt, o),
+        run_(ckpt, o, std::move(dense)),
         chunked_(chunked_kl_head(run_, corpus, o)),  // refused settings before the out dir is touched
         teacher_top_k_(checked_teacher_top_k(run_, corpus, o)),
         resumed_(prepare_out_dir()),
@@ -649,7 +650,7 @@ class GateTrainer {
   const int64_t max_extra_steps_;  ///< gate steps extend_unless_converged may add
   const ModelFingerprint fingerprint_;
   TrainingRun run_;
-  const std::optional<ChunkedLmHead> chunked_;  ///< the KL's LM head when chunked (pruner/training/chunked_kl.h)
+  const std::optional<ChunkedLmHead> chunked_;  ///< the KL's LM head when chunked (pruner/objectives/chunked_kl.h)
   const int64_t teacher_top_k_;                 ///< --teacher-top-k, checked (0 = whole distribution)
   const ResumePoint resumed_;
   const int64_t start_;
@@ -685,11 +686,9 @@ GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::Atte
   effective.unit = o.target_latency ? gates::SparsityUnit::kLatency
                    : o.target_params   ? gates::SparsityUnit::kAttentionParams
                                        : gates::SparsityUnit::kFlops;
-  if (o.target_latency && !o.latency_table) {
-    if (o.model_path.empty()) throw Error("--target-latency needs the model's folder to measure its latency table");
-    effective.latency_table = std::make_shared<const LatencyTable>(latency_table_for(
-        o.model_path, o.latency_batch_size, o.latency_seq_len, o.device, o.latency_table_file));
-  }
+  if (o.target_latency && !o.latency_table)
+    throw std::logic_error("with_budget: --target-latency needs the latency table its job measures "
+                           "(pruner/jobs/latency_measurement.h provide_latency_table)");
   const auto& config = model.config();
   const auto measure = sparsity_measure(config, effective);
   const double removable =
@@ -708,14 +707,9 @@ GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::Atte
 }
 
 GateState train_gates(models::Checkpoint& ckpt, const Corpus& corpus, const GateTrainingOptions& o,
-                      const ProcessGroup& group) {
-  if (o.target_latency && !o.latency_table && group.world_size() > 1 &&
-      (o.latency_table_file.empty() || !std::filesystem::exists(o.latency_table_file)))
-    throw Error("--target-latency with several processes: every rank would time the model at once; measure the "
-                "table in one process first (e.g. a train-gates run with --steps 1) and pass it with "
-                "--latency-table FILE");
+                      const ProcessGroup& group, std::shared_ptr<models::AttentionModel> dense) {
   const auto effective = with_budget(o, *ckpt.model);
-  return GateTrainer(ckpt, corpus, effective, group).run();
+  return GateTrainer(ckpt, corpus, effective, group, std::move(dense)).run();
 }
 
 }  // namespace headprune::pruner

@@ -3,18 +3,21 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 
 #include <torch/types.h>
 
 #include "models/checkpoint.h"
 #include "pruner/distributed/process_group.h"
-#include "pruner/training/corpus.h"
-#include "pruner/training/gate_state.h"
+#include "pruner/records/gate_state.h"
+#include "pruner/text/corpus.h"
 #include "pruner/training/training_options.h"
 
 namespace headprune::pruner {
 
-/// With a budget, the options that train towards it; without, the options unchanged.
+/// With a budget, the options that train towards it; without, the options unchanged. A latency
+/// budget (options.target_latency) prices masks with options.latency_table, which the caller
+/// provides (pruner/jobs/latency_measurement.h provide_latency_table).
 /// options.target_params (parameters of the whole model, N or X%): unit attention-params and
 /// the target (P − N) / A, P being the model's parameters and A its attention parameters (the
 /// only ones heads hold). options.target_flops (a share f of the dense model's forward FLOPs per
@@ -27,7 +30,7 @@ GateTrainingOptions with_budget(const GateTrainingOptions& options, const models
 /// Trains gates on `checkpoint.model` (weights frozen unless train_weights) against the dense
 /// model as teacher, writes progress to stderr, `train_log.jsonl` and periodic snapshots to
 /// out_dir, and returns the final state (keep-mask included; also saved as out_dir/gates.json).
-/// Objective: pruner/training/distillation.h plus the Lagrangian (target) or the fixed L0 penalty;
+/// Objective: pruner/objectives/distillation.h plus the Lagrangian (target) or the fixed L0 penalty;
 /// a budget (--target-params, --target-flops) first goes through with_budget.
 /// In a data-parallel `group` each rank trains on its share of every batch (same global batch,
 /// same result as one process up to float32 summation order); rank 0 alone writes and measures
@@ -36,7 +39,10 @@ GateTrainingOptions with_budget(const GateTrainingOptions& options, const models
 ///         training sequences, NaN/inf in the loss (with the step), a snapshot that does not
 ///         belong to this model/settings when resuming, or a lost peer (distributed);
 ///         pruner::Interrupted after a snapshot on SIGINT/SIGTERM (of any rank).
+/// With train_weights the teacher is `dense` when given (a copy of the checkpoint's model the
+/// caller keeps for later stages: models/loader.h copy_checkpoint), else a copy made here.
 GateState train_gates(models::Checkpoint& checkpoint, const Corpus& corpus,
-                      const GateTrainingOptions& options, const ProcessGroup& group = ProcessGroup());
+                      const GateTrainingOptions& options, const ProcessGroup& group = ProcessGroup(),
+                      std::shared_ptr<models::AttentionModel> dense = nullptr);
 
 }  // namespace headprune::pruner

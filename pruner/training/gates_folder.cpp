@@ -7,9 +7,9 @@
 #include <fmt/ranges.h>
 
 #include "models/errors.h"
+#include "pruner/atomic_write.h"
 #include "pruner/log.h"
-#include "pruner/surgery/export.h"
-#include "pruner/training/gate_record.h"
+#include "pruner/records/gate_record.h"
 #include "pruner/training/interruption.h"
 #include "pruner/training/training_run.h"
 

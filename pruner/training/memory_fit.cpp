@@ -9,6 +9,7 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/formats/safetensors.h"
+#include "models/registry.h"
 
 namespace headprune::pruner {
 namespace {
@@ -29,7 +30,7 @@ int64_t held_bytes(const models::SafetensorsEntry& e, int64_t numel, bool keep_m
 std::optional<MemoryNeed> gate_training_memory_need(const std::filesystem::path& model, const GateTrainingOptions& o,
                                                     int64_t batch_tokens) {
   if (!std::filesystem::is_directory(model)) return std::nullopt;
-  const auto config = models::ModelConfig::from_directory(model);
+  const auto config = models::read_config_file(model);
   const bool keep = o.weight_storage() == models::WeightStorage::source;
   int64_t held = 0, parameters = 0;
   for (const auto& file : models::checkpoint_weight_files(model))

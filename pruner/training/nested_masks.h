@@ -3,7 +3,7 @@
 #pragma once
 
 #include "models/config.h"
-#include "pruner/training/gate_record.h"
+#include "pruner/records/gate_record.h"
 #include "pruner/training/training_options.h"
 
 namespace headprune::pruner {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <unordered_map>
 
-#include "pruner/training/distillation.h"
+#include "pruner/objectives/distillation.h"
 
 namespace headprune::pruner {
 

@@ -20,9 +20,9 @@
 #include "gates/keep_mask.h"
 #include "gates/sparsity.h"
 #include "models/checkpoint.h"
-#include "pruner/training/corpus.h"
-#include "pruner/training/task_loss.h"
-#include "pruner/training/training_text.h"
+#include "pruner/objectives/task_loss.h"
+#include "pruner/text/corpus.h"
+#include "pruner/text/training_text.h"
 
 namespace headprune::pruner {
 
@@ -70,11 +70,11 @@ struct GateTrainingOptions {
   gates::DeterministicRule rule = gates::DeterministicRule::kLouizos;
   gates::MaskConstraints constraints;
   double embedding_weight = 1.0;     ///< weight of the sentence-embedding loss term
-  /// Weight of the layer-wise distillation term (pruner/training/distillation.h,
+  /// Weight of the layer-wise distillation term (pruner/objectives/distillation.h,
   /// layer_distillation; CoFi's L_layer); 0 = off.
   double distill_layers = 0;
   /// Labelled text (--labels): weight w of the labels' cross-entropy in
-  /// w · CE + (1 − w) · distillation (pruner/training/task_loss.h); unused without labels.
+  /// w · CE + (1 − w) · distillation (pruner/objectives/task_loss.h); unused without labels.
   double label_weight = kDefaultLabelWeight;
   /// After the gate phase, fix the mask and fine-tune the weights by the same distillation for
   /// `finetune_steps` more steps (AdamW, `weights_learning_rate`, weight decay 0.01).
@@ -92,7 +92,7 @@ struct GateTrainingOptions {
   std::string checkpoint_layers = "auto";
   static constexpr int64_t kCheckpointLayersFrom = 1'000'000'000;
   /// Whether `setting` checkpoints the layers of a model of `parameters` parameters
-  /// (pruner/measure/inspect.h parameter_count).
+  /// (models/model_size.h parameter_count).
   static bool checkpoints(const std::string& setting, int64_t parameters);
   /// Whether `setting` is one --checkpoint-layers takes: on, off or auto.
   static bool is_checkpoint_setting(const std::string& setting) {
@@ -115,10 +115,10 @@ struct GateTrainingOptions {
   /// so later epochs skip the teacher's forward pass (0 = no cache).
   int64_t teacher_cache_mib = 2048;
   /// Language models: distil the teacher's top-k next-token distribution (k tokens and a bucket
-  /// for the rest; pruner/training/top_k_target.h), which is what the teacher cache then keeps;
+  /// for the rest; pruner/objectives/top_k_target.h), which is what the teacher cache then keeps;
   /// 0 = the whole distribution (exact).
   int64_t teacher_top_k = 0;
-  /// Language models: tokens whose logits the KL computes at a time (pruner/training/chunked_kl.h);
+  /// Language models: tokens whose logits the KL computes at a time (pruner/objectives/chunked_kl.h);
   /// 0 = automatic (whole batches while their logits take <= 1 GiB, else ~64 MiB chunks);
   /// -1 = always whole batches through the model's own logits.
   int64_t kl_chunk_tokens = 0;

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "pruner/format.h"
 #include "pruner/log.h"
-#include "pruner/report/format.h"
 
 namespace headprune::pruner {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "pruner/training/distillation.h"
+#include "pruner/objectives/distillation.h"
 
 namespace headprune::pruner {
 

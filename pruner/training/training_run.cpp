@@ -5,7 +5,8 @@
 
 #include "models/errors.h"
 #include "models/formats/safetensors.h"
-#include "pruner/measure/inspect.h"
+#include "models/loader.h"
+#include "models/model_size.h"
 #include "pruner/training/gate_training.h"
 
 namespace headprune::pruner {
@@ -13,13 +14,14 @@ namespace fs = std::filesystem;
 namespace {
 
 /// The teacher, with every parameter of it and of the student frozen. With --train-weights the
-/// teacher is a second copy, its matrices in the file's dtype, and the student's weights are
-/// widened to float32 for training (WeightStorage).
-std::shared_ptr<models::AttentionModel> frozen_teacher(models::Checkpoint& ckpt,
-                                                       const GateTrainingOptions& o) {
-  std::shared_ptr<models::AttentionModel> teacher = ckpt.model;
-  if (o.train_weights) {
-    teacher = models::load_checkpoint(ckpt.dir, o.device, o.weight_storage()).model;
+/// teacher is a second copy (`teacher`, or one copied here), its matrices in the file's dtype, and
+/// the student's weights are widened to float32 for training (WeightStorage).
+std::shared_ptr<models::AttentionModel> frozen_teacher(models::Checkpoint& ckpt, const GateTrainingOptions& o,
+                                                       std::shared_ptr<models::AttentionModel> teacher) {
+  if (!o.train_weights) {
+    teacher = ckpt.model;
+  } else {
+    if (!teacher) teacher = models::copy_checkpoint(ckpt).model;
     models::widen_narrow_weights(*ckpt.model);
   }
   for (auto& p : ckpt.model->parameters()) p.set_requires_grad(false);
@@ -74,14 +76,15 @@ void restore_weights(TrainingRun& run, torch::serialize::InputArchive& archive, 
 
 }  // namespace
 
-TrainingRun::TrainingRun(models::Checkpoint& ckpt, const GateTrainingOptions& o)
+TrainingRun::TrainingRun(models::Checkpoint& ckpt, const GateTrainingOptions& o,
+                         std::shared_ptr<models::AttentionModel> dense)
     : model(*ckpt.model),
-      teacher(frozen_teacher(ckpt, o)),
+      teacher(frozen_teacher(ckpt, o, std::move(dense))),
       gates(make_gates(model, o)),
       lagrangian(make_lagrangian(o)),
       gate_optimizer({gates->log_alpha}, torch::optim::AdamWOptions(o.learning_rate).weight_decay(0)),
       lambda_optimizer(lagrangian->parameters(), torch::optim::SGDOptions(o.lambda_learning_rate)) {
-  model.set_checkpoint_layers(GateTrainingOptions::checkpoints(o.checkpoint_layers, parameter_count(model)));
+  model.set_checkpoint_layers(GateTrainingOptions::checkpoints(o.checkpoint_layers, models::parameter_count(model)));
   if (o.train_weights)
     weights_optimizer = std::make_unique<torch::optim::AdamW>(
         model.parameters(), torch::optim::AdamWOptions(o.weights_learning_rate).weight_decay(0.01));

@@ -12,7 +12,7 @@
 #include "gates/hard_concrete.h"
 #include "gates/sparsity.h"
 #include "models/checkpoint.h"
-#include "pruner/training/gate_state.h"
+#include "pruner/records/gate_state.h"
 
 namespace headprune::pruner {
 
@@ -21,12 +21,14 @@ struct GateTrainingOptions;
 /// The trainable state of one run. The teacher is the dense model, frozen: the student itself
 /// (its gates off) while the weights are frozen, a separate copy only with --train-weights.
 struct TrainingRun {
-  /// Freezes the model's weights, loads the teacher copy if needed, and makes the gates
-  /// (HardConcreteGates over the model's heads), the Lagrangian and the optimisers: AdamW on
-  /// log_alpha (no weight decay); plain gradient ascent (SGD) on λ1, λ2, whose step is
-  /// proportional to the gap ŝ − t, so they settle as it closes; AdamW with weight decay 0.01
-  /// on the weights with --train-weights.
-  TrainingRun(models::Checkpoint& checkpoint, const GateTrainingOptions& options);
+  /// Freezes the model's weights, takes the teacher copy if needed (`dense`: a copy of the
+  /// checkpoint's model the caller made and keeps, models/loader.h copy_checkpoint; null: copied
+  /// here), and makes the gates (HardConcreteGates over the model's heads), the Lagrangian and the
+  /// optimisers: AdamW on log_alpha (no weight decay); plain gradient ascent (SGD) on λ1, λ2, whose
+  /// step is proportional to the gap ŝ − t, so they settle as it closes; AdamW with weight decay
+  /// 0.01 on the weights with --train-weights.
+  TrainingRun(models::Checkpoint& checkpoint, const GateTrainingOptions& options,
+              std::shared_ptr<models::AttentionModel> dense = nullptr);
 
   models::AttentionModel& model;
   std::shared_ptr<models::AttentionModel> teacher;

@@ -4,11 +4,12 @@
 
 #include "models/config.h"
 #include "models/errors.h"
+#include "models/registry.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   return headprune::fuzz::with_json(data, size, [](const nlohmann::json& j) {
-    const auto config = headprune::models::ModelConfig::from_json(j, "config.json");
+    const auto config = headprune::models::read_config(j, "config.json");
     (void)config.to_json().dump();
     (void)config.kept_kv_heads();
     (void)config.uniform_groups();

@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/errors.h"
-#include "pruner/training/gate_record.h"
+#include "pruner/records/gate_record.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {

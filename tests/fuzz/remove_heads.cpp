@@ -4,13 +4,14 @@
 
 #include "models/config.h"
 #include "models/errors.h"
+#include "models/registry.h"
 #include "pruner/surgery/remove_heads_spec.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {
 
 const headprune::models::ModelConfig& config() {
-  static const auto c = headprune::models::ModelConfig::from_json(
+  static const auto c = headprune::models::read_config(
       nlohmann::json::parse(R"({"model_type": "bert", "vocab_size": 100, "hidden_size": 48,
         "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 96,
         "pruned_heads": {"1": [0]}})"),

@@ -8,6 +8,7 @@
 
 #include "models/config.h"
 #include "models/errors.h"
+#include "models/registry.h"
 #include "models/tokenizer/tokenizer_from_json.h"
 #include "models/tokenizer/wordpiece_json.h"
 #include "tests/fuzz/fuzz_support.h"
@@ -22,7 +23,7 @@ const std::array<ModelConfig, 5>& configs() {
     std::array<ModelConfig, 5> out;
     const char* types[] = {"bert", "roberta", "xlm-roberta", "llama", "modernbert"};
     for (std::size_t i = 0; i < out.size(); ++i)
-      out[i] = ModelConfig::from_json({{"model_type", types[i]}, {"vocab_size", 64}, {"hidden_size", 8},
+      out[i] = read_config({{"model_type", types[i]}, {"vocab_size", 64}, {"hidden_size", 8},
                                        {"num_hidden_layers", 1}, {"num_attention_heads", 2},
                                        {"intermediate_size", 16}, {"pad_token_id", 1}},
                                       "config.json");

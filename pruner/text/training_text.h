@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/checkpoint.h"
-#include "pruner/training/corpus.h"
+#include "pruner/text/corpus.h"
 
 namespace headprune::pruner {
 

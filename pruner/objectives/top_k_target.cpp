@@ -1,4 +1,4 @@
-#include "pruner/training/top_k_target.h"
+#include "pruner/objectives/top_k_target.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "pruner/training/task_loss.h"
+#include "pruner/objectives/task_loss.h"
 
 #include <torch/torch.h>
 

@@ -9,7 +9,7 @@
 #include <torch/types.h>
 
 #include "models/attention_model.h"
-#include "pruner/training/top_k_target.h"
+#include "pruner/objectives/top_k_target.h"
 
 namespace headprune::pruner {
 

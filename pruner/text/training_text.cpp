@@ -1,11 +1,11 @@
-#include "pruner/training/training_text.h"
+#include "pruner/text/training_text.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "models/errors.h"
 #include "pruner/log.h"
-#include "pruner/measure/classification.h"
+#include "pruner/text/labelled_text.h"
 
 namespace headprune::pruner {
 

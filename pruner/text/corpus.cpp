@@ -1,4 +1,4 @@
-#include "pruner/training/corpus.h"
+#include "pruner/text/corpus.h"
 
 #include <algorithm>
 #include <fstream>

@@ -1,6 +1,6 @@
 // The result of gate training as data: what a gates folder's gates.json holds
 // (docs/formats.md, "gates.json"). No tensor library is involved, so that the file's parser can
-// be fuzzed on its own; pruner/training/gate_state.h adds what needs a model.
+// be fuzzed on its own; pruner/records/gate_state.h adds what needs a model.
 #pragma once
 
 #include <cstdint>

@@ -12,14 +12,14 @@
 
 #include "models/attention_model.h"
 #include "models/sentence_pooling.h"
-#include "pruner/training/chunked_kl.h"
-#include "pruner/training/top_k_target.h"
+#include "pruner/objectives/chunked_kl.h"
+#include "pruner/objectives/top_k_target.h"
 
 namespace headprune::pruner {
 
 /// Loss parts of one batch (0-dim tensors; `total` is differentiable). Encoders fill `hidden`
 /// and `embedding`, language models `kl`, labelled training also `label`
-/// (pruner/training/task_loss.h); the others stay undefined.
+/// (pruner/objectives/task_loss.h); the others stay undefined.
 struct DistillationLoss {
   torch::Tensor total;
   torch::Tensor hidden;     ///< relative squared error of the final hidden states

@@ -1,4 +1,4 @@
-#include "pruner/report/format.h"
+#include "pruner/format.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "pruner/training/gate_record.h"
+#include "pruner/records/gate_record.h"
 
 #include <cmath>
 
@@ -7,7 +7,7 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/json_get.h"
-#include "pruner/surgery/atomic_write.h"
+#include "pruner/atomic_write.h"
 
 namespace headprune::pruner {
 

@@ -37,4 +37,14 @@ void check_replaceable_folder(const std::filesystem::path& dir, const std::strin
 void build_folder_atomic(const std::filesystem::path& target, bool force,
                          const std::function<void(const std::filesystem::path&)>& fill);
 
+/// Checks that `out` is not `source`, inside it, or containing it (the input is never
+/// modified). @throws headprune::Error saying what to change.
+void check_outside_input(const std::filesystem::path& source, const std::filesystem::path& out);
+
+/// Checks, before any work, that `out` can receive an export of `source`: not the same as,
+/// inside, or containing `source`; empty or absent unless `force`.
+/// @throws headprune::Error saying what to change.
+void check_export_target(const std::filesystem::path& source, const std::filesystem::path& out,
+                         bool force);
+
 }  // namespace headprune::pruner

@@ -1,4 +1,4 @@
-#include "pruner/training/gate_state.h"
+#include "pruner/records/gate_state.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include "models/config.h"
 #include "models/errors.h"
-#include "pruner/surgery/atomic_write.h"
+#include "pruner/atomic_write.h"
 
 namespace headprune::pruner {
 

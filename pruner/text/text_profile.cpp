@@ -1,4 +1,4 @@
-#include "pruner/training/text_profile.h"
+#include "pruner/text/text_profile.h"
 
 #include <algorithm>
 #include <cmath>

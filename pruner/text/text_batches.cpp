@@ -1,10 +1,10 @@
-#include "pruner/measure/text_batches.h"
+#include "pruner/text/text_batches.h"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "models/errors.h"
-#include "pruner/training/corpus.h"
+#include "pruner/text/corpus.h"
 
 namespace headprune::pruner {
 
@@ -18,7 +18,7 @@ torch::Tensor run_texts(models::Checkpoint& ckpt, const std::vector<std::string>
   for (const auto& t : texts) ids.push_back(ckpt.tokenizer->encode(t, static_cast<std::size_t>(ckpt.max_seq_length)));
   auto out = torch::zeros({static_cast<int64_t>(texts.size()), width});
   torch::NoGradGuard no_grad;
-  // The same length-bucketed batches and padding as training (pruner/training/corpus.h).
+  // The same length-bucketed batches and padding as training (pruner/text/corpus.h).
   for (const auto& chunk : length_buckets(ids, batch_size)) {
     auto in = make_inputs(ids, chunk, ckpt.tokenizer->pad_id(), device);
     auto rows = head(in, ckpt.model->forward(in, nullptr).last_hidden_state).cpu();

@@ -1,4 +1,4 @@
-#include "pruner/surgery/atomic_write.h"
+#include "pruner/atomic_write.h"
 
 #include <algorithm>
 #include <fstream>
@@ -64,6 +64,14 @@ bool holds_recorded(const std::set<std::string>& ours, const std::string& name) 
   const auto prefix = name + "/";
   const auto it = ours.lower_bound(prefix);
   return it != ours.end() && it->compare(0, prefix.size(), prefix) == 0;
+}
+
+/// Whether `child` is `parent` or below it (paths made absolute, links resolved as far as they exist).
+bool is_inside(const fs::path& child, const fs::path& parent) {
+  auto c = fs::weakly_canonical(fs::absolute(child));
+  auto p = fs::weakly_canonical(fs::absolute(parent));
+  auto [pe, ce] = std::mismatch(p.begin(), p.end(), c.begin(), c.end());
+  return pe == p.end();
 }
 
 }  // namespace
@@ -142,6 +150,32 @@ void build_folder_atomic(const fs::path& target, bool force, const std::function
     throw Error(fmt::format("the new {} is in place, but the folder it replaced could not be removed from {} "
                             "({}); remove it yourself",
                             target.string(), old.string(), ec.message()));
+}
+
+void check_outside_input(const fs::path& source, const fs::path& out) {
+  if (is_inside(out, source) && is_inside(source, out))
+    throw Error(fmt::format("--out {} is the input {}; choose another folder (the input is never "
+                            "modified)",
+                            out.string(), source.string()));
+  if (is_inside(out, source))
+    throw Error(fmt::format("--out {} is inside the input folder {}; choose a folder outside it "
+                            "(the input is never modified)",
+                            out.string(), source.string()));
+  if (is_inside(source, out))
+    throw Error(fmt::format("--out {} contains the input folder {}; choose another folder",
+                            out.string(), source.string()));
+}
+
+void check_export_target(const fs::path& source, const fs::path& out, bool force) {
+  check_outside_input(source, out);
+  if (fs::exists(out) && !fs::is_directory(out))
+    throw Error(fmt::format("--out {} exists and is not a folder", out.string()));
+  if (!fs::exists(out) || fs::is_empty(out)) return;
+  if (!force)
+    throw Error(fmt::format("--out {} exists and is not empty; choose another folder or pass "
+                            "--force to replace it",
+                            out.string()));
+  check_replaceable_folder(out);
 }
 
 }  // namespace headprune::pruner

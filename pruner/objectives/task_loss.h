@@ -4,7 +4,7 @@
 
 #include <torch/types.h>
 
-#include "pruner/training/distillation.h"
+#include "pruner/objectives/distillation.h"
 
 namespace headprune::pruner {
 

@@ -1,4 +1,4 @@
-#include "pruner/training/chunked_kl.h"
+#include "pruner/objectives/chunked_kl.h"
 
 #include <algorithm>
 #include <functional>

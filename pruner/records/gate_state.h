@@ -5,7 +5,7 @@
 
 #include "models/attention_model.h"
 #include "models/checkpoint.h"
-#include "pruner/training/gate_record.h"
+#include "pruner/records/gate_record.h"
 
 namespace headprune::pruner {
 

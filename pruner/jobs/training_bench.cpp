@@ -1,4 +1,4 @@
-#include "pruner/measure/training_bench.h"
+#include "pruner/jobs/training_bench.h"
 
 #include <chrono>
 #include <functional>
@@ -10,14 +10,14 @@
 #include "gates/hard_concrete.h"
 #include "gates/sparsity.h"
 #include "models/errors.h"
-#include "pruner/measure/bench.h"
-#include "pruner/measure/inspect.h"
-#include "pruner/training/training_options.h"
-#include "pruner/measure/process_memory.h"
-#include "pruner/training/chunked_kl.h"
-#include "pruner/training/distillation.h"
-#include "pruner/training/sparsity_measure.h"
+#include "models/model_size.h"
 #include "pruner/log.h"
+#include "pruner/measure/bench.h"
+#include "pruner/measure/process_memory.h"
+#include "pruner/objectives/chunked_kl.h"
+#include "pruner/objectives/distillation.h"
+#include "pruner/training/sparsity_measure.h"
+#include "pruner/training/training_options.h"
 
 namespace headprune::pruner {
 
@@ -228,7 +228,7 @@ TrainingBenchReport run_training_bench(models::Checkpoint& ckpt, const TrainingB
     throw Error(fmt::format("--seq {} exceeds max_position_embeddings {}", o.seq,
                             config.max_position_embeddings));
   const int64_t load_peak = peak_resident_bytes();
-  ckpt.model->set_checkpoint_layers(GateTrainingOptions::checkpoints(o.checkpoint_layers, parameter_count(*ckpt.model)));
+  ckpt.model->set_checkpoint_layers(GateTrainingOptions::checkpoints(o.checkpoint_layers, models::parameter_count(*ckpt.model)));
   StepKinds steps(ckpt, o);
   const std::vector<std::function<void()>> kinds = {
       [&] { steps.dense_step(); }, [&] { steps.gate_step(false); }, [&] { steps.gate_step(true); }};

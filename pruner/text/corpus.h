@@ -9,7 +9,7 @@
 
 #include "models/attention_model.h"
 #include "models/tokenizer/tokenizer.h"
-#include "pruner/training/text_profile.h"
+#include "pruner/text/text_profile.h"
 
 namespace headprune::pruner {
 

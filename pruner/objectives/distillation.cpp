@@ -1,4 +1,4 @@
-#include "pruner/training/distillation.h"
+#include "pruner/objectives/distillation.h"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
