@@ -23,10 +23,10 @@ const std::array<ModelConfig, 5>& configs() {
     std::array<ModelConfig, 5> out;
     const char* types[] = {"bert", "roberta", "xlm-roberta", "llama", "modernbert"};
     for (std::size_t i = 0; i < out.size(); ++i)
-      out[i] = read_config({{"model_type", types[i]}, {"vocab_size", 64}, {"hidden_size", 8},
-                                       {"num_hidden_layers", 1}, {"num_attention_heads", 2},
-                                       {"intermediate_size", 16}, {"pad_token_id", 1}},
-                                      "config.json");
+      out[i] = headprune::models::read_config({{"model_type", types[i]}, {"vocab_size", 64}, {"hidden_size", 8},
+                                               {"num_hidden_layers", 1}, {"num_attention_heads", 2},
+                                               {"intermediate_size", 16}, {"pad_token_id", 1}},
+                                              "config.json");
     return out;
   }();
   return made;
