@@ -1,4 +1,6 @@
-// Writing files and folders so that a crash leaves either the old state or the complete new one.
+// Writing files and folders so that a crash leaves either the old state or the complete new one,
+// and the rules every output folder follows (--out outside the input; --force replaces only what
+// headprune's record lists).
 #pragma once
 
 #include <filesystem>

@@ -47,13 +47,14 @@ struct GateTrainingOptions {
   std::optional<double> target_flops;
   /// A budget in latency per forward pass at latency_batch_size × latency_seq_len on this
   /// machine, as given: "MS" milliseconds or "X%" of the dense model's (`--target-latency`),
-  /// priced by a latency table (pruner/measure/latency_table.h) that with_budget reads or
-  /// measures; trained in unit latency, the final mask's predicted latency stays within it.
+  /// priced by a latency table (pruner/measure/latency_table.h) that the job reads or measures
+  /// (pruner/jobs/latency_measurement.h); trained in unit latency, the final mask's predicted
+  /// latency stays within it.
   std::optional<std::string> target_latency;
   int64_t latency_batch_size = 1;  ///< --latency-shape B x S
   int64_t latency_seq_len = 128;
   std::string latency_table_file;  ///< --latency-table; empty = the default cache file
-  std::shared_ptr<const LatencyTable> latency_table;  ///< set by with_budget with target_latency
+  std::shared_ptr<const LatencyTable> latency_table;  ///< with target_latency: set by the job (provide_latency_table)
   /// Whether a budget (target_params, target_flops or target_latency) sets the target: the
   /// final mask must not exceed it.
   bool budget() const { return target_params.has_value() || target_flops.has_value() || target_latency.has_value(); }
