@@ -94,24 +94,30 @@ void check_replaceable_folder(const fs::path& dir, const std::string& option) {
   }
 }
 
-void write_file_atomic(const std::filesystem::path& file, const std::string& content) {
-  const auto tmp = file.parent_path() / fmt::format(".{}.tmp.{}", file.filename().string(), unique_suffix());
-  {
+void write_through(const fs::path& file, const std::function<void(const fs::path&)>& write, const fs::path& tmp) {
+  const auto through =
+      tmp.empty() ? file.parent_path() / fmt::format(".{}.tmp.{}", file.filename().string(), unique_suffix()) : tmp;
+  std::error_code ec;
+  try {
+    write(through);
+  } catch (...) {
+    fs::remove(through, ec);
+    throw;
+  }
+  fs::rename(through, file, ec);
+  if (ec) {
+    fs::remove(through, ec);
+    throw Error(fmt::format("cannot move the new {} into place: {}", file.string(), ec.message()));
+  }
+}
+
+void write_file_atomic(const fs::path& file, const std::string& content) {
+  write_through(file, [&](const fs::path& tmp) {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << content;
     out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw Error(fmt::format("cannot write {} (disk full or no permission?)", file.string()));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(fmt::format("cannot move the new {} into place: {}", file.string(), ec.message()));
-  }
+    if (!out) throw Error(fmt::format("cannot write {} (disk full or no permission?)", file.string()));
+  });
 }
 
 void build_folder_atomic(const fs::path& target, bool force, const std::function<void(const fs::path&)>& fill) {

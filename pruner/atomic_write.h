@@ -10,8 +10,15 @@
 
 namespace headprune::pruner {
 
-/// Writes `content` to `file` through a temporary file in the same folder, then renames it over
-/// `file` (atomic on POSIX). @throws headprune::Error on an I/O failure (the target untouched).
+/// Writes `file` whole or not at all: `write(tmp)` fills a temporary file in the same folder
+/// (`tmp`, or a unique hidden name beside `file` when empty), which is then renamed over `file`
+/// (atomic on POSIX). On any failure the temporary file is removed and `file` is untouched.
+/// @throws what `write` throws, or headprune::Error when the rename fails.
+void write_through(const std::filesystem::path& file, const std::function<void(const std::filesystem::path&)>& write,
+                   const std::filesystem::path& tmp = {});
+
+/// write_through with `content` as the file's bytes.
+/// @throws headprune::Error on an I/O failure (the target untouched).
 void write_file_atomic(const std::filesystem::path& file, const std::string& content);
 
 /// Every folder headprune builds lists the files it wrote here (a JSON list of relative

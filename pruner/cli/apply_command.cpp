@@ -23,24 +23,33 @@ namespace headprune::cli {
 namespace {
 
 /// apply --refit: rebuilds the gates' training share of their text and refits the pruned
-/// model on it against the dense `model`. @returns the refit's record.
+/// model on it against the `dense` model. @returns the refit's record.
 nlohmann::json refit_from_gates(models::Checkpoint& pruned, const pruner::GateState& gates,
-                                const std::string& model, pruner::RefitOptions refit) {
+                                const models::Checkpoint& dense, pruner::RefitOptions refit) {
   const auto [text, corpus_options] = pruner::recorded_corpus(gates.settings);
   const auto corpus = pruner::load_training_text(text, pruned, corpus_options);
-  auto dense = models::load_checkpoint(model, refit.device);
   refit.batch_size = gates.settings.value("batch_size", refit.batch_size);
   return pruner::refit_pruned_model(*pruned.model, *dense.model, corpus.train, corpus.pad_id, refit).to_json();
 }
 
 /// apply --rearrange: rearranges `gates`' mask (in place) on their training share of their text,
-/// `ckpt` (the model as trained, before surgery) against the dense `model`. @returns the record.
-nlohmann::json rearrange_from_gates(models::Checkpoint& ckpt, pruner::GateState& gates, const std::string& model,
+/// `ckpt` (the model as trained, before surgery) against the `dense` model. @returns the record.
+nlohmann::json rearrange_from_gates(models::Checkpoint& ckpt, pruner::GateState& gates, models::Checkpoint& dense,
                                     pruner::RearrangeOptions rearrange) {
   const auto [text, corpus_options] = pruner::recorded_corpus(gates.settings);
   const auto corpus = pruner::load_training_text(text, ckpt, corpus_options);
-  auto dense = models::load_checkpoint(model, rearrange.device);
   return pruner::rearrange_mask(gates, ckpt, dense, corpus.train, corpus.pad_id, rearrange).to_json();
+}
+
+/// --remove-heads' JSON. @throws UsageError with an example when it does not parse.
+nlohmann::json parse_remove_heads(const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UsageError(fmt::format("--remove-heads is not valid JSON ({}); example: "
+                                 "'{{\"0\": [1, 5], \"3\": [0]}}'",
+                                 e.what()));
+  }
 }
 
 }  // namespace
@@ -90,27 +99,24 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
                               "train-gates --resume",
                               gates_dir, gates->step));
   } else {
-    try {
-      spec = nlohmann::json::parse(remove_heads);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw UsageError(fmt::format("--remove-heads is not valid JSON ({}); example: "
-                                   "'{{\"0\": [1, 5], \"3\": [0]}}'",
-                                   e.what()));
-    }
+    spec = parse_remove_heads(remove_heads);
   }
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, device);
   if (vm.count("gguf")) models::check_gguf_exportable(ckpt);  // before the surgery
+  // --rearrange and --refit compare with the dense model: a copy, before trained weights load.
+  std::optional<models::Checkpoint> dense;
+  if (rearrange.enabled || refit.method != pruner::RefitMethod::kNone) dense = models::copy_checkpoint(ckpt);
   if (gates) pruner::load_trained_weights(*gates, gates_dir, ckpt);
   const bool fold = !vm.count("no-fold");
   nlohmann::json record = {{"command", "apply"}, {"source", model}, {"fold_gates", fold}};
-  if (rearrange.enabled) record["rearranged"] = rearrange_from_gates(ckpt, *gates, model, rearrange);
+  if (rearrange.enabled) record["rearranged"] = rearrange_from_gates(ckpt, *gates, *dense, rearrange);
   auto plan = gates ? pruner::plan_from_gates(*gates, *ckpt.model, fold)
                     : pruner::plan_from_remove_heads(spec, ckpt.model->config());
   if (gates) record["gates"] = {{"path", gates_dir}, {"settings", gates->settings}};
   else record["remove_heads"] = spec;
   auto result = pruner::apply_in_memory(ckpt, plan);
-  if (refit.method != pruner::RefitMethod::kNone) record["refit"] = refit_from_gates(ckpt, *gates, model, refit);
+  if (refit.method != pruner::RefitMethod::kNone) record["refit"] = refit_from_gates(ckpt, *gates, *dense, refit);
   pruner::LateFiles late;
   if (vm.count("onnx") || vm.count("gguf"))
     late = [&](const pruner::ApplyResult&) -> std::map<std::string, std::string> {

@@ -7,6 +7,7 @@
 #include "models/formats/safetensors.h"
 #include "models/loader.h"
 #include "models/model_size.h"
+#include "pruner/atomic_write.h"
 #include "pruner/training/gate_training.h"
 
 namespace headprune::pruner {
@@ -91,10 +92,9 @@ TrainingRun::TrainingRun(models::Checkpoint& ckpt, const GateTrainingOptions& o,
 }
 
 void save_weights(const models::AttentionModel& model, const fs::path& dir) {
-  const auto file = dir / GateState::kWeightsFile;
-  const auto tmp = dir / (std::string(GateState::kWeightsFile) + ".tmp");
-  models::save_safetensors(tmp, models::state_dict(model));
-  fs::rename(tmp, file);
+  write_through(dir / GateState::kWeightsFile,
+                [&](const fs::path& tmp) { models::save_safetensors(tmp, models::state_dict(model)); },
+                dir / (std::string(GateState::kWeightsFile) + ".tmp"));
 }
 
 void save_snapshot(TrainingRun& run, const fs::path& dir, int64_t step, int64_t gate_steps) {
@@ -114,9 +114,8 @@ void save_snapshot(TrainingRun& run, const fs::path& dir, int64_t step, int64_t 
     run.weights_optimizer->save(weights_archive);
     archive.write("weights_optimizer", weights_archive);
   }
-  const auto tmp = dir / (std::string(kSnapshotFile) + ".tmp");
-  archive.save_to(tmp.string());
-  fs::rename(tmp, dir / kSnapshotFile);
+  write_through(dir / kSnapshotFile, [&](const fs::path& tmp) { archive.save_to(tmp.string()); },
+                dir / (std::string(kSnapshotFile) + ".tmp"));
 }
 
 ResumePoint resume_from_snapshot(TrainingRun& run, const GateTrainingOptions& o,

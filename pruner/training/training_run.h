@@ -43,7 +43,8 @@ struct TrainingRun {
 inline constexpr const char* kSnapshotFile = "train_state.pt";
 
 /// Writes `<dir>/train_state.pt` (step, log_alpha, λ, optimiser states) and, with trained
-/// weights, `<dir>/weights.safetensors`; each through a temporary file and a rename.
+/// weights, `<dir>/weights.safetensors`; each through a temporary file (NAME.tmp) and a rename
+/// (pruner/atomic_write.h write_through).
 /// `gate_steps`: where the gate phase ends (--steps plus any extension for convergence).
 void save_snapshot(TrainingRun& run, const std::filesystem::path& dir, int64_t step, int64_t gate_steps);
 
@@ -59,7 +60,8 @@ struct ResumePoint {
 ResumePoint resume_from_snapshot(TrainingRun& run, const GateTrainingOptions& options,
                                  const ModelFingerprint& fingerprint);
 
-/// Writes the model's weights to `<dir>/weights.safetensors` (temporary file, then rename).
+/// Writes the model's weights to `<dir>/weights.safetensors`, through weights.safetensors.tmp
+/// (pruner/atomic_write.h write_through).
 void save_weights(const models::AttentionModel& model, const std::filesystem::path& dir);
 
 }  // namespace headprune::pruner
