@@ -15,9 +15,10 @@ SparsityUnit parse_unit(const std::string& name) {
   if (name == "heads") return SparsityUnit::kHeads;
   if (name == "attention-params") return SparsityUnit::kAttentionParams;
   if (name == "flops") return SparsityUnit::kFlops;
+  if (name == "kv-cache") return SparsityUnit::kKvCache;
   if (name == "latency")
     throw UsageError("sparsity unit 'latency' is set by a latency budget: use --target-latency MS");
-  throw UsageError(fmt::format("sparsity unit '{}' is not one of heads, attention-params, flops", name));
+  throw UsageError(fmt::format("sparsity unit '{}' is not one of heads, attention-params, flops, kv-cache", name));
 }
 
 std::string to_string(SparsityUnit unit) {
@@ -26,6 +27,7 @@ std::string to_string(SparsityUnit unit) {
     case SparsityUnit::kAttentionParams: return "attention-params";
     case SparsityUnit::kFlops: return "flops";
     case SparsityUnit::kLatency: return "latency";
+    case SparsityUnit::kKvCache: return "kv-cache";
   }
   return "?";
 }

@@ -21,8 +21,11 @@ enum class SparsityUnit {
   kFlops,             ///< a head costs its forward FLOPs; total = the whole model's FLOPs
   kLatency,           ///< a layer costs its measured latency at its head count (a table per
                       ///< layer, pruner/measure/latency_table.h); total = the whole model's
+  kKvCache,           ///< a decoder's KV cache per token: a KV group costs 2·head_dim, shared
+                      ///< by its query heads; total = the whole cache (models/kv_cache.h). Only
+                      ///< whole groups free it, so it is trained with GroupRule::kWholeGroups
 };
-/// "heads" / "attention-params" / "flops" (kLatency is set by --target-latency only).
+/// "heads" / "attention-params" / "flops" / "kv-cache" (kLatency is set by --target-latency only).
 /// @throws headprune::UsageError otherwise.
 SparsityUnit parse_unit(const std::string& name);
 std::string to_string(SparsityUnit unit);

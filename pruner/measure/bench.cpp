@@ -38,6 +38,31 @@ bool stable(const std::vector<double>& v, double spread) {
 
 }  // namespace
 
+std::pair<std::vector<double>, std::vector<double>> time_alternately(const std::function<double()>& dense,
+                                                                     const std::function<double()>& pruned,
+                                                                     const RepeatRule& rule) {
+  for (int i = 0; i < rule.warmup; ++i) {
+    dense();
+    pruned();
+  }
+  std::vector<double> d, p;
+  const auto start = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < rule.max_reps; ++rep) {
+    if (rep % 2 == 0) {
+      d.push_back(dense());
+      p.push_back(pruned());
+    } else {
+      p.push_back(pruned());
+      d.push_back(dense());
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (rep + 1 >= rule.min_reps &&
+        ((stable(d, rule.stable_spread) && stable(p, rule.stable_spread)) || elapsed > rule.max_seconds))
+      break;
+  }
+  return {d, p};
+}
+
 nlohmann::json BenchCell::to_json() const {
   return {{"batch_size", batch},
           {"seq_len", seq},
@@ -51,17 +76,25 @@ nlohmann::json BenchCell::to_json() const {
           {"efficiency", efficiency}};
 }
 
-nlohmann::json BenchReport::to_json() const {
-  nlohmann::json cells = nlohmann::json::array();
-  for (const auto& c : results) cells.push_back(c.to_json());
+BenchPlatform BenchPlatform::current(const torch::Device& device) {
+  return {current_thread_pools(), TORCH_VERSION, device.str()};
+}
+
+nlohmann::json BenchPlatform::to_json() const {
   auto j = threads.to_json();
-  j.update({{"results", cells}, {"torch_version", torch_version}, {"device", device}});
+  j.update({{"torch_version", torch_version}, {"device", device}});
   return j;
 }
 
+std::string BenchPlatform::describe() const {
+  return fmt::format("device {}, {}, LibTorch {}, BLAS {}", device, threads.describe(), torch_version,
+                     threads.describe_blas());
+}
+
+nlohmann::json BenchReport::to_json() const { return platform.with_results(results); }
+
 std::string BenchReport::to_text() const {
-  std::string s = fmt::format("device {}, {}, LibTorch {}, BLAS {}\n", device, threads.describe(),
-                              torch_version, threads.describe_blas());
+  std::string s = platform.describe() + "\n";
   s += "batch   seq |  dense ms (p25-p75)     |  pruned ms (p25-p75)    | speedup | FLOPs ratio | efficiency | tokens/s dense -> pruned\n";
   for (const auto& c : results)
     s += fmt::format("{:>5} {:>5} | {:>9.2f} ({:.2f}-{:.2f}) | {:>9.2f} ({:.2f}-{:.2f}) | {:>6.3f}x | {:>10.3f}x | {:>9.1f}% | {:.0f} -> {:.0f}\n",
@@ -81,9 +114,7 @@ BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pru
   for (auto b : o.batches)
     if (b < 1) throw Error(fmt::format("batch size {} must be >= 1", b));
   BenchReport report;
-  report.threads = current_thread_pools();
-  report.torch_version = TORCH_VERSION;
-  report.device = o.device.str();
+  report.platform = BenchPlatform::current(o.device);
   dense.eval();
   pruned.eval();
   torch::NoGradGuard no_grad;
@@ -97,25 +128,8 @@ BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pru
       auto ids = torch::randint(std::min<int64_t>(1000, vocab - 1), vocab, {batch, seq}, torch::kLong)
                      .to(o.device);
       models::ModelInputs in{ids, torch::ones_like(ids), {}};
-      for (int i = 0; i < o.warmup; ++i) {
-        time_forward_ms(dense, in, o.device);
-        time_forward_ms(pruned, in, o.device);
-      }
-      std::vector<double> d, p;
-      const auto start = std::chrono::steady_clock::now();
-      for (int rep = 0; rep < o.max_reps; ++rep) {
-        if (rep % 2 == 0) {
-          d.push_back(time_forward_ms(dense, in, o.device));
-          p.push_back(time_forward_ms(pruned, in, o.device));
-        } else {
-          p.push_back(time_forward_ms(pruned, in, o.device));
-          d.push_back(time_forward_ms(dense, in, o.device));
-        }
-        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        if (rep + 1 >= o.min_reps &&
-            ((stable(d, o.stable_spread) && stable(p, o.stable_spread)) || elapsed > o.max_seconds_per_shape))
-          break;
-      }
+      const auto [d, p] = time_alternately([&] { return time_forward_ms(dense, in, o.device); },
+                                           [&] { return time_forward_ms(pruned, in, o.device); }, o.repeat_rule());
       BenchCell c;
       c.batch = batch;
       c.seq = seq;

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +14,15 @@
 #include "pruner/thread_pools.h"
 
 namespace headprune::pruner {
+
+/// When a side-by-side measurement stops repeating.
+struct RepeatRule {
+  int warmup = 2;                 ///< untimed calls of each side first
+  int min_reps = 5;               ///< timed pairs, at least
+  int max_reps = 30;              ///< ... at most
+  double stable_spread = 0.05;    ///< stop once (p75 − p25) / median < this for both sides
+  double max_seconds = 60;        ///< stop repeating once the timed pairs took this long
+};
 
 /// Grid and stopping rule.
 struct BenchOptions {
@@ -24,6 +35,8 @@ struct BenchOptions {
   double max_seconds_per_shape = 60;  ///< stop repeating once a shape took this long
   uint64_t seed = 1234;            ///< token ids
   torch::Device device = torch::kCPU;
+  /// The stopping fields as a RepeatRule.
+  RepeatRule repeat_rule() const { return {warmup, min_reps, max_reps, stable_spread, max_seconds_per_shape}; }
 };
 
 /// One (batch, seq) cell. Latencies in milliseconds per forward pass.
@@ -39,12 +52,31 @@ struct BenchCell {
   nlohmann::json to_json() const;
 };
 
-/// The whole run, with what it ran on.
-struct BenchReport {
-  std::vector<BenchCell> results;
+/// What a benchmark ran on.
+struct BenchPlatform {
   ThreadPools threads;        ///< the pools that ran, as the libraries report them
   std::string torch_version;
   std::string device;
+  /// This process's pools and LibTorch, on `device`.
+  static BenchPlatform current(const torch::Device& device);
+  /// The pools' keys (ThreadPools::to_json) with `torch_version` and `device`.
+  nlohmann::json to_json() const;
+  /// One line: "device cpu, <pools>, LibTorch <version>, BLAS <kernels>".
+  std::string describe() const;
+  /// A benchmark's JSON: to_json() with "results", each cell's to_json().
+  template <typename Cell>
+  nlohmann::json with_results(const std::vector<Cell>& cells) const {
+    auto j = to_json();
+    j["results"] = nlohmann::json::array();
+    for (const auto& c : cells) j["results"].push_back(c.to_json());
+    return j;
+  }
+};
+
+/// The whole run, with what it ran on.
+struct BenchReport {
+  std::vector<BenchCell> results;
+  BenchPlatform platform;
   nlohmann::json to_json() const;
   std::string to_text() const;
 };
@@ -56,6 +88,15 @@ struct BenchReport {
 ///         max_position_embeddings or the grid is empty.
 BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pruned,
                       const BenchOptions& options);
+
+/// Times two measurements side by side: rule.warmup untimed calls of each, then `dense` and
+/// `pruned` alternately (which goes first alternates rep by rep, so neither always runs on a
+/// warmer cache) until rule.min_reps pairs are in and both samples are stable or
+/// rule.max_seconds have passed, or rule.max_reps pairs. Each call returns the milliseconds it
+/// measured. @returns the dense and the pruned sample, in the order taken.
+std::pair<std::vector<double>, std::vector<double>> time_alternately(const std::function<double()>& dense,
+                                                                     const std::function<double()>& pruned,
+                                                                     const RepeatRule& rule);
 
 /// The q-quantile (q in [0, 1]) of `v`, linear interpolation between order statistics (numpy's
 /// default). @throws headprune::Error if `v` is empty.

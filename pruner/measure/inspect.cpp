@@ -1,9 +1,12 @@
 #include "pruner/measure/inspect.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "models/flops.h"
+#include "models/kv_cache.h"
 #include "models/model_family.h"
 #include "models/model_size.h"
 #include "pruner/format.h"
@@ -24,6 +27,7 @@ ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
   for (const auto& kv : c.kept_kv_heads())
     s.num_key_value_heads_per_layer.push_back(static_cast<int64_t>(kv.size()));
   s.kept_heads = c.kept_heads;
+  if (c.family().has_lm_head()) s.kv_cache_values_per_token_per_layer = models::kv_values_per_token_per_layer(c);
   s.parameters = models::parameter_count(*ckpt.model);
   s.attention_parameters = ckpt.model->attention_parameter_count();
   s.seq_len = seq_len;
@@ -47,6 +51,8 @@ nlohmann::json to_json(const ModelSummary& s) {
           {"original_num_attention_heads", s.original_num_attention_heads},
           {"num_key_value_heads_per_layer", s.num_key_value_heads_per_layer},
           {"kept_heads", s.kept_heads},
+          {"kv_cache_values_per_token_per_layer", s.kv_cache_values_per_token_per_layer},
+          {"kv_cache_values_per_token", sum(s.kv_cache_values_per_token_per_layer)},
           {"parameters", s.parameters},
           {"attention_parameters", s.attention_parameters},
           {"seq_len", s.seq_len},
@@ -67,6 +73,16 @@ std::string to_text(const ModelSummary& s) {
                      fmt::join(s.heads_per_layer, " "), sum(s.heads_per_layer),
                      s.original_num_attention_heads * s.num_hidden_layers, s.head_dim);
   out += fmt::format("KV heads per layer    {}\n", fmt::join(s.num_key_value_heads_per_layer, " "));
+  if (!s.kv_cache_values_per_token_per_layer.empty()) {
+    const auto values = sum(s.kv_cache_values_per_token_per_layer);
+    const auto& per_layer = s.kv_cache_values_per_token_per_layer;
+    const bool uniform = std::all_of(per_layer.begin(), per_layer.end(), [&](int64_t v) { return v == per_layer[0]; });
+    out += fmt::format("KV cache per token    {} at F16, {} at F32 ({} numbers: {})\n",
+                       human_bytes(static_cast<std::uintmax_t>(2 * values)),
+                       human_bytes(static_cast<std::uintmax_t>(4 * values)), values,
+                       uniform ? fmt::format("{} in each layer", per_layer[0])
+                               : fmt::format("per layer {}", fmt::join(per_layer, " ")));
+  }
   out += fmt::format("parameters            {} ({})\n", s.parameters, human_count(s.parameters));
   out += fmt::format("  attention           {} ({:.1f}%)\n", s.attention_parameters,
                      100.0 * static_cast<double>(s.attention_parameters) /

@@ -24,6 +24,9 @@ struct ModelSummary {
   std::vector<int64_t> heads_per_layer;
   std::vector<int64_t> num_key_value_heads_per_layer;
   std::vector<std::vector<int64_t>> kept_heads;  ///< original indices per layer
+  /// Decoders: what one cached position costs each layer's KV cache for one sequence, in numbers
+  /// (models::kv_values_per_token_per_layer; × 2 bytes at F16, × 4 at F32). Empty for encoders.
+  std::vector<int64_t> kv_cache_values_per_token_per_layer;
   int64_t parameters = 0;            ///< all parameters
   int64_t attention_parameters = 0;  ///< Q, K, V, O weights and biases
   int64_t seq_len = 0;               ///< sequence length the FLOPs are for

@@ -9,6 +9,7 @@
 #include "models/config.h"
 #include "models/errors.h"
 #include "models/json_get.h"
+#include "models/kv_cache.h"
 #include "models/registry.h"
 #include "pruner/report/report_roles.h"
 
@@ -62,6 +63,14 @@ size_t head_slot(int64_t h, size_t n, const std::filesystem::path& dir, int64_t 
   return static_cast<size_t>(h);
 }
 
+/// A decoder's KV-cache numbers per token, in the model first pruned and now.
+void set_kv_cache(HeadReport& r, const models::ModelConfig& config) {
+  if (!config.family().has_lm_head()) return;
+  const int64_t original_kv_heads = config.original_num_attention_heads / config.kv_group_size();
+  r.kv_values_per_token_original = 2 * original_kv_heads * config.head_dim * config.num_hidden_layers;
+  r.kv_values_per_token = models::kv_values_per_token(config);
+}
+
 }  // namespace
 
 HeadReport report_from_checkpoint(const std::filesystem::path& dir) {
@@ -94,6 +103,7 @@ HeadReport report_from_checkpoint(const std::filesystem::path& dir) {
     }
     r.layers.push_back(std::move(lr));
   }
+  set_kv_cache(r, config);
   // An export by `prune` keeps its gates in headprune/gates.json.
   if (std::filesystem::exists(dir / "headprune" / "gates.json"))
     r.warning = GateState::load(dir / "headprune").summary.value("convergence_warning", std::string());
@@ -134,6 +144,8 @@ nlohmann::json to_json(const HeadReport& r) {
                       {"heads_per_layer", per_layer},
                       {"layers", layers}};
   if (!r.warning.empty()) j["warning"] = r.warning;
+  if (r.kv_values_per_token > 0)
+    j["kv_cache_values_per_token"] = {{"original", r.kv_values_per_token_original}, {"kept", r.kv_values_per_token}};
   return j;
 }
 
@@ -159,6 +171,11 @@ std::string to_text(const HeadReport& r) {
     out += fmt::format("| {}\n", kept.empty() ? std::string("(none: attention adds only its output bias)")
                                                  : fmt::format("{}", fmt::join(kept, ",")));
   }
+  if (r.kv_values_per_token > 0)
+    out += fmt::format("KV cache per token: {:.2f} -> {:.2f} KiB at F16 ({} -> {} numbers, {:.2f}x smaller)\n",
+                       r.kv_values_per_token_original * 2 / 1024.0, r.kv_values_per_token * 2 / 1024.0,
+                       r.kv_values_per_token_original, r.kv_values_per_token,
+                       static_cast<double>(r.kv_values_per_token_original) / static_cast<double>(r.kv_values_per_token));
   if (!r.warning.empty()) out += fmt::format("WARNING: {}\n", r.warning);
   return out + roles_text(r);
 }

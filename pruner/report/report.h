@@ -31,6 +31,10 @@ struct HeadReport {
   std::vector<LayerReport> layers;
   /// Set when the gates had not converged (GateState summary "convergence_warning").
   std::string warning;
+  /// Decoders reported from a checkpoint: KV-cache numbers one token adds (2 × KV heads ×
+  /// head_dim, summed over layers; models/kv_cache.h) in the model first pruned and now. Only
+  /// whole KV groups shrink it. 0 when unknown (encoders, gates folders).
+  int64_t kv_values_per_token_original = 0, kv_values_per_token = 0;
   int64_t heads_total() const;          ///< original heads over all layers
   int64_t heads_kept() const;
 };
@@ -48,11 +52,13 @@ HeadReport load_report(const std::filesystem::path& dir);
 /// {"source", "num_attention_heads", "heads_total", "heads_kept", "heads_per_layer",
 ///  "layers": [{"layer", "kept": [original indices], "removed": [...], "gate": [per head|null],
 ///              "roles": [per head: [role, ...]] (only when analysed)}],
-///  "warning" (only when set)}
+///  "warning" (only when set),
+///  "kv_cache_values_per_token": {"original", "kept"} (decoder checkpoints only)}
 nlohmann::json to_json(const HeadReport& r);
 /// Plain-text table, one row per layer: a cell per head ('#' kept with its gate, '.' removed,
 /// ' ' absent before), then the kept indices; when analysed, each layer's kept and removed
-/// heads with their roles, and the heads per role kept and removed. Readable without colour.
+/// heads with their roles, and the heads per role kept and removed; for a decoder checkpoint,
+/// the KV cache per token before and after (bytes at F16). Readable without colour.
 std::string to_text(const HeadReport& r);
 /// Standalone SVG: layers x heads heat-map (gate value as colour, removed heads crossed out),
 /// and a bar of heads kept per layer.

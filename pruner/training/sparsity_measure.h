@@ -16,6 +16,10 @@ namespace headprune::pruner {
 ///                     total = all Q/K/V/O weights and biases
 ///   flops             8·H·d + 4·seq_len·d per token per head (models/flops.h);
 ///                     total = the whole forward pass per token at seq_len
+///   kv-cache          2·d / (query heads present in its KV group) per head, so a whole group
+///                     costs its keys and values; total = the KV cache per token
+///                     (models::kv_values_per_token). Decoders only: an encoder is refused
+///                     (headprune::Error).
 /// Sparsity targets are fractions of the *original* model when the model is unpruned.
 gates::SparsityMeasure sparsity_measure(const models::ModelConfig& config, gates::SparsityUnit unit,
                                         int64_t seq_len);

@@ -160,7 +160,8 @@ std::vector<TrainingOption> objective_rows() {
   return {target, lambda, params, flops,
           choice_option("sparsity-unit", "heads", "sparsity_unit",
                         [](auto& o) -> auto& { return o.unit; }, &gates::parse_unit,
-                        "what the target counts: heads, attention-params or flops")};
+                        "what the target counts: heads, attention-params, flops, or kv-cache (a decoder's KV cache "
+                        "per token: whole KV groups, with --gqa-mode groups)")};
 }
 
 /// --target-latency and the shape and table that price it.
@@ -411,6 +412,11 @@ void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
       !vm["sparsity-unit"].defaulted())
     throw UsageError("a budget (--target-params, --target-flops, --target-latency) sets its own unit; drop "
                      "--sparsity-unit");
+  if (s.training.unit == gates::SparsityUnit::kKvCache &&
+      s.training.constraints.group_rule != gates::GroupRule::kWholeGroups)
+    throw UsageError(fmt::format("--sparsity-unit kv-cache: only whole KV groups shrink the KV cache, and --gqa-mode "
+                                 "{} removes query heads within them; add --gqa-mode groups",
+                                 gates::to_string(s.training.constraints.group_rule)));
   if (!vm.count("target-latency") &&
       ((vm.count("latency-shape") && !vm["latency-shape"].defaulted()) || vm.count("latency-table")))
     throw UsageError("--latency-shape and --latency-table have no effect without --target-latency");
