@@ -167,3 +167,26 @@ CATCH_TEST_CASE("train-gates --sparsity-unit kv-cache removes whole KV groups to
   CATCH_CHECK(train("roberta", w.dir / "encoder-gates", "groups") == 1);
   CATCH_CHECK_FALSE(std::filesystem::exists(w.dir / "encoder-gates"));
 }
+
+CATCH_TEST_CASE("one-token decoding steps give the uncached logits, whole groups read in place or uneven ones gathered",
+                "[kv_cache]") {
+  // gemma3: query_pre_attn_scalar and sliding windows of 8 (the 20 positions pass them); llama3
+  // dense, then with uneven groups in layers 0 and 2 (the gathered path) beside a whole layer 1.
+  for (const std::string fixture : {"llama3", "gemma3", "llama3-uneven"}) {
+    CATCH_INFO(fixture);
+    auto ckpt = load(fixture == "llama3-uneven" ? "llama3" : fixture);
+    if (fixture == "llama3-uneven") {
+      ckpt.model->prune_heads(0, {1}, {});
+      ckpt.model->prune_heads(2, {0, 1, 2}, {});
+    }
+    torch::NoGradGuard no_grad;
+    const auto ids = torch::randint(5, 300, {2, 20}, torch::kLong);
+    const auto full = ckpt.model->forward({ids, {}, {}}, nullptr).logits;  // [2, 20, vocab]
+    models::KvCache cache;
+    std::vector<torch::Tensor> steps{ckpt.model->forward_cached(ids.slice(1, 0, 8), cache)};
+    for (int64_t t = 8; t < 20; ++t) steps.push_back(ckpt.model->forward_cached(ids.slice(1, t, t + 1), cache));
+    const auto diff = (torch::cat(steps, 1) - full).abs().max().item<double>();
+    CATCH_INFO("max |stepped - uncached| = " << diff);
+    CATCH_CHECK(diff <= testing::float32_tolerance(ckpt.model->config(), full));
+  }
+}

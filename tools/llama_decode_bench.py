@@ -5,6 +5,7 @@ KV cache at that context), dense over pruned.
 
     tools/build-llama-cpp      # once (builds llama-bench)
     python3 tools/llama_decode_bench.py DENSE.gguf PRUNED.gguf --depth 2048,8160 --new-tokens 32
+    python3 tools/llama_decode_bench.py DENSE.gguf out/p/model.gguf --pruned-model out/p   # a deci file
 
 For each context depth D, llama.cpp's own `llama-bench -p 0 -n N -d D` fills the KV cache with
 D tokens (untimed), then times N decoded tokens; the two files run alternately, `--rounds`
@@ -15,7 +16,9 @@ Bytes one decoded token reads, as llama.cpp holds the model:
   weights  llama-bench's model_size (every tensor; with tied embeddings the embedding is read
            whole as the output matrix; an untied input embedding, read by row, makes this an
            upper bound),
-  KV cache kv_cache_values_per_token (from `headprune inspect FILE --json`: 2 x KV heads x
+  KV cache kv_cache_values_per_token (from `headprune inspect FILE --json`, or of the folder
+           --pruned-model / --dense-model names: headprune reads GGUF architecture `llama`, not
+           the `deci` files of uneven layers; 2 x KV heads x
            head_dim, summed over layers) x 2 bytes (llama.cpp's default f16 cache) x the mean
            position of the timed tokens, D + (N - 1) / 2.
 The memory-bound limit of the speedup is dense bytes / pruned bytes ("bytes ratio");
@@ -109,13 +112,18 @@ def main():
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--llama-bench", default=os.path.join(ROOT, ".cache/llama.cpp/bin/llama-bench"))
     ap.add_argument("--headprune", default=os.path.join(ROOT, "build/headprune"))
+    ap.add_argument("--dense-model", help="checkpoint headprune inspects for DENSE's shape (default: DENSE)")
+    ap.add_argument("--pruned-model", help="checkpoint headprune inspects for PRUNED's shape (default: PRUNED)")
     ap.add_argument("--json", help="also write the rows to this file")
     args = ap.parse_args()
-    for path in (args.dense, args.pruned, args.llama_bench, args.headprune):
+    for path in (args.dense, args.pruned, args.llama_bench, args.headprune, args.dense_model, args.pruned_model):
+        if path is None:
+            continue
         if not os.path.exists(path):
             sys.exit(f"llama_decode_bench: {path} does not exist")
     depths = [int(d) for d in args.depth.split(",")]
-    shapes = {"dense": shape(args.headprune, args.dense), "pruned": shape(args.headprune, args.pruned)}
+    shapes = {"dense": shape(args.headprune, args.dense_model or args.dense),
+              "pruned": shape(args.headprune, args.pruned_model or args.pruned)}
     cells = [measure(args, d, shapes) for d in depths]
     print_table(cells)
     if args.json:

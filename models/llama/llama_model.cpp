@@ -140,6 +140,17 @@ class LayerMasks {
   std::map<int64_t, torch::Tensor> by_window_;
 };
 
+/// g when query heads 0..g-1 read KV head 0, g..2g-1 KV head 1, and so on (every group whole and
+/// in order), else 0.
+int64_t consecutive_group_size(const std::vector<int64_t>& kv_of_query, int64_t num_kv_heads) {
+  const auto heads = static_cast<int64_t>(kv_of_query.size());
+  if (num_kv_heads < 1 || heads % num_kv_heads != 0) return 0;
+  const int64_t group = heads / num_kv_heads;
+  for (int64_t i = 0; i < heads; ++i)
+    if (kv_of_query[static_cast<size_t>(i)] != i / group) return 0;
+  return group;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- attention
@@ -209,11 +220,18 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
     *past_keys = k;
     *past_values = v;
   }
-  // Each query head reads its own KV head (groups may be uneven after pruning).
-  auto index = torch::tensor(kv_of_query, torch::kLong).to(x.device());
-  k = k.index_select(1, index);
-  v = v.index_select(1, index);
-  auto context = attention_context(q, k, v, mask_bias, record_probs ? &probs : nullptr);  // [B, h, T, d]
+  torch::Tensor context;  // [B, h, T, d]
+  if (const int64_t group = T == 1 && !record_probs ? consecutive_group_size(kv_of_query, num_kv_heads) : 0) {
+    // One new token: each KV head's query heads become rows of one query against it, so the
+    // keys and values are read where they lie instead of being copied out to every query head.
+    const auto rows = attention_context(q.reshape({B, num_kv_heads, group, head_dim}), k, v, mask_bias);
+    context = rows.reshape({B, num_heads, 1, head_dim});
+  } else {
+    // Each query head reads its own KV head (groups may be uneven after pruning).
+    auto index = torch::tensor(kv_of_query, torch::kLong).to(x.device());
+    context = attention_context(q, k.index_select(1, index), v.index_select(1, index), mask_bias,
+                                record_probs ? &probs : nullptr);
+  }
   if (multiplier.defined()) context = context * multiplier.view({1, num_heads, 1, 1});
   auto joined = context.transpose(1, 2).reshape({B, T, num_heads * head_dim});
   if (record_context) this->context = joined.detach();

@@ -11,6 +11,13 @@
 #include "pruner/log.h"
 
 namespace headprune::pruner {
+
+std::string RepeatRule::describe() const {
+  return fmt::format("{}, then {}-{} timed pairs, at most ~{:g} s",
+                     warmup > 0 ? fmt::format("{} warm-up call{} each", warmup, warmup > 1 ? "s" : "") : "no warm-up",
+                     min_reps, max_reps, max_seconds);
+}
+
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) throw Error("percentile of an empty sample");
   std::sort(v.begin(), v.end());
@@ -122,8 +129,8 @@ BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pru
   const std::size_t shapes = o.seqs.size() * o.batches.size();
   for (auto seq : o.seqs) {
     for (auto batch : o.batches) {
-      log::info("bench shape {}/{}: batch {} x seq {} (warm-up, then {}-{} timed pairs, at most ~{:g} s)...",
-                report.results.size() + 1, shapes, batch, seq, o.min_reps, o.max_reps, o.max_seconds_per_shape);
+      log::info("bench shape {}/{}: batch {} x seq {} ({})...", report.results.size() + 1, shapes, batch, seq,
+                o.repeat_rule().describe());
       torch::manual_seed(o.seed);
       auto ids = torch::randint(std::min<int64_t>(1000, vocab - 1), vocab, {batch, seq}, torch::kLong)
                      .to(o.device);

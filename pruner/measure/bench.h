@@ -22,6 +22,9 @@ struct RepeatRule {
   int max_reps = 30;              ///< ... at most
   double stable_spread = 0.05;    ///< stop once (p75 − p25) / median < this for both sides
   double max_seconds = 60;        ///< stop repeating once the timed pairs took this long
+  /// For progress lines: "2 warm-up calls each, then 5-30 timed pairs, at most ~60 s" ("no
+  /// warm-up" when warmup is 0).
+  std::string describe() const;
 };
 
 /// Grid and stopping rule.

@@ -185,9 +185,8 @@ DecodeReport run_decode_bench(models::AttentionModel& dense, models::AttentionMo
   const std::size_t shapes = o.contexts.size() * o.batches.size();
   for (auto context : o.contexts) {
     for (auto batch : o.batches) {
-      log::info("decode bench {}/{}: batch {}, context {}, then {} new tokens (warm-up, then {}-{} timed pairs)...",
-                report.results.size() + 1, shapes, batch, context, o.new_tokens, o.repeat.min_reps,
-                o.repeat.max_reps);
+      log::info("decode bench {}/{}: batch {}, context {}, then {} new tokens ({})...", report.results.size() + 1,
+                shapes, batch, context, o.new_tokens, o.repeat.describe());
       report.results.push_back(measure_cell(dense, pruned, o, batch, context));
     }
   }
