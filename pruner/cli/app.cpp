@@ -178,7 +178,7 @@ const std::vector<Command>& commands() {
       {"bench", "time a dense and a pruned checkpoint side by side", run_bench},
       {"bench-training", "time a gate-training step against a plain dense forward+backward",
        run_bench_training},
-      {"eval", "quality: STS-B Spearman, fidelity of a pruned model to its dense original", run_eval},
+      {"eval", "quality: STS-B Spearman, classification or zero-shot task accuracy, fidelity to the dense original", run_eval},
       {"embed", "write sentence embeddings of a text file (sentence-transformers pipeline)", run_embed},
       {"heads", "what each head does on real text: positional, syntactic, rare-token, sink roles",
        run_heads},
