@@ -175,11 +175,45 @@ CATCH_TEST_CASE("eval --task on the command line: table, JSON, samples, and refu
   CATCH_CHECK(lines[5].at("index") == 2);
   CATCH_CHECK(testing::run_cli({"eval", model, "--task", "mmlu", "--task-dir", tasks.string()}) == 2);
   CATCH_CHECK(testing::run_cli({"eval", model, "--task", "piqa,", "--task-dir", tasks.string()}) == 2);
+  // --limit belongs to --task; without either, the other measures run as before.
   CATCH_CHECK(testing::run_cli({"eval", model, "--limit", "3", "--teacher", model, "--data", samples}) == 2);
+  CATCH_CHECK(testing::run_cli({"eval", model, "--teacher", model, "--data", samples}) == 0);
   CATCH_CHECK(testing::run_cli({"eval", model, "--task", "arc_challenge", "--task-dir", tasks.string()}) == 1);
   // An encoder has no LM head: refused, and no samples file is written.
   const auto none = dir / "none.jsonl";
   CATCH_CHECK(testing::run_cli({"eval", testing::fixture_path("distilbert").string(), "--task", "piqa", "--task-dir",
                                 tasks.string(), "--samples", none.string()}) == 1);
   CATCH_CHECK_FALSE(std::filesystem::exists(none));
+}
+
+CATCH_TEST_CASE("sweep --task judges every model by its mean zero-shot accuracy", "[zero_shot][cli][e2e]") {
+  testing::Workspace w("sweep-task");
+  const auto model = testing::fixture_path("llama3").string();
+  const auto tasks = testing::fixture_path("zero_shot/tasks");
+  const auto out = w.dir / "sweep";
+  const std::vector<std::string> common = {"sweep", model, "--data", w.corpus.string(), "--targets", "0.5",
+                                           "--steps", "4", "--batch-size", "4", "--max-length", "16", "--no-bench",
+                                           "--task", "piqa,hellaswag", "--task-dir", tasks.string(),
+                                           "--task-limit", "4", "-o"};
+  auto args = common;
+  args.push_back((w.dir / "both").string());
+  args.insert(args.end(), {"--sts", w.corpus.string()});
+  CATCH_CHECK(testing::run_cli(args) == 2);  // two quality measures
+  CATCH_CHECK_FALSE(std::filesystem::exists(w.dir / "both"));
+  args = common;
+  args.push_back(out.string());
+  CATCH_REQUIRE(testing::run_cli(args) == 0);
+  std::ifstream in(out / "sweep.json");
+  const auto sweep = nlohmann::json::parse(in);
+  CATCH_CHECK(sweep.at("quality") == "zero_shot_acc");
+  CATCH_CHECK(sweep.at("tasks").size() == 2);
+  // The dense model's quality is the mean acc of the tasks, in percent.
+  auto ckpt = models::load_checkpoint(model, testing::test_device());
+  double acc = 0;
+  for (const auto* name : {"piqa", "hellaswag"})
+    acc += pruner::score_multiple_choice(ckpt, pruner::read_multiple_choice(tasks / (std::string(name) + ".jsonl"), 4),
+                                         8, testing::test_device()).acc;
+  CATCH_CHECK(sweep.at("dense").at("quality").get<double>() == Approx(50.0 * acc).margin(1e-9));
+  const double pruned = sweep.at("points").at(0).at("quality").get<double>();
+  CATCH_CHECK((pruned >= 0.0 && pruned <= 100.0));
 }

@@ -20,17 +20,6 @@
 namespace headprune::cli {
 namespace {
 
-/// `--task` (comma-separated) as task files, read and checked before any model loads.
-std::vector<pruner::MultipleChoiceTask> read_tasks(const std::string& value, const std::string& task_dir,
-                                                   std::size_t limit) {
-  std::vector<pruner::MultipleChoiceTask> tasks;
-  for (const auto& name : value.empty() ? std::vector<std::string>{} : split_list(value)) {
-    if (name.empty()) throw UsageError(fmt::format("--task '{}' has an empty task name", value));
-    tasks.push_back(pruner::read_multiple_choice(pruner::task_file(name, task_dir), limit));
-  }
-  return tasks;
-}
-
 /// Scores every task; the table goes to stdout unless `json`; per-question lines to `samples`.
 nlohmann::json eval_tasks(models::Checkpoint& ckpt, const std::vector<pruner::MultipleChoiceTask>& tasks,
                           std::size_t batch_size, const torch::Device& device, const std::string& samples, bool json) {
@@ -84,16 +73,11 @@ nlohmann::json eval_fidelity(models::Checkpoint& ckpt, const std::string& teache
   return result;
 }
 
-std::string default_task_dir() {
-  const char* cache = std::getenv("HEADPRUNE_CACHE");
-  return (std::filesystem::path(cache && *cache ? cache : ".cache") / "tasks").string();
-}
-
 }  // namespace
 
 int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals) {
   CommandLine line("eval", "eval MODEL [--sts FILE] [--classification FILE] [--task LIST] [--teacher DENSE --data FILE] [--json]");
-  std::string model, sts, teacher, data, classification, task_list, samples, task_dir = default_task_dir();
+  std::string model, sts, teacher, data, classification, task_list, samples, task_dir = pruner::default_task_dir().string();
   std::size_t batch_size = 64, max_length = 128, limit = 0;
   DtypeOption dtype;
   line.positional("model", "MODEL", &model, "checkpoint folder");
@@ -127,7 +111,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
   if (!line.parse(args, vm)) return 0;
   if (sts.empty() && teacher.empty() && classification.empty() && task_list.empty())
     throw UsageError("give at least one of --sts FILE, --classification FILE, --task LIST, --teacher DENSE --data TEXT");
-  if (task_list.empty() && (vm.count("limit") || !samples.empty()))
+  if (task_list.empty() && (!vm["limit"].defaulted() || !samples.empty()))
     throw UsageError("--limit and --samples go with --task");
   if (teacher.empty() != data.empty()) throw UsageError("--teacher and --data go together");
   if (batch_size < 1) throw UsageError("--batch-size must be >= 1");
@@ -137,7 +121,7 @@ int run_eval(const std::vector<std::string>& args, const GlobalOptions& globals)
   // Every input is checked before the model loads.
   for (const auto& [file, what] : {std::pair{sts, "--sts"}, {classification, "--classification"}, {data, "--data"}})
     if (!file.empty()) models::open_input_file(file, what);
-  const auto tasks = read_tasks(task_list, task_dir, limit);
+  const auto tasks = pruner::read_tasks(task_list.empty() ? std::vector<std::string>{} : split_list(task_list), task_dir, limit);
   models::require_tokenizer_files(model, "eval");
   auto ckpt = models::load_checkpoint(model, device);
   dtype.apply(ckpt);  // MODEL only: a --teacher stays float32, the reference

@@ -41,6 +41,13 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   line.group("Quality").add_options()
       ("sts", arg(&sts, "FILE"),
        "STS Benchmark file: quality = Spearman x100 (else: embedding cosine to the dense model)");
+  std::string task_list, task_dir = pruner::default_task_dir().string();
+  std::size_t task_limit = 0;
+  line.group("Quality").add_options()
+      ("task", arg(&task_list, "LIST"),
+       "zero-shot tasks of a causal LM (as eval --task): quality = the mean of their acc in percent")
+      ("task-limit", arg(&task_limit, "N", task_limit), "with --task: the first N questions of each task (0 = all)")
+      ("task-dir", arg(&task_dir, "DIR", task_dir), "with --task: where task names are found");
   line.alias("--eval-sts", "--sts");
   add_training_flags(line, {"target-sparsity", "l0-lambda", "target-params", "target-flops", "target-latency",
                             "latency-shape", "latency-table"});
@@ -50,6 +57,8 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
                "quality only (speedup \"not measured\")")
       .example("sweep MODEL --data train.txt --one-run --sts sts-dev.csv -o out/sweep1",
                "the same three sizes from one gate training")
+      .example("sweep LLM --data wiki.txt --targets 0.25,0.33 --task piqa,arc_easy --task-limit 200 -o out/llm",
+               "a decoder's sweep judged by zero-shot accuracy (after scripts/fetch-data)")
       .example("sweep MODEL --data train.txt --baselines importance,layers --sts sts-dev.csv -o out/sweep-b",
                "the L0 gates against untrained importance masks and dropped layers on the same plot");
   po::variables_map vm;
@@ -70,6 +79,8 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
     throw UsageError("--one-run trains the gates only: weights fine-tuned for one mask do not fit the others; "
                      "drop --train-weights (or sweep without --one-run)");
   if (!sts.empty()) o.sts = sts;
+  if (task_list.empty() && !vm["task-limit"].defaulted()) throw UsageError("--task-limit goes with --task");
+  if (!task_list.empty()) o.tasks = pruner::read_tasks(split_list(task_list), task_dir, task_limit);
   for (const auto& name : baselines.empty() ? std::vector<std::string>{} : split_list(baselines)) {
     if (name != "importance" && name != "layers")
       throw UsageError(

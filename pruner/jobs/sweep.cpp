@@ -21,7 +21,7 @@
 #include "pruner/jobs/importance_baseline.h"
 #include "pruner/jobs/layer_baseline.h"
 #include "pruner/log.h"
-#include "pruner/measure/sts.h"
+#include "pruner/jobs/sweep_quality.h"
 #include "pruner/text/training_text.h"
 #include "pruner/training/gates_folder.h"
 #include "pruner/training/nested_masks.h"
@@ -30,15 +30,6 @@
 namespace headprune::pruner {
 namespace fs = std::filesystem;
 namespace {
-
-/// Quality of one model: STS Spearman if a file is given, else nothing here (fidelity comes
-/// from the prune job's summary).
-std::optional<double> sts_of(const fs::path& model, const std::optional<std::vector<StsPair>>& pairs,
-                             const torch::Device& device) {
-  if (!pairs) return std::nullopt;
-  auto ckpt = models::load_checkpoint(model, device);
-  return evaluate_sts(ckpt, *pairs, 64, device).spearman_x100;
-}
 
 /// The prune job of one target: the template with that target, written to target-XX/.
 PruneJobOptions job_for(const SweepOptions& o, double target) {
@@ -76,7 +67,7 @@ std::map<double, nlohmann::json> one_run_summaries(const SweepOptions& o, const 
 }
 
 nlohmann::json sweep_point(double t, const PruneJobOptions& job, const nlohmann::json& summary,
-                           const std::optional<double>& sts);
+                           const std::optional<double>& quality);
 
 /// The first kImportanceSequences training sequences of the sweep's text: what both baselines score on.
 std::vector<std::vector<int64_t>> scoring_sequences(const SweepOptions& o, const models::Checkpoint& ckpt) {
@@ -99,7 +90,7 @@ PruneJobOptions baseline_job(const SweepOptions& o, double t, const char* prefix
 
 /// sweep.json's "baselines.importance": per head the ablation importance on the first training
 /// sequences, then one model per target with the least important heads removed (no training).
-nlohmann::json importance_baseline(const SweepOptions& o, const std::optional<std::vector<StsPair>>& pairs) {
+nlohmann::json importance_baseline(const SweepOptions& o, const SweepQuality& quality) {
   const auto& device = o.job.training.device;
   auto ckpt = models::load_checkpoint(o.job.model, device);
   const auto sequences = scoring_sequences(o, ckpt);
@@ -112,7 +103,7 @@ nlohmann::json importance_baseline(const SweepOptions& o, const std::optional<st
     const auto job = baseline_job(o, t, "importance");
     log::info("\n===== sweep baseline: target sparsity {} by importance -> {} =====", t, job.out.string());
     const auto summary = prune_with_gates(job, importance_gates(ckpt, importance, t, job.training), "");
-    points.push_back(sweep_point(t, job, summary, sts_of(job.out, pairs, device)));
+    points.push_back(sweep_point(t, job, summary, quality.of(job.out, device)));
   }
   return {{"method", "ablation importance (Michel et al. 2019), least important heads removed, no training"},
           {"sequences", sequences.size()},
@@ -123,7 +114,7 @@ nlohmann::json importance_baseline(const SweepOptions& o, const std::optional<st
 /// sweep.json's "baselines.layers": the greedy layer order on the first training sequences, then
 /// one model per distinct layer count (layers_for_target) with those layers removed.
 nlohmann::json layer_baseline(const SweepOptions& o, const models::ModelConfig& config,
-                              const std::optional<std::vector<StsPair>>& pairs) {
+                              const SweepQuality& quality) {
   const auto& device = o.job.training.device;
   const auto layers = config.num_hidden_layers;
   std::vector<int64_t> counts;
@@ -148,8 +139,8 @@ nlohmann::json layer_baseline(const SweepOptions& o, const models::ModelConfig& 
     for (int64_t k = 0; k < counts[i]; ++k) drop.push_back(order[static_cast<std::size_t>(k)].layer);
     log::info("\n===== sweep baseline: target sparsity {} as {} of {} layers removed -> {} =====", o.targets[i],
               counts[i], layers, job.out.string());
-    const auto summary = prune_layers(job, drop);  // before sts_of reads the folder it writes
-    auto point = sweep_point(o.targets[i], job, summary, sts_of(job.out, pairs, device));
+    const auto summary = prune_layers(job, drop);  // before the quality measure reads the folder it writes
+    auto point = sweep_point(o.targets[i], job, summary, quality.of(job.out, device));
     point["layers_removed"] = drop;
     record["points"].push_back(point);
   }
@@ -158,7 +149,7 @@ nlohmann::json layer_baseline(const SweepOptions& o, const models::ModelConfig& 
 
 /// sweep.json's entry for one target.
 nlohmann::json sweep_point(double t, const PruneJobOptions& job, const nlohmann::json& summary,
-                           const std::optional<double>& sts) {
+                           const std::optional<double>& quality) {
   nlohmann::json point = {{"target", t},
                           {"out", job.out.string()},
                           {"heads_kept", summary["heads_kept"]},
@@ -173,7 +164,7 @@ nlohmann::json sweep_point(double t, const PruneJobOptions& job, const nlohmann:
     point["flops_ratio"] = cell["flops_ratio"];
     point["bench_shape"] = {{"batch_size", cell["batch_size"]}, {"seq_len", cell["seq_len"]}};
   }
-  point["quality"] = sts ? nlohmann::json(*sts) : summary["fidelity"]["mean_cosine"];
+  point["quality"] = quality ? nlohmann::json(*quality) : summary["fidelity"]["mean_cosine"];
   return point;
 }
 
@@ -210,30 +201,31 @@ nlohmann::json run_sweep(const SweepOptions& o) {
   const auto measure = sparsity_measure(config, o.job.training);
   for (double t : o.targets)
     gates::validate_target(t, config.heads_per_layer(), measure, constraints_for(config, o.job.training.constraints));
-  std::optional<std::vector<StsPair>> pairs;
-  if (o.sts) pairs = read_sts(*o.sts);  // a bad STS file is refused before anything is written
+  const SweepQuality quality(o.sts, o.tasks);  // a bad STS file is refused before anything is written
   fs::create_directories(o.out);
 
   nlohmann::json sweep = {{"model", o.job.model.string()}, {"targets", o.targets},
-                          {"quality", o.sts ? "sts_spearman" : "fidelity_mean_cosine"},
+                          {"quality", quality.name()},
                           {"points", nlohmann::json::array()}};
-  const auto dense_sts = sts_of(o.job.model, pairs, o.job.training.device);
+  for (const auto& [task, questions] : quality.task_sizes())
+    sweep["tasks"].push_back({{"task", task}, {"questions", questions}});
+  const auto dense_quality = quality.of(o.job.model, o.job.training.device);
   sweep["dense"] = {{"heads_kept", config.total_heads()},
                     {"speedup", 1.0},
-                    {"quality", dense_sts ? nlohmann::json(*dense_sts) : nlohmann::json(1.0)}};
+                    {"quality", dense_quality ? nlohmann::json(*dense_quality) : nlohmann::json(1.0)}};
   const auto t0 = std::chrono::steady_clock::now();
   const auto summaries = o.one_run ? one_run_summaries(o, config) : std::map<double, nlohmann::json>();
   for (double t : o.targets) {
     const auto job = job_for(o, t);
     log::info("\n===== sweep: target sparsity {} -> {} =====", t, job.out.string());
     const auto summary = o.one_run ? summaries.at(t) : run_prune_job(job);
-    sweep["points"].push_back(sweep_point(t, job, summary, sts_of(job.out, pairs, job.training.device)));
+    sweep["points"].push_back(sweep_point(t, job, summary, quality.of(job.out, job.training.device)));
     write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");  // progress survives a crash
   }
   sweep["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.one_run) sweep["one_run"] = {{"trained_at", one_run_target(o.targets)}};
-  if (o.importance_baseline) sweep["baselines"]["importance"] = importance_baseline(o, pairs);
-  if (o.layer_baseline) sweep["baselines"]["layers"] = layer_baseline(o, config, pairs);
+  if (o.importance_baseline) sweep["baselines"]["importance"] = importance_baseline(o, quality);
+  if (o.layer_baseline) sweep["baselines"]["layers"] = layer_baseline(o, config, quality);
   write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");
   const auto table = sweep_table(sweep);
   write_file_atomic(o.out / "sweep.txt", table);
@@ -265,9 +257,9 @@ constexpr BaselineStyle kBaselines[] = {
 }  // namespace
 
 std::string sweep_table(const nlohmann::json& sweep) {
-  const bool sts = sweep.value("quality", std::string()) == "sts_spearman";
   std::string table = fmt::format("{:>8} {:>6} {:>10} {:>13} {:>13} {:>14}\n", "target", "heads",
-                                  sts ? "STS x100" : "cosine", "speedup", "FLOPs ratio", "parameters");
+                                  SweepQuality::column(sweep.value("quality", std::string())), "speedup",
+                                  "FLOPs ratio", "parameters");
   table += fmt::format("{:>8} {:>6} {:>10.3f} {:>13} {:>13} {:>14}\n", "dense",
                        sweep["dense"]["heads_kept"].get<int64_t>(), sweep["dense"]["quality"].get<double>(),
                        "1.000x", "1.000x", "");
@@ -392,7 +384,6 @@ std::string sweep_svg(const nlohmann::json& sweep) {
   x0 -= xpad, x1 += xpad, y0 -= ypad, y1 += ypad;
   auto X = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kRight - kLeft); };
   auto Y = [&](double y) { return kBottom - (y - y0) / (y1 - y0) * (kBottom - kTop); };
-  const bool sts = sweep.value("quality", std::string()) == "sts_spearman";
   const auto model = fs::path(sweep.value("model", std::string("model"))).filename().string().substr(0, 40);
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
@@ -404,7 +395,7 @@ std::string sweep_svg(const nlohmann::json& sweep) {
       measured ? "each point: one pruned model; speedup measured side by side with the dense model"
                : "speedup not measured (--no-bench)");
   s += sweep_axes(x0, x1, y0, y1, measured ? "measured speedup (x)" : "heads removed (%)",
-                  sts ? "STS-B Spearman x100" : "embedding cosine to dense");
+                  SweepQuality::axis_label(sweep.value("quality", std::string())));
   double legend_y = kTop + 6;
   // One series: a line through its points (the baseline's starts at the dense model), markers, legend lines.
   auto series = [&](std::vector<SweepPoint> points, const char* colour, bool from_dense) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pruner/jobs/prune_job.h"
+#include "pruner/text/multiple_choice.h"
 
 namespace headprune::pruner {
 
@@ -19,6 +20,7 @@ struct SweepOptions {
   std::vector<double> targets;
   std::filesystem::path out;                  ///< sweep folder: target-XX/ subfolders + sweep.*
   std::optional<std::filesystem::path> sts;   ///< STS-B file to score every model on
+  std::vector<MultipleChoiceTask> tasks;      ///< or zero-shot tasks (mean acc); not both
   /// One gate training (at the middle target) read at every target (pruner/training/
   /// nested_masks.h) instead of one training per target. Gates only (no --train-weights).
   bool one_run = false;
@@ -32,7 +34,7 @@ struct SweepOptions {
 
 /// Runs one `prune` job per target (an independent gate-training run each, so every target
 /// gets gates trained for it; with one_run, one training at the middle target whose gates are
-/// read at the others, so the masks are nested), evaluates each model (STS if given, else fidelity) and the dense
+/// read at the others, so the masks are nested), evaluates each model (STS or zero-shot tasks if given, else fidelity) and the dense
 /// baseline, and writes `sweep.json`, `sweep.txt` and `sweep.svg` (quality vs measured speedup
 /// at the last benchmark shape, with heads kept) into `out`. With importance_baseline, also one
 /// model per target from the importance mask ("baselines": {"importance": {...}} in sweep.json,

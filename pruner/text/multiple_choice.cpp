@@ -1,6 +1,7 @@
 #include "pruner/text/multiple_choice.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -64,6 +65,21 @@ std::filesystem::path task_file(const std::string& task, const std::filesystem::
   if (!std::filesystem::exists(file))
     throw Error(fmt::format("task {}: {} not found; run scripts/fetch-data {} (or set --task-dir)", task, file.string(), task));
   return file;
+}
+
+std::filesystem::path default_task_dir() {
+  const char* cache = std::getenv("HEADPRUNE_CACHE");
+  return std::filesystem::path(cache && *cache ? cache : ".cache") / "tasks";
+}
+
+std::vector<MultipleChoiceTask> read_tasks(const std::vector<std::string>& names,
+                                           const std::filesystem::path& task_dir, std::size_t limit) {
+  std::vector<MultipleChoiceTask> tasks;
+  for (const auto& name : names) {
+    if (name.empty()) throw UsageError("--task: an empty task name (a stray comma?)");
+    tasks.push_back(read_multiple_choice(task_file(name, task_dir), limit));
+  }
+  return tasks;
 }
 
 MultipleChoiceTask read_multiple_choice(const std::filesystem::path& file, std::size_t limit) {

@@ -34,6 +34,14 @@ const std::vector<std::string>& known_tasks();
 ///         headprune::Error when a known task's file is missing ("run scripts/fetch-data NAME").
 std::filesystem::path task_file(const std::string& task, const std::filesystem::path& task_dir);
 
+/// $HEADPRUNE_CACHE/tasks, or .cache/tasks without it: where scripts/fetch-data writes.
+std::filesystem::path default_task_dir();
+
+/// Reads the task of each name (task_file, then read_multiple_choice with `limit`).
+/// @throws headprune::UsageError for an empty or unknown name; headprune::Error as those two.
+std::vector<MultipleChoiceTask> read_tasks(const std::vector<std::string>& names,
+                                           const std::filesystem::path& task_dir, std::size_t limit);
+
 /// Reads a task file: one JSON object per line with "id" (string or integer), "context" (a
 /// non-empty string), "choices" (at least two non-empty strings) and "gold" (an integer index
 /// into choices); blank lines are skipped. `limit` > 0 keeps only the first `limit` questions
