@@ -153,8 +153,13 @@ CATCH_TEST_CASE("a question longer than the model's positions is refused before 
   std::string context = "Question:";
   for (int i = 0; i < 300; ++i) context += " word";
   const auto file = write_task("long", R"({"id": "x", "context": ")" + context + R"(", "choices": ["a", "b"], "gold": 0})" "\n");
-  CATCH_CHECK_THROWS_WITH(pruner::score_multiple_choice(ckpt, pruner::read_multiple_choice(file), 4, testing::test_device()),
+  const auto task = pruner::read_multiple_choice(file);
+  CATCH_CHECK_THROWS_WITH(pruner::check_multiple_choice(ckpt, task),
                           Catch::Contains("question 0 (id x), choice 0") && Catch::Contains("256 positions"));
+  CATCH_CHECK_THROWS_WITH(pruner::score_multiple_choice(ckpt, task, 4, testing::test_device()),
+                          Catch::Contains("256 positions"));
+  auto encoder = models::load_checkpoint(testing::fixture_path("distilbert"), testing::test_device());
+  CATCH_CHECK_THROWS_WITH(pruner::check_multiple_choice(encoder, task), Catch::Contains("needs a causal language model"));
 }
 
 CATCH_TEST_CASE("eval --task on the command line: table, JSON, samples, and refusals with their exit codes",

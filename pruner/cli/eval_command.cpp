@@ -23,6 +23,7 @@ namespace {
 /// Scores every task; the table goes to stdout unless `json`; per-question lines to `samples`.
 nlohmann::json eval_tasks(models::Checkpoint& ckpt, const std::vector<pruner::MultipleChoiceTask>& tasks,
                           std::size_t batch_size, const torch::Device& device, const std::string& samples, bool json) {
+  for (const auto& task : tasks) pruner::check_multiple_choice(ckpt, task);  // refuse before scoring any
   std::vector<pruner::TaskScore> scores;
   std::string lines;
   for (const auto& task : tasks) {

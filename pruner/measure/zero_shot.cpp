@@ -29,8 +29,14 @@ int64_t code_points(const std::string& s) {
   return std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
 }
 
-std::vector<Request> build_requests(const models::Tokenizer& tokenizer, const MultipleChoiceTask& task,
-                                    int64_t max_positions) {
+/// Every answer of `task` as lm-eval tokenizes it. @throws headprune::Error for a model without
+/// an LM head or tokenizer, or an answer past its positions.
+std::vector<Request> build_requests(const models::Checkpoint& checkpoint, const MultipleChoiceTask& task) {
+  if (!checkpoint.model->lm_head_weight().defined() || !checkpoint.tokenizer)
+    throw Error(fmt::format("eval --task needs a causal language model with a tokenizer; {} is not one",
+                            checkpoint.dir.string()));
+  const auto& tokenizer = *checkpoint.tokenizer;
+  const int64_t max_positions = checkpoint.model->config().max_position_embeddings;
   std::vector<Request> requests;
   for (std::size_t q = 0; q < task.questions.size(); ++q) {
     const auto& question = task.questions[q];
@@ -140,14 +146,15 @@ ScoringPair scoring_pair(const models::Tokenizer& tokenizer, const std::string& 
   return {std::move(prefix), std::move(continuation_ids)};
 }
 
+void check_multiple_choice(const models::Checkpoint& checkpoint, const MultipleChoiceTask& task) {
+  build_requests(checkpoint, task);
+}
+
 TaskScore score_multiple_choice(models::Checkpoint& checkpoint, const MultipleChoiceTask& task,
                                 std::size_t batch_size, const torch::Device& device) {
   auto& model = *checkpoint.model;
   const auto lm_head = model.lm_head_weight();
-  if (!lm_head.defined() || !checkpoint.tokenizer)
-    throw Error(fmt::format("eval --task needs a causal language model with a tokenizer; {} is not one",
-                            checkpoint.dir.string()));
-  auto requests = build_requests(*checkpoint.tokenizer, task, model.config().max_position_embeddings);
+  auto requests = build_requests(checkpoint, task);
   std::stable_sort(requests.begin(), requests.end(), [](const Request& a, const Request& b) { return a.ids.size() > b.ids.size(); });
   TaskScore score{task.name, task.file.string(), {}};
   for (const auto& q : task.questions) score.questions.push_back({std::vector<ChoiceScore>(q.choices.size()), 0, 0, q.gold});

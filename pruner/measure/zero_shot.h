@@ -59,6 +59,11 @@ struct ScoringPair {
 ScoringPair scoring_pair(const models::Tokenizer& tokenizer, const std::string& context,
                          const std::string& choice, const std::string& where);
 
+/// Checks, without scoring, that `checkpoint` can score `task`: a causal LM with a tokenizer,
+/// and every answer (with its context) within its positions; eval runs it on every task before
+/// scoring the first. @throws headprune::Error as score_multiple_choice.
+void check_multiple_choice(const models::Checkpoint& checkpoint, const MultipleChoiceTask& task);
+
 /// Scores every answer of `task` with `checkpoint` (a causal LM: its forward pass on the context
 /// and continuation ids minus the last, the continuation's log-probabilities from the final
 /// hidden states through the LM head in float32), `batch_size` answers per forward pass, longest
