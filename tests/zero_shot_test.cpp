@@ -126,6 +126,8 @@ CATCH_TEST_CASE("a bad task file is refused naming the line and what is wrong", 
       {R"({"id": 1.5, "context": "Q", "choices": ["a", "b"], "gold": 0})", "key 'id' must be a string or an integer"},
       {R"({"id": 1, "context": "Q", "choices": ["a", "b"], "gold": 0.5})", "must be an integer"},
       {"not json", "not a JSON object"},
+      {R"({"id": 1, "context": "Q", "choices": ["a", "b"], "gold": 0, "target_delimiter": ""})",
+       "key 'target_delimiter' is not one headprune reads"},
   };
   for (const auto& [line, message] : cases) {
     CATCH_INFO(line);

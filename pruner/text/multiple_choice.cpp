@@ -32,6 +32,11 @@ MultipleChoiceQuestion read_question(const std::string& text, const std::string&
     throw Error(fmt::format("{}: not a JSON object ({})", where, e.what()));
   }
   if (!line.is_object()) throw Error(fmt::format("{}: not a JSON object", where));
+  for (const auto& [key, value] : line.items())
+    if (key != "id" && key != "context" && key != "choices" && key != "gold")
+      throw Error(fmt::format("{}: key '{}' is not one headprune reads (id, context, choices, gold); "
+                              "remove it rather than have it ignored",
+                              where, key));
   MultipleChoiceQuestion q;
   q.id = question_id(line, where);
   q.context = models::json_required<std::string>(line, "context", where);

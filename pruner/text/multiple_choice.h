@@ -47,7 +47,7 @@ std::vector<MultipleChoiceTask> read_tasks(const std::vector<std::string>& names
 /// into choices); blank lines are skipped. `limit` > 0 keeps only the first `limit` questions
 /// (lm-eval's --limit).
 /// @throws headprune::Error naming the file, the line and what is wrong: not JSON, a missing or
-///         wrongly typed field, an empty context or choice, fewer than two choices, gold out of
+///         wrongly typed field, any other key (e.g. a per-task delimiter it would not apply), an empty context or choice, fewer than two choices, gold out of
 ///         range; or a file without questions.
 MultipleChoiceTask read_multiple_choice(const std::filesystem::path& file, std::size_t limit = 0);
 
