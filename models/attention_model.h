@@ -34,6 +34,25 @@ struct ModelInputs {
 /// shape [heads present in layer l].
 using HeadMultipliers = std::vector<torch::Tensor>;
 
+/// Per-layer FFN multipliers: element l is undefined (no multiplier) or a float tensor of shape
+/// [config().intermediate_sizes[l]], multiplying each intermediate neuron's activation right
+/// before the FFN's output projection (BERT `output.dense`, DistilBERT `lin2`, LLaMA
+/// `down_proj`): where prune_ffn acts, so a 0/1 multiplier and removal give the same output.
+/// CoFi (Xia et al. 2022, §3.1) gates the intermediate dimensions there.
+using FfnMultipliers = std::vector<torch::Tensor>;
+
+/// What forward() scales; a null member scales nothing.
+struct Multipliers {
+  const HeadMultipliers* heads = nullptr;
+  const FfnMultipliers* ffn = nullptr;
+};
+
+/// Layer `layer`'s entry of `list` (one entry per layer, checked against `layers`), undefined
+/// when `list` is null or the entry is; `what` names the kind in errors.
+/// @throws headprune::Error if the list is not one per layer or the entry is not [size].
+torch::Tensor layer_multiplier(const std::vector<torch::Tensor>* list, int64_t layer, int64_t layers,
+                               int64_t size, const char* what);
+
 /// One layer's attention block as the last forward pass saw it (set_record_attention_io(true)).
 /// Both families compute the block's contribution to the residual stream as
 /// `residual + output_projection(context)` (BERT then applies its LayerNorm; LLaMA's residual
@@ -83,9 +102,13 @@ class AttentionModel : public torch::nn::Module {
   /// The configuration; its kept_heads always describe the weights currently held.
   virtual const ModelConfig& config() const = 0;
 
-  /// Runs the model. `multipliers` (optional) has one entry per layer.
-  /// @throws headprune::Error if a multiplier's shape does not match its layer's heads.
-  virtual ModelOutput forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) = 0;
+  /// Runs the model, scaling heads and FFN neurons by `multipliers` (each one entry per layer).
+  /// @throws headprune::Error if a multiplier's shape does not match its layer's heads or FFN width.
+  virtual ModelOutput forward(const ModelInputs& inputs, const Multipliers& multipliers) = 0;
+  /// Runs the model with head multipliers only (optional, one entry per layer).
+  ModelOutput forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) {
+    return forward(inputs, Multipliers{multipliers, nullptr});
+  }
 
   /// Runs `input_ids` [batch, t] as the t positions after the `cache.length` ones `cache` holds
   /// (an empty cache: from position 0), appends their keys and values to `cache`, and returns
@@ -111,6 +134,15 @@ class AttentionModel : public torch::nn::Module {
   /// @throws headprune::Error on an out-of-range or duplicate index.
   virtual void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
                            const torch::Tensor& scale) = 0;
+
+  /// Physically removes FFN neurons (indices local to the layer's *current* neurons, 0-based) of
+  /// one layer: slices the rows (and biases) of the input projections (BERT `intermediate.dense`;
+  /// LLaMA `gate_proj` and `up_proj`) and the columns of the output projection, whose bias stays,
+  /// and updates config().intermediate_sizes. If `scale` is given (shape [current width]), each
+  /// kept neuron's output-projection column is first multiplied by its value, folding a
+  /// fractional gate into the weights. Removing every neuron leaves the output bias alone.
+  /// @throws headprune::Error on an out-of-range or duplicate index or a scale of another shape.
+  virtual void prune_ffn(int64_t layer, const std::vector<int64_t>& remove_local, const torch::Tensor& scale) = 0;
 
   /// Physically removes whole layers (indices of the current layers, any order): attention and
   /// feed-forward block together, the later layers renumbered down ("encoder.layer.N" /

@@ -49,9 +49,27 @@ void parse_original_head_ids(const nlohmann::json& j, const std::string& source,
   c.original_head_ids = std::move(ids);
 }
 
+/// `headprune.intermediate_sizes`: per-layer FFN widths (ModelConfig::intermediate_sizes).
+/// Absent: intermediate_size in every layer.
+void parse_intermediate_sizes(const nlohmann::json& j, const std::string& source, ModelConfig& c) {
+  c.intermediate_sizes.assign(static_cast<size_t>(c.num_hidden_layers), c.intermediate_size);
+  const auto note = j.value("headprune", nlohmann::json::object());
+  if (!note.is_object() || !note.contains("intermediate_sizes")) return;
+  auto sizes = json_integer_list(note.at("intermediate_sizes"), source + ": headprune.intermediate_sizes");
+  if (static_cast<int64_t>(sizes.size()) != c.num_hidden_layers)
+    throw Error(fmt::format("{}: headprune.intermediate_sizes lists {} layers, the model has {}", source,
+                            sizes.size(), c.num_hidden_layers));
+  for (size_t l = 0; l < sizes.size(); ++l)
+    if (sizes[l] < 0 || sizes[l] > c.intermediate_size)
+      throw Error(fmt::format("{}: headprune.intermediate_sizes[{}] is {}, outside 0..intermediate_size {}",
+                              source, l, sizes[l], c.intermediate_size));
+  c.intermediate_sizes = std::move(sizes);
+}
+
 /// `values` without the entries whose `drop` flag is set (empty stays empty).
-std::vector<bool> erase_dropped(const std::vector<bool>& values, const std::vector<bool>& drop) {
-  std::vector<bool> out;
+template <typename T>
+std::vector<T> erase_dropped(const std::vector<T>& values, const std::vector<bool>& drop) {
+  std::vector<T> out;
   for (size_t l = 0; l < values.size() && l < drop.size(); ++l)
     if (!drop[l]) out.push_back(values[l]);
   return out;
@@ -172,6 +190,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& file, const ModelFamily
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
     for (int64_t h = 0; h < c.num_attention_heads; ++h) c.kept_heads[l].push_back(h);
   family.parse_head_sets(j, source, c);
+  parse_intermediate_sizes(j, source, c);
   if (j.contains("pruned_heads") && !j.at("pruned_heads").is_null()) {
     const auto& pruned = j.at("pruned_heads");
     if (!pruned.is_object())
@@ -229,6 +248,7 @@ void ModelConfig::remove_layers(const std::vector<int64_t>& layers) {
   kept_heads = std::move(kept);
   original_head_ids = std::move(ids);
   sliding_layers = erase_dropped(sliding_layers, drop);
+  intermediate_sizes = erase_dropped(intermediate_sizes, drop);
   if (raw.contains("layer_types") && raw["layer_types"].is_array() && raw["layer_types"].size() == drop.size()) {
     auto types = nlohmann::json::array();
     for (size_t l = 0; l < drop.size(); ++l)
@@ -281,6 +301,39 @@ const ModelFamily& ModelConfig::family() const {
   return *model_family;
 }
 
-nlohmann::json ModelConfig::to_json() const { return family().to_json(*this); }
+int64_t ModelConfig::ffn_width(int64_t layer) const {
+  return intermediate_sizes.empty() ? intermediate_size : intermediate_sizes.at(static_cast<size_t>(layer));
+}
+
+bool ModelConfig::plain_ffn() const {
+  return std::adjacent_find(intermediate_sizes.begin(), intermediate_sizes.end(), std::not_equal_to<>()) ==
+             intermediate_sizes.end() &&
+         (intermediate_sizes.empty() || intermediate_sizes.front() > 0);
+}
+
+void ModelConfig::set_ffn_width(int64_t layer, int64_t width) {
+  if (layer < 0 || layer >= num_hidden_layers)
+    throw Error(fmt::format("layer {} is out of range (the model has {} layers)", layer, num_hidden_layers));
+  if (intermediate_sizes.empty()) intermediate_sizes.assign(static_cast<size_t>(num_hidden_layers), intermediate_size);
+  auto& current = intermediate_sizes.at(static_cast<size_t>(layer));
+  if (width < 0 || width > current)
+    throw Error(fmt::format("layer {}: FFN width {} is outside 0..{}", layer, width, current));
+  current = width;
+}
+
+nlohmann::json ModelConfig::to_json() const {
+  auto j = family().to_json(*this);
+  if (j.contains("headprune") && j["headprune"].is_object()) j["headprune"].erase("intermediate_sizes");
+  if (intermediate_sizes.empty() || intermediate_sizes == std::vector<int64_t>(intermediate_sizes.size(), intermediate_size))
+    return j;
+  if (plain_ffn()) {  // a plain config: every layer has the same, smaller width
+    const auto& file_keys = family().attribute_map();
+    const auto key = file_keys.find("intermediate_size");
+    j[key == file_keys.end() ? "intermediate_size" : key->second] = intermediate_sizes.front();
+    return j;
+  }
+  j["headprune"]["intermediate_sizes"] = intermediate_sizes;
+  return j;
+}
 
 }  // namespace headprune::models

@@ -50,7 +50,14 @@ struct ModelConfig {
   int64_t num_attention_heads = 0;    ///< original heads per layer
   int64_t num_key_value_heads = 0;    ///< equals num_attention_heads for BERT
   int64_t head_dim = 0;               ///< explicit `head_dim` or hidden_size / num_attention_heads
+  /// The FFN width every layer was built with (HF `intermediate_size`; DistilBERT `hidden_dim`).
   int64_t intermediate_size = 0;
+  /// Derived: per layer, the FFN neurons present (size num_hidden_layers): intermediate_size
+  /// everywhere, unless FFN neurons were removed (prune_ffn). A layer of width 0 has lost its
+  /// feed-forward block but for its output bias. Uneven widths are stored in headprune's
+  /// namespaced key `"headprune": {"intermediate_sizes": [...]}` beside the original
+  /// intermediate_size (docs/formats.md); uniform ones as a plain intermediate_size.
+  std::vector<int64_t> intermediate_sizes;
   std::string hidden_act = "gelu";    ///< "gelu" (erf), "gelu_new"/"gelu_pytorch_tanh", "relu", "silu"
   int64_t max_position_embeddings = 512;
   int64_t type_vocab_size = 2;
@@ -156,6 +163,15 @@ struct ModelConfig {
   std::vector<int64_t> heads_per_layer() const;
   /// Total heads present over all layers.
   int64_t total_heads() const;
+  /// Layer `layer`'s FFN width: intermediate_sizes[layer], or intermediate_size for a config
+  /// built without them.
+  int64_t ffn_width(int64_t layer) const;
+  /// Whether every layer has the same nonzero FFN width: what a plain intermediate_size expresses
+  /// (readers build each layer's FFN from it).
+  bool plain_ffn() const;
+  /// Records that layer `layer`'s FFN has `width` neurons left.
+  /// @throws headprune::Error for a layer out of range or a width outside 0..its current width.
+  void set_ffn_width(int64_t layer, int64_t width);
   /// Query heads per KV head in the original layout (1 for BERT).
   int64_t kv_group_size() const;
   /// Per layer, the original KV-head indices still used by a kept query head, ascending

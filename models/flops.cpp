@@ -22,8 +22,9 @@ double forward_flops_per_token(const ModelConfig& c, int64_t seq_len) {
   const double H = static_cast<double>(c.hidden_size);
   // BERT: two FFN matrices; LLaMA: SwiGLU's three, plus the LM head over the vocabulary.
   const auto& family = c.family();
-  const double ffn = 2.0 * static_cast<double>(family.ffn_matrices()) * H *
-                     static_cast<double>(c.intermediate_size) * static_cast<double>(c.num_hidden_layers);
+  double ffn = 0;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l)
+    ffn += 2.0 * static_cast<double>(family.ffn_matrices()) * H * static_cast<double>(c.ffn_width(l));
   const double lm_head = family.has_lm_head() ? 2.0 * H * static_cast<double>(c.vocab_size) : 0.0;
   return attention_flops_per_token(c, seq_len) + ffn + lm_head;
 }

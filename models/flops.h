@@ -9,7 +9,7 @@ namespace headprune::models {
 
 /// FLOPs (a multiply-add counts 2) per token of one forward pass over a sequence of `seq_len`
 /// tokens, summed over layers; embeddings and pooling are excluded. Per layer with h heads of
-/// size d, KV heads g, width H, FFN width I:
+/// size d, KV heads g, width H, FFN width I (the layer's own):
 ///   projections  2·H·d·(h + 2g) + 2·h·d·H      (Q, K, V, O)
 ///   attention    4·seq_len·h·d                  (QKᵀ and PV)
 ///   feed-forward 4·H·I (BERT) or 6·H·I (LLaMA's SwiGLU: gate, up, down)

@@ -15,6 +15,7 @@
 
 #include "tests/test_support.h"
 
+using namespace headprune;
 namespace fs = std::filesystem;
 
 namespace {

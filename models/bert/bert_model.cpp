@@ -11,6 +11,7 @@
 #include "models/attention_kernel.h"
 #include "models/bert/bert_family.h"
 #include "models/errors.h"
+#include "models/ffn_neurons.h"
 #include "models/layer_list.h"
 #include "models/relative_position.h"
 
@@ -78,19 +79,19 @@ torch::Tensor BertIntermediateImpl::forward(const torch::Tensor& x) {
   return hf_activation(h, hidden_act_);
 }
 
-BertLayerImpl::BertLayerImpl(const ModelConfig& config, int64_t num_heads) {
+BertLayerImpl::BertLayerImpl(const ModelConfig& config, int64_t num_heads, int64_t intermediate_size) {
   attention = register_module("attention", BertAttention(config, num_heads));
-  intermediate = register_module(
-      "intermediate",
-      BertIntermediate(config.hidden_size, config.intermediate_size, config.hidden_act));
-  output = register_module("output", BertProjection(config.intermediate_size, config.hidden_size,
-                                                    config.layer_norm_eps));
+  intermediate = register_module("intermediate",
+                                 BertIntermediate(config.hidden_size, intermediate_size, config.hidden_act));
+  output = register_module("output", BertProjection(intermediate_size, config.hidden_size, config.layer_norm_eps));
 }
 
 torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
-                                     const torch::Tensor& multiplier) {
+                                     const torch::Tensor& multiplier, const torch::Tensor& ffn_multiplier) {
   auto a = attention->forward(x, mask_bias, multiplier);
-  return output->forward(intermediate->forward(a), a);
+  auto h = intermediate->forward(a);
+  if (ffn_multiplier.defined()) h = h * ffn_multiplier.to(h.dtype());
+  return output->forward(h, a);
 }
 
 // ---------------------------------------------------------------- embeddings
@@ -134,7 +135,8 @@ BertModel::BertModel(ModelConfig config, bool with_pooler) : config_(std::move(c
   auto encoder = register_module("encoder", std::make_shared<torch::nn::Module>());
   auto layer_list = encoder->register_module("layer", torch::nn::ModuleList());
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
-    layers.push_back(BertLayer(config_, static_cast<int64_t>(config_.kept_heads[l].size())));
+    layers.push_back(BertLayer(config_, static_cast<int64_t>(config_.kept_heads[l].size()),
+                               config_.ffn_width(l)));
     layer_list->push_back(layers.back());
   }
   if (config_.relative_attention_num_buckets > 0)
@@ -147,7 +149,7 @@ BertModel::BertModel(ModelConfig config, bool with_pooler) : config_(std::move(c
   }
 }
 
-ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) {
+ModelOutput BertModel::forward(const ModelInputs& inputs, const Multipliers& multipliers) {
   const auto& ids = inputs.input_ids;
   if (ids.dim() != 2) throw Error("input_ids must have shape [batch, seq]");
   const int64_t max_tokens = config_.usable_positions();
@@ -155,9 +157,6 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
     throw Error(fmt::format("sequence of {} tokens is longer than the {} positions the model has; "
                             "lower --max-length",
                             ids.size(1), max_tokens));
-  if (multipliers && static_cast<int64_t>(multipliers->size()) != config_.num_hidden_layers)
-    throw Error(fmt::format("head multipliers for {} layers given, the model has {}",
-                            multipliers->size(), config_.num_hidden_layers));
   auto x = embeddings->forward(ids, inputs.token_type_ids);
   auto mask = inputs.attention_mask.defined() ? inputs.attention_mask : torch::ones_like(ids);
   // HF's extended attention mask: (1 - mask) * finfo(dtype).min, broadcast over heads and
@@ -168,14 +167,10 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const HeadMultipliers*
   const auto position_bias = relative_position_bias(ids.size(1), x);
   std::vector<torch::Tensor> hidden_states;
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
-    torch::Tensor m;
-    if (multipliers) {
-      m = (*multipliers)[l];
-      if (m.defined() && (m.dim() != 1 || m.size(0) != layers[l]->attention->self->num_heads))
-        throw Error(fmt::format("layer {}: head multiplier has shape {}, expected [{}]", l,
-                                fmt::join(m.sizes(), ","), layers[l]->attention->self->num_heads));
-    }
-    x = layers[l]->forward(x, layer_bias(l, position_bias, mask_bias), m);
+    auto& layer = layers[static_cast<size_t>(l)];
+    const auto m = layer_multiplier(multipliers.heads, l, config_.num_hidden_layers, layer->attention->self->num_heads, "head");
+    const auto f = layer_multiplier(multipliers.ffn, l, config_.num_hidden_layers, layer->output->dense->weight.size(1), "FFN");
+    x = layer->forward(x, layer_bias(l, position_bias, mask_bias), m, f);
     if (output_hidden_states()) hidden_states.push_back(x);
   }
   ModelOutput out{x, {}, {}, {}, std::move(hidden_states)};
@@ -260,6 +255,16 @@ void BertModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_lo
   out->weight.set_data(o.index_select(1, rows).contiguous());
   self->num_heads = h - static_cast<int64_t>(removed.size());
   config_.remove_heads(layer, removed_original);
+}
+
+void BertModel::prune_ffn(int64_t layer, const std::vector<int64_t>& remove_local, const torch::Tensor& scale) {
+  if (layer < 0 || layer >= config_.num_hidden_layers)
+    throw Error(fmt::format("layer {} is out of range (the model has {} layers)", layer, config_.num_hidden_layers));
+  auto& block = layers[static_cast<size_t>(layer)];
+  const auto width = block->output->dense->weight.size(1);
+  const auto kept = kept_positions(layer, width, remove_local, "FFN neuron");
+  keep_ffn_neurons({block->intermediate->dense}, block->output->dense, kept, scale, torch::kFloat32);
+  config_.set_ffn_width(layer, static_cast<int64_t>(kept.size()));
 }
 
 void BertModel::drop_layers(const std::vector<int64_t>& drop) {

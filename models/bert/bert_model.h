@@ -79,9 +79,11 @@ TORCH_MODULE(BertIntermediate);
 /// One encoder layer: attention, then the feed-forward block.
 class BertLayerImpl : public torch::nn::Module {
  public:
-  BertLayerImpl(const ModelConfig& config, int64_t num_heads);
+  BertLayerImpl(const ModelConfig& config, int64_t num_heads, int64_t intermediate_size);
+  /// multiplier: undefined or [num_heads]; ffn_multiplier: undefined or [FFN width], on the
+  /// intermediate activation (AttentionModel's FfnMultipliers).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
-                        const torch::Tensor& multiplier);
+                        const torch::Tensor& multiplier, const torch::Tensor& ffn_multiplier = {});
   BertAttention attention{nullptr};
   BertIntermediate intermediate{nullptr};
   BertProjection output{nullptr};
@@ -116,9 +118,11 @@ class BertModel : public AttentionModel {
   const ModelConfig& config() const override { return config_; }
   /// @throws headprune::Error when a sequence is longer than max_position_embeddings or a
   /// multiplier has the wrong shape.
-  ModelOutput forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) override;
+  ModelOutput forward(const ModelInputs& inputs, const Multipliers& multipliers) override;
+  using AttentionModel::forward;
   void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
                    const torch::Tensor& scale) override;
+  void prune_ffn(int64_t layer, const std::vector<int64_t>& remove_local, const torch::Tensor& scale) override;
   void drop_layers(const std::vector<int64_t>& layers) override;
   int64_t attention_parameter_count() const override;
   /// HF BertModel as ONNX (models/bert/bert_onnx.cpp): a layer with no heads adds only its

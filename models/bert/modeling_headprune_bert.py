@@ -42,6 +42,15 @@ def heads_per_layer(config):
     return [config.num_attention_heads - len(pruned.get(layer, ())) for layer in range(config.num_hidden_layers)]
 
 
+def ffn_widths(config, width=None):
+    """FFN neurons present in each layer: `headprune.intermediate_sizes` when headprune removed
+    neurons unevenly, else `width` (default `intermediate_size`) in every layer."""
+    widths = (getattr(config, "headprune", None) or {}).get("intermediate_sizes")
+    if widths is not None:
+        return list(widths)
+    return [config.intermediate_size if width is None else width] * config.num_hidden_layers
+
+
 class HeadpruneBertEmbeddings(nn.Module):
     """Word + absolute position + token type embeddings, LayerNorm, dropout (as BertEmbeddings)."""
 
@@ -112,9 +121,9 @@ class HeadpruneBertAttention(nn.Module):
 
 
 class HeadpruneBertIntermediate(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, width):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.dense = nn.Linear(config.hidden_size, width)
         self.intermediate_act_fn = ACT2FN[config.hidden_act]
 
     def forward(self, hidden):
@@ -122,9 +131,9 @@ class HeadpruneBertIntermediate(nn.Module):
 
 
 class HeadpruneBertOutput(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, width):
         super().__init__()
-        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.dense = nn.Linear(width, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -133,11 +142,11 @@ class HeadpruneBertOutput(nn.Module):
 
 
 class HeadpruneBertLayer(nn.Module):
-    def __init__(self, config, num_heads):
+    def __init__(self, config, num_heads, width):
         super().__init__()
         self.attention = HeadpruneBertAttention(config, num_heads)
-        self.intermediate = HeadpruneBertIntermediate(config)
-        self.output = HeadpruneBertOutput(config)
+        self.intermediate = HeadpruneBertIntermediate(config, width)
+        self.output = HeadpruneBertOutput(config, width)
 
     def forward(self, hidden, additive_mask):
         attended = self.attention(hidden, additive_mask)
@@ -147,7 +156,8 @@ class HeadpruneBertLayer(nn.Module):
 class HeadpruneBertEncoder(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.layer = nn.ModuleList(HeadpruneBertLayer(config, heads) for heads in heads_per_layer(config))
+        self.layer = nn.ModuleList(HeadpruneBertLayer(config, heads, width)
+                                   for heads, width in zip(heads_per_layer(config), ffn_widths(config)))
 
     def forward(self, hidden, additive_mask, output_hidden_states=False):
         states = [hidden] if output_hidden_states else None

@@ -28,7 +28,7 @@ from transformers import DistilBertConfig, PreTrainedModel
 from transformers.activations import get_activation
 from transformers.modeling_outputs import BaseModelOutput
 
-from .modeling_headprune_bert import classifier_output, init_encoder_weights
+from .modeling_headprune_bert import classifier_output, ffn_widths, init_encoder_weights
 
 
 def pruned_heads(config):
@@ -87,10 +87,10 @@ class HeadpruneDistilBertAttention(nn.Module):
 
 
 class HeadpruneDistilBertFFN(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, width):
         super().__init__()
-        self.lin1 = nn.Linear(config.dim, config.hidden_dim)
-        self.lin2 = nn.Linear(config.hidden_dim, config.dim)
+        self.lin1 = nn.Linear(config.dim, width)
+        self.lin2 = nn.Linear(width, config.dim)
         self.activation = get_activation(config.activation)
         self.dropout = nn.Dropout(config.dropout)
 
@@ -102,11 +102,11 @@ class HeadpruneDistilBertBlock(nn.Module):
     """Attention, residual, sa_layer_norm; FFN, residual, output_layer_norm (DistilBERT's
     TransformerBlock)."""
 
-    def __init__(self, config, num_heads):
+    def __init__(self, config, num_heads, width):
         super().__init__()
         self.attention = HeadpruneDistilBertAttention(config, num_heads)
         self.sa_layer_norm = nn.LayerNorm(config.dim, eps=1e-12)
-        self.ffn = HeadpruneDistilBertFFN(config)
+        self.ffn = HeadpruneDistilBertFFN(config, width)
         self.output_layer_norm = nn.LayerNorm(config.dim, eps=1e-12)
 
     def forward(self, hidden, additive_mask):
@@ -117,7 +117,8 @@ class HeadpruneDistilBertBlock(nn.Module):
 class HeadpruneDistilBertTransformer(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.layer = nn.ModuleList(HeadpruneDistilBertBlock(config, heads) for heads in heads_per_layer(config))
+        self.layer = nn.ModuleList(HeadpruneDistilBertBlock(config, heads, width) for heads, width in
+                                   zip(heads_per_layer(config), ffn_widths(config, config.hidden_dim)))
 
     def forward(self, hidden, additive_mask, output_hidden_states=False):
         states = [hidden] if output_hidden_states else None

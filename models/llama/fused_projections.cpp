@@ -30,7 +30,7 @@ std::array<FusedMatrix, 2> fused_matrices(const ModelConfig& c, int64_t l) {
                       {q_rows, kv_rows, kv_rows}},
           FusedMatrix{prefix + "mlp.gate_up_proj.weight",
                       {prefix + "mlp.gate_proj.weight", prefix + "mlp.up_proj.weight"},
-                      {c.intermediate_size, c.intermediate_size}}};
+                      {c.ffn_width(l), c.ffn_width(l)}}};
 }
 
 }  // namespace

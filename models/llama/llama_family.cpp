@@ -285,7 +285,7 @@ std::string LlamaFamily::export_note(const ModelConfig& c) const {
 }
 bool LlamaFamily::needs_remote_code(const ModelConfig& c) const { return !loads_natively(c); }
 bool LlamaFamily::loads_natively(const ModelConfig& c) const {
-  return c.uniform_groups() && uniform_heads(c) > 0 && head_count_fits(head_dim_rule_, c);
+  return c.uniform_groups() && uniform_heads(c) > 0 && head_count_fits(head_dim_rule_, c) && c.plain_ffn();
 }
 std::string LlamaFamily::partial_native_reader() const {
   return head_dim_rule_ == NativeHeadDim::kFillsHiddenIn4 ? "transformers 5" : "transformers " + v4_versions();

@@ -187,6 +187,11 @@ void plan_heads(const LlamaModel& model, const GgufDecoderLayout& layout, GgufEx
                             "architecture cannot hold (one attention.head_count for all layers); keep the same heads "
                             "per layer (--uniform-layers) for a GGUF, or use the HF folder or ONNX",
                             layout.architecture));
+  if (!model.config().plain_ffn())
+    throw Error(fmt::format("export-gguf: the layers' FFN widths are {}; headprune writes a GGUF only for one "
+                            "nonzero width in every layer (llama.cpp's feed_forward_length), so use the HF folder "
+                            "or ONNX for this model",
+                            fmt::join(model.config().intermediate_sizes, ", ")));
   out.architecture = uniform ? layout.architecture : "deci";
   out.per_layer_heads = !uniform;
 }
@@ -205,7 +210,7 @@ void add_model_metadata(const ModelConfig& c, int64_t n_vocab, GgufExportType ty
   w.add(key("vocab_size"), u32(n_vocab));
   w.add(key("context_length"), u32(c.max_position_embeddings));
   w.add(key("embedding_length"), u32(c.hidden_size));
-  w.add(key("feed_forward_length"), u32(c.intermediate_size));
+  w.add(key("feed_forward_length"), u32(c.ffn_width(0)));  // one width in every layer (plan_heads)
   w.add(key("block_count"), u32(c.num_hidden_layers));
   if (uniform) {
     w.add(key("attention.head_count"), u32(out.layers[0].n_head));

@@ -14,6 +14,7 @@
 #include "models/llama/fused_projections.h"
 #include "models/llama/llama_family.h"
 #include "models/errors.h"
+#include "models/ffn_neurons.h"
 #include "models/layer_checkpoint.h"
 #include "models/layer_list.h"
 
@@ -239,23 +240,25 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
 }
 
 // ---------------------------------------------------------------- MLP and layer
-LlamaMLPImpl::LlamaMLPImpl(const ModelConfig& c) : hidden_act_(c.hidden_act) {
-  gate_proj = register_module("gate_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
-  up_proj = register_module("up_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias));
-  down_proj = register_module("down_proj", Linear(c.intermediate_size, c.hidden_size, c.mlp_bias));
+LlamaMLPImpl::LlamaMLPImpl(const ModelConfig& c, int64_t intermediate_size) : hidden_act_(c.hidden_act) {
+  gate_proj = register_module("gate_proj", Linear(c.hidden_size, intermediate_size, c.mlp_bias));
+  up_proj = register_module("up_proj", Linear(c.hidden_size, intermediate_size, c.mlp_bias));
+  down_proj = register_module("down_proj", Linear(intermediate_size, c.hidden_size, c.mlp_bias));
 }
 
-torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x) {
+torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x, const torch::Tensor& multiplier) {
   auto gate = gate_proj->forward(x);
-  return down_proj->forward(hf_activation(gate, hidden_act_) * up_proj->forward(x));
+  auto h = hf_activation(gate, hidden_act_) * up_proj->forward(x);
+  if (multiplier.defined()) h = h * multiplier.to(h.dtype());
+  return down_proj->forward(h);
 }
 
 LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const ModelConfig& c,
                                              std::vector<int64_t> kv_of_query,
-                                             int64_t num_kv_heads, bool input_norm) {
+                                             int64_t num_kv_heads, int64_t intermediate_size, bool input_norm) {
   self_attn = register_module("self_attn",
                               LlamaAttention(c, std::move(kv_of_query), num_kv_heads));
-  mlp = register_module("mlp", LlamaMLP(c));
+  mlp = register_module("mlp", LlamaMLP(c, intermediate_size));
   auto norm = [&](const char* name) { return register_module(name, stack_norm(c)); };
   if (input_norm) input_layernorm = norm("input_layernorm");
   post_attention_layernorm = norm("post_attention_layernorm");
@@ -268,17 +271,17 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const ModelConfig& c,
 torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x,
                                              const torch::Tensor& mask_bias,
                                              const torch::Tensor& cos, const torch::Tensor& sin,
-                                             const torch::Tensor& multiplier, torch::Tensor* past_keys,
-                                             torch::Tensor* past_values) {
+                                             const torch::Tensor& multiplier, const torch::Tensor& ffn_multiplier,
+                                             torch::Tensor* past_keys, torch::Tensor* past_values) {
   const auto normed = input_layernorm ? input_layernorm->forward(x) : x;  // ModernBERT's layer 0 has none
   auto attn = self_attn->forward(normed, mask_bias, cos, sin, multiplier, past_keys, past_values);
   if (self_attn->record_context) io = {x.detach(), self_attn->context};
   if (!pre_feedforward_layernorm) {  // LLaMA
     auto h = x + attn;
-    return h + mlp->forward(post_attention_layernorm->forward(h));
+    return h + mlp->forward(post_attention_layernorm->forward(h), ffn_multiplier);
   }
   auto h = x + post_attention_layernorm->forward(attn);  // Gemma's sandwich norms
-  return h + post_feedforward_layernorm->forward(mlp->forward(pre_feedforward_layernorm->forward(h)));
+  return h + post_feedforward_layernorm->forward(mlp->forward(pre_feedforward_layernorm->forward(h), ffn_multiplier));
 }
 
 void LlamaDecoderLayerImpl::set_record_io(bool on) {
@@ -302,6 +305,7 @@ LlamaModel::LlamaModel(ModelConfig config) : config_(std::move(config)) {
     auto kv_of_query =
         local_kv_of_query(config_.kept_heads[l], kept_kv[l], config_.kv_group_size());
     layers.push_back(LlamaDecoderLayer(config_, std::move(kv_of_query), static_cast<int64_t>(kept_kv[l].size()),
+                                       config_.ffn_width(l),
                                        l > 0 || config_.first_layer_input_norm));
     layer_list->push_back(layers.back());
   }
@@ -310,12 +314,9 @@ LlamaModel::LlamaModel(ModelConfig config) : config_(std::move(config)) {
     lm_head = register_module("lm_head", Linear(config_.hidden_size, config_.vocab_size, false));
 }
 
-ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) {
+ModelOutput LlamaModel::forward(const ModelInputs& inputs, const Multipliers& multipliers) {
   const auto& ids = inputs.input_ids;
   if (ids.dim() != 2) throw Error("input_ids must have shape [batch, seq]");
-  if (multipliers && static_cast<int64_t>(multipliers->size()) != config_.num_hidden_layers)
-    throw Error(fmt::format("head multipliers for {} layers given, the model has {}",
-                            multipliers->size(), config_.num_hidden_layers));
   const int64_t T = ids.size(1);
   if (T > config_.max_position_embeddings)
     throw Error(fmt::format("sequence of {} tokens is longer than max_position_embeddings {}; "
@@ -330,23 +331,13 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const HeadMultipliers
   LayerRotary rotary(config_, 0, T, x);
   std::vector<torch::Tensor> hidden_states;
   for (int64_t l = 0; l < config_.num_hidden_layers; ++l) {
-    torch::Tensor m;
-    if (multipliers) {
-      m = (*multipliers)[l];
-      const int64_t heads = layers[l]->self_attn->num_heads;
-      if (m.defined() && (m.dim() != 1 || m.size(0) != heads))
-        throw Error(fmt::format("layer {}: head multiplier has shape [{}], expected [{}]", l,
-                                fmt::join(m.sizes(), ","), heads));
-    }
+    auto& layer = layers[static_cast<size_t>(l)];
+    const auto m = layer_multiplier(multipliers.heads, l, config_.num_hidden_layers, layer->self_attn->num_heads, "head");
+    const auto f = layer_multiplier(multipliers.ffn, l, config_.num_hidden_layers, layer->mlp->down_proj->weight.size(1), "FFN");
     const auto& [cos, sin] = rotary(l);
     const auto& bias = mask_bias(config_.window_of(l));
-    if (checkpointed(l, m)) {
-      x = checkpointed_layer([layer = layers[l].ptr(), bias, c = cos, s = sin](const torch::Tensor& h, const torch::Tensor& g) {
-            return layer->forward(h, bias, c, s, g);
-          }, x, m);
-    } else {
-      x = layers[l]->forward(x, bias, cos, sin, m);
-    }
+    x = checkpointed(l, m.defined() ? m : f) ? checkpointed_forward(l, x, bias, cos, sin, m, f)
+                                             : layer->forward(x, bias, cos, sin, m, f);
     if (output_hidden_states()) hidden_states.push_back(x);
   }
   x = norm->forward(x);
@@ -376,7 +367,7 @@ torch::Tensor LlamaModel::forward_cached(const torch::Tensor& ids, KvCache& cach
   LayerRotary rotary(config_, past, T, x);
   for (int64_t l = 0; l < L; ++l) {
     const auto& [cos, sin] = rotary(l);
-    x = layers[l]->forward(x, mask_bias(config_.window_of(l)), cos, sin, {}, &cache.keys[l], &cache.values[l]);
+    x = layers[l]->forward(x, mask_bias(config_.window_of(l)), cos, sin, {}, {}, &cache.keys[l], &cache.values[l]);
   }
   cache.length = past + T;
   return lm_logits(norm->forward(x));
@@ -414,6 +405,22 @@ bool LlamaModel::checkpointed(int64_t layer, const torch::Tensor& multipliers) c
   if (!checkpoint_layers() || !torch::GradMode::is_enabled() || !multipliers.defined()) return false;
   const auto params = layers[layer]->parameters();
   return std::none_of(params.begin(), params.end(), [](const torch::Tensor& p) { return p.requires_grad(); });
+}
+
+torch::Tensor LlamaModel::checkpointed_forward(int64_t l, const torch::Tensor& x, const torch::Tensor& bias,
+                                               const torch::Tensor& cos, const torch::Tensor& sin,
+                                               const torch::Tensor& m, const torch::Tensor& f) {
+  auto* layer = layers[static_cast<size_t>(l)].ptr().get();
+  if (!f.defined())
+    return checkpointed_layer([layer, bias, cos, sin](const torch::Tensor& h, const torch::Tensor& g) {
+      return layer->forward(h, bias, cos, sin, g, {});
+    }, x, m);
+  // One tensor for checkpointed_layer: the head multipliers (ones when none, an exact no-op) then the FFN's.
+  const int64_t heads = layer->self_attn->num_heads;
+  const auto packed = torch::cat({m.defined() ? m : torch::ones({heads}, f.options()), f});
+  return checkpointed_layer([layer, bias, cos, sin, heads](const torch::Tensor& h, const torch::Tensor& g) {
+    return layer->forward(h, bias, cos, sin, g.narrow(0, 0, heads), g.narrow(0, heads, g.size(0) - heads));
+  }, x, packed);
 }
 
 void LlamaModel::set_output_attentions(bool on) {
@@ -494,6 +501,15 @@ void LlamaModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_l
       local_kv_of_query(config_.kept_heads[layer], kept_kv, config_.kv_group_size());
   attn->num_heads = static_cast<int64_t>(config_.kept_heads[layer].size());
   attn->num_kv_heads = static_cast<int64_t>(kept_kv.size());
+}
+
+void LlamaModel::prune_ffn(int64_t layer, const std::vector<int64_t>& remove_local, const torch::Tensor& scale) {
+  if (layer < 0 || layer >= config_.num_hidden_layers)
+    throw Error(fmt::format("layer {} is out of range (the model has {} layers)", layer, config_.num_hidden_layers));
+  auto& mlp = layers[static_cast<size_t>(layer)]->mlp;
+  const auto kept = kept_positions(layer, mlp->down_proj->weight.size(1), remove_local, "FFN neuron");
+  keep_ffn_neurons({mlp->gate_proj, mlp->up_proj}, mlp->down_proj, kept, scale, compute_dtype());
+  config_.set_ffn_width(layer, static_cast<int64_t>(kept.size()));
 }
 
 void LlamaModel::drop_layers(const std::vector<int64_t>& drop) {

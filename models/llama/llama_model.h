@@ -83,8 +83,11 @@ TORCH_MODULE(LlamaAttention);
 /// SwiGLU; gelu_pytorch_tanh: Gemma's GeGLU; gelu: ModernBERT's GeGLU, `act(input) * gate` of Wi's halves).
 class LlamaMLPImpl : public torch::nn::Module {
  public:
-  explicit LlamaMLPImpl(const ModelConfig& config);
-  torch::Tensor forward(const torch::Tensor& x);
+  /// `intermediate_size`: the FFN width of this layer (ModelConfig::intermediate_sizes).
+  LlamaMLPImpl(const ModelConfig& config, int64_t intermediate_size);
+  /// x: [B, T, H]; multiplier: undefined or [width], on act(gate_proj(x)) * up_proj(x) (the
+  /// down_proj input: AttentionModel's FfnMultipliers). @returns [B, T, H].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& multiplier = {});
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 
  private:
@@ -99,12 +102,13 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
  public:
   /// `input_norm` false: no input_layernorm, the block reads x itself (ModernBERT's layer 0).
   LlamaDecoderLayerImpl(const ModelConfig& config, std::vector<int64_t> kv_of_query,
-                        int64_t num_kv_heads, bool input_norm = true);
-  /// As LlamaAttentionImpl::forward (the KV cache layer passed through).
+                        int64_t num_kv_heads, int64_t intermediate_size, bool input_norm = true);
+  /// As LlamaAttentionImpl::forward (the KV cache layer passed through); `ffn_multiplier` as
+  /// LlamaMLPImpl::forward's.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
                         const torch::Tensor& cos, const torch::Tensor& sin,
-                        const torch::Tensor& multiplier, torch::Tensor* past_keys = nullptr,
-                        torch::Tensor* past_values = nullptr);
+                        const torch::Tensor& multiplier, const torch::Tensor& ffn_multiplier,
+                        torch::Tensor* past_keys = nullptr, torch::Tensor* past_values = nullptr);
   /// Keeps the last forward's block input and context in `io` (sets self_attn's record_context).
   void set_record_io(bool on);
   AttentionBlockIO io;  ///< detached, when recording
@@ -134,13 +138,15 @@ class LlamaModel : public AttentionModel {
   /// Causal (config.bidirectional: bidirectional) attention plus the padding mask (attention_mask
   /// 0 = pad; undefined = all real). logits are undefined for a family without an LM head.
   /// @throws headprune::Error on bad input shapes or a multiplier of the wrong shape.
-  ModelOutput forward(const ModelInputs& inputs, const HeadMultipliers* multipliers) override;
+  ModelOutput forward(const ModelInputs& inputs, const Multipliers& multipliers) override;
+  using AttentionModel::forward;
   /// Removes query heads (local indices): their q_proj rows and o_proj columns; KV heads left
   /// without query heads lose their k_proj/v_proj rows. `scale` [current heads] is folded into
   /// o_proj columns first. Updates config().kept_heads.
   /// @throws headprune::Error on an out-of-range or duplicate index or a bad scale shape.
   void prune_heads(int64_t layer, const std::vector<int64_t>& remove_local,
                    const torch::Tensor& scale) override;
+  void prune_ffn(int64_t layer, const std::vector<int64_t>& remove_local, const torch::Tensor& scale) override;
   /// Phi-3 (config().fused_projections): qkv_proj / gate_up_proj split into the q/k/v and
   /// gate/up projections this model holds (models/llama/fused_projections.h); else the identity.
   TensorMap weights_from_file(TensorMap weights, const std::string& source) const override;
@@ -180,6 +186,11 @@ class LlamaModel : public AttentionModel {
   /// Whether forward runs layer `layer` with `multipliers` checkpointed (checkpoint_layers(), a
   /// pass that needs gradients, multipliers given, the layer's weights frozen).
   bool checkpointed(int64_t layer, const torch::Tensor& multipliers) const;
+  /// Layer `layer` run checkpointed (models/layer_checkpoint.h) with head multipliers `m` and FFN
+  /// multipliers `f` (either may be undefined, not both), packed into one tensor for it.
+  torch::Tensor checkpointed_forward(int64_t layer, const torch::Tensor& x, const torch::Tensor& bias,
+                                     const torch::Tensor& cos, const torch::Tensor& sin, const torch::Tensor& m,
+                                     const torch::Tensor& f);
   /// The LM head (tied or not) on the final norm's output: [B, T, H] -> logits [B, T, vocab];
   /// undefined for a family without one (ModernBERT).
   torch::Tensor lm_logits(const torch::Tensor& normed) const;

@@ -165,6 +165,13 @@ def projection_biases(config):
     return bias, bias
 
 
+def ffn_widths(config):
+    """FFN neurons present in each layer: `headprune.intermediate_sizes` when headprune removed
+    neurons unevenly, else `intermediate_size` in every layer."""
+    widths = (getattr(config, "headprune", None) or {}).get("intermediate_sizes")
+    return list(widths) if widths is not None else [config.intermediate_size] * config.num_hidden_layers
+
+
 def layer_heads(config):
     """Per layer: (number of query heads, index of each query head's KV head among the layer's
     KV heads [list], number of KV heads)."""
@@ -292,9 +299,9 @@ class HeadpruneLlamaAttention(nn.Module):
 class HeadpruneLlamaMLP(nn.Module):
     """down(act(gate(x)) * up(x)); Phi-3: gate and up as one gate_up_proj."""
 
-    def __init__(self, config):
+    def __init__(self, config, inner):
         super().__init__()
-        size, inner, bias = config.hidden_size, config.intermediate_size, getattr(config, "mlp_bias", False)
+        size, bias = config.hidden_size, getattr(config, "mlp_bias", False)
         if fused_projections(config):
             self.gate_up_proj = nn.Linear(size, 2 * inner, bias=False)
         else:
@@ -312,10 +319,10 @@ class HeadpruneLlamaMLP(nn.Module):
 
 
 class HeadpruneLlamaDecoderLayer(nn.Module):
-    def __init__(self, config, heads):
+    def __init__(self, config, heads, width):
         super().__init__()
         self.self_attn = HeadpruneLlamaAttention(config, *heads)
-        self.mlp = HeadpruneLlamaMLP(config)
+        self.mlp = HeadpruneLlamaMLP(config, width)
         self.input_layernorm = make_norm(config, config.hidden_size)
         self.post_attention_layernorm = make_norm(config, config.hidden_size)
         if is_gemma(config):  # sandwich norms: post_attention_layernorm acts on the attention output
@@ -351,7 +358,8 @@ class HeadpruneLlamaModel(HeadpruneLlamaPreTrainedModel):
     def __init__(self, config):
         super().__init__(config)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, config.pad_token_id)
-        self.layers = nn.ModuleList(HeadpruneLlamaDecoderLayer(config, heads) for heads in layer_heads(config))
+        self.layers = nn.ModuleList(HeadpruneLlamaDecoderLayer(config, heads, width)
+                                    for heads, width in zip(layer_heads(config), ffn_widths(config)))
         self.norm = make_norm(config, config.hidden_size)
         self.post_init()
 

@@ -33,7 +33,7 @@ from transformers import PretrainedConfig, PreTrainedModel
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import BaseModelOutput
 
-from .modeling_headprune_bert import classifier_output, init_encoder_weights
+from .modeling_headprune_bert import classifier_output, ffn_widths, init_encoder_weights
 
 try:
     from transformers import ModernBertConfig as ModernBertConfigBase
@@ -144,11 +144,11 @@ class HeadpruneModernBertAttention(nn.Module):
 
 
 class HeadpruneModernBertMLP(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, width):
         super().__init__()
-        self.Wi = nn.Linear(config.hidden_size, 2 * config.intermediate_size, bias=config.mlp_bias)
+        self.Wi = nn.Linear(config.hidden_size, 2 * width, bias=config.mlp_bias)
         self.act = ACT2FN[config.hidden_activation]
-        self.Wo = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.mlp_bias)
+        self.Wo = nn.Linear(width, config.hidden_size, bias=config.mlp_bias)
 
     def forward(self, x):
         inputs, gate = self.Wi(x).chunk(2, dim=-1)
@@ -156,12 +156,12 @@ class HeadpruneModernBertMLP(nn.Module):
 
 
 class HeadpruneModernBertEncoderLayer(nn.Module):
-    def __init__(self, config, layer_index, num_heads):
+    def __init__(self, config, layer_index, num_heads, width):
         super().__init__()
         self.attn_norm = nn.Identity() if layer_index == 0 else make_norm(config)
         self.attn = HeadpruneModernBertAttention(config, num_heads)
         self.mlp_norm = make_norm(config)
-        self.mlp = HeadpruneModernBertMLP(config)
+        self.mlp = HeadpruneModernBertMLP(config, width)
 
     def forward(self, hidden, cos, sin, additive_mask):
         hidden = hidden + self.attn(self.attn_norm(hidden), cos, sin, additive_mask)
@@ -182,8 +182,8 @@ class HeadpruneModernBertModel(HeadpruneModernBertPreTrainedModel):
     def __init__(self, config):
         super().__init__(config)
         self.embeddings = HeadpruneModernBertEmbeddings(config)
-        self.layers = nn.ModuleList(HeadpruneModernBertEncoderLayer(config, i, heads)
-                                    for i, heads in enumerate(layer_head_counts(config)))
+        self.layers = nn.ModuleList(HeadpruneModernBertEncoderLayer(config, i, heads, width) for i, (heads, width)
+                                    in enumerate(zip(layer_head_counts(config), ffn_widths(config))))
         self.final_norm = make_norm(config)
         self.post_init()
 

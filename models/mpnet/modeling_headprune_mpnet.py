@@ -30,7 +30,7 @@ from transformers import MPNetConfig, PreTrainedModel
 from transformers.activations import ACT2FN
 from transformers.modeling_outputs import BaseModelOutputWithPooling
 
-from .modeling_headprune_bert import HeadpruneClassificationHead, classifier_output, init_encoder_weights
+from .modeling_headprune_bert import HeadpruneClassificationHead, classifier_output, ffn_widths, init_encoder_weights
 
 PADDING_IDX = 1  # MPNetEmbeddings' padding_idx, whatever pad_token_id says
 
@@ -123,9 +123,9 @@ class HeadpruneMPNetAttention(nn.Module):
 
 
 class HeadpruneMPNetIntermediate(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, width):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.dense = nn.Linear(config.hidden_size, width)
         self.intermediate_act_fn = ACT2FN[config.hidden_act]
 
     def forward(self, hidden):
@@ -133,9 +133,9 @@ class HeadpruneMPNetIntermediate(nn.Module):
 
 
 class HeadpruneMPNetOutput(nn.Module):
-    def __init__(self, config):
+    def __init__(self, config, width):
         super().__init__()
-        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.dense = nn.Linear(width, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
@@ -144,11 +144,11 @@ class HeadpruneMPNetOutput(nn.Module):
 
 
 class HeadpruneMPNetLayer(nn.Module):
-    def __init__(self, config, heads):
+    def __init__(self, config, heads, width):
         super().__init__()
         self.attention = HeadpruneMPNetAttention(config, heads)
-        self.intermediate = HeadpruneMPNetIntermediate(config)
-        self.output = HeadpruneMPNetOutput(config)
+        self.intermediate = HeadpruneMPNetIntermediate(config, width)
+        self.output = HeadpruneMPNetOutput(config, width)
 
     def forward(self, hidden, additive_mask, position_bias):
         attended = self.attention(hidden, additive_mask, position_bias)
@@ -158,7 +158,8 @@ class HeadpruneMPNetLayer(nn.Module):
 class HeadpruneMPNetEncoder(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.layer = nn.ModuleList(HeadpruneMPNetLayer(config, heads) for heads in kept_heads(config))
+        self.layer = nn.ModuleList(HeadpruneMPNetLayer(config, heads, width)
+                                   for heads, width in zip(kept_heads(config), ffn_widths(config)))
         self.relative_attention_bias = nn.Embedding(config.relative_attention_num_buckets, config.num_attention_heads)
 
     def forward(self, hidden, additive_mask, output_hidden_states=False):

@@ -63,6 +63,14 @@ nlohmann::json layer_records(const models::ModelConfig& config,
   return layers;
 }
 
+/// Who can build a model whose layers keep different (or zero) FFN widths.
+std::string uneven_ffn_note(const models::ModelConfig& config) {
+  return fmt::format("the layers keep FFN widths {} (headprune.intermediate_sizes), which no family's own HF class "
+                     "builds: load it with trust_remote_code=True (headprune's modelling code, registered in "
+                     "auto_map) in every transformers version",
+                     fmt::join(config.intermediate_sizes, ", "));
+}
+
 /// What a user of the export should know: empty layers, a missing tokenizer, tensors carried
 /// through, a head layout only headprune reads.
 std::vector<std::string> export_warnings(const models::Checkpoint& checkpoint) {
@@ -81,6 +89,7 @@ std::vector<std::string> export_warnings(const models::Checkpoint& checkpoint) {
         "{} tensor(s) the architecture does not use are carried through unchanged: {}",
         checkpoint.unused_keys.size(), fmt::join(checkpoint.unused_keys, ", ")));
   if (auto warning = family.layout_warning(config)) warnings.push_back(*warning);
+  if (!config.plain_ffn()) warnings.push_back(uneven_ffn_note(config));
   return warnings;
 }
 
@@ -140,7 +149,8 @@ ExportResult export_checkpoint(const models::Checkpoint& checkpoint, const fs::p
                                          {"num_attention_heads_per_layer", config.heads_per_layer()},
                                          {"layers", layer_records(config, heads_before, gates)},
                                          {"record", record},
-                                         {"note", config.family().export_note(config)}});
+                                         {"note", config.family().export_note(config) +
+                                                      (config.plain_ffn() ? "" : "; " + uneven_ffn_note(config))}});
 
   auto files = extra_files;
   files.insert(checkpoint.implied_files.begin(), checkpoint.implied_files.end());
