@@ -36,4 +36,10 @@ int64_t attention_parameters(const ModelConfig& c) {
   return total;
 }
 
+int64_t params_per_ffn_neuron(const ModelConfig& c) {
+  const auto& family = c.family();
+  const int64_t matrices = family.ffn_matrices();
+  return matrices * c.hidden_size + (family.has_ffn_bias(c) ? matrices - 1 : 0);
+}
+
 }  // namespace headprune::models

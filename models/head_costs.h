@@ -29,6 +29,11 @@ struct HeadCosts {
   double flops_per_head(const ModelConfig& config) const;
 };
 
+/// Parameters one FFN neuron holds: a row of each input projection and a column of the output
+/// one (ffn_matrices · hidden_size), plus its input rows' biases when the FFN has biases (the
+/// output projection's bias belongs to the layer). BERT: 2·H + 1; SwiGLU: 3·H (+ 2 with mlp_bias).
+int64_t params_per_ffn_neuron(const ModelConfig& config);
+
 /// @throws headprune::Error if seq_len < 1.
 HeadCosts head_costs(const ModelConfig& config, int64_t seq_len);
 

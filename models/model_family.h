@@ -67,6 +67,8 @@ class ModelFamily {
   virtual bool has_qkv_bias(const ModelConfig& config) const = 0;
   /// Whether the attention output projection carries a bias (kept whatever heads remain).
   virtual bool has_output_bias(const ModelConfig& config) const = 0;
+  /// Whether the FFN's projections carry biases (each removed neuron takes its input rows' biases).
+  virtual bool has_ffn_bias(const ModelConfig& config) const = 0;
   /// Weight matrices of H×I in one feed-forward block (2: up/down; 3: SwiGLU gate/up/down).
   virtual int64_t ffn_matrices() const = 0;
   /// Whether the model ends in a language-model head over the vocabulary (can generate).

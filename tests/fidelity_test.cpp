@@ -60,7 +60,7 @@ CATCH_TEST_CASE("fidelity of a language model: KL and perplexities a chunk of to
 
   for (int64_t chunk : {0, 1, 4, 1000}) {  // 0: automatic (whole batches at this size)
     CATCH_INFO("chunk " << chunk);
-    const auto f = pruner::measure_fidelity(*student.model, nullptr, *teacher.model, sequences, 0, teacher.pooling, 8,
+    const auto f = pruner::measure_fidelity(*student.model, {}, *teacher.model, sequences, 0, teacher.pooling, 8,
                                             torch::kCPU, chunk);
     CATCH_REQUIRE(f.has_lm);
     CATCH_CHECK(std::abs(f.kl - kl) <= kl_tol);
@@ -70,7 +70,7 @@ CATCH_TEST_CASE("fidelity of a language model: KL and perplexities a chunk of to
   CATCH_CHECK(kl > 100 * kl_tol);  // the perturbation made another model
   // The models give logits again afterwards.
   CATCH_CHECK(student.model->forward(in, nullptr).logits.defined());
-  CATCH_CHECK_THROWS_AS(pruner::measure_fidelity(*student.model, nullptr, *teacher.model, sequences, 0,
+  CATCH_CHECK_THROWS_AS(pruner::measure_fidelity(*student.model, {}, *teacher.model, sequences, 0,
                                                  teacher.pooling, 8, torch::kCPU, -1),
                         Error);
 }

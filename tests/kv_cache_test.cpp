@@ -13,6 +13,7 @@
 #include "models/registry.h"
 #include "tests/cli_support.h"
 #include "tests/test_support.h"
+#include "tests/tolerance.h"
 
 using namespace headprune;
 

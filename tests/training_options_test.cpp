@@ -37,7 +37,7 @@ CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[option
                               "steps", "batch_size", "learning_rate", "lambda_learning_rate", "lambda_damping",
                               "target_sparsity", "target_params", "target_flops", "target_latency", "latency_shape", "sparsity_unit", "flops_seq_len", "l0_lambda",
                               "warmup_steps", "max_extra_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
-                              "min_heads_per_layer", "gqa_mode", "uniform_layers", "head_multiple", "embedding_weight", "distill_layers",
+                              "min_heads_per_layer", "gqa_mode", "uniform_layers", "prune", "ffn_block", "head_multiple", "embedding_weight", "distill_layers",
                               "label_weight", "train_weights", "teacher_top_k",
                               "finetune_steps", "weights_learning_rate", "seed", "corpus"});
 }

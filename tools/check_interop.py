@@ -882,7 +882,7 @@ def check_max_diff(case, what, ours, ref, mask=None, limit=1e-4):
         raise CheckFailed(f"{what}: max |diff| {diff.max():.2e} > {limit:g}")
 
 
-def case_onnx_encoder(case, exe, folder, onnx_file, texts, text_file, work, threshold, tag):
+def case_onnx_encoder(case, exe, folder, onnx_file, texts, text_file, work, threshold, tag, remote=REMOTE):
     """ONNX Runtime on headprune's ONNX of a pruned BERT folder: last_hidden_state within 1e-4 of
     transformers' (real tokens), sentence_embedding within cosine threshold of headprune embed."""
     session = ort_session(onnx_file)
@@ -892,7 +892,7 @@ def case_onnx_encoder(case, exe, folder, onnx_file, texts, text_file, work, thre
     tok = transformers.AutoTokenizer.from_pretrained(str(folder))
     batch = tok(texts, padding=True, truncation=True, max_length=256, return_tensors="np")
     out = ort_run(session, batch)
-    model, _, _, _ = hf_load(folder)
+    model, _, _, _ = hf_load(folder, remote=remote)
     with torch.no_grad():
         ref = model(**{k: torch.from_numpy(v) for k, v in batch.items()}).last_hidden_state.numpy()
     check_max_diff(case, "last_hidden_state vs transformers", out["last_hidden_state"], ref,
@@ -1028,6 +1028,68 @@ def case_uneven(case, exe, model_dir, texts, text_file, work, threshold):
     folder = work / "uneven"
     headprune_apply(exe, model_dir, UNEVEN, folder)
     check_loadable_and_matching(case, folder, exe, texts, text_file, work, threshold, "uneven")
+
+
+# FFN neurons removed (positions among the layer's present ones): layer 0 every third, layer 2
+# all of them (its FFN adds its output bias alone), layer 4 the first 700.
+FFN_REMOVED = {"0": list(range(0, 1536, 3)), "2": list(range(1536)), "4": list(range(700))}
+
+
+def case_ffn_uneven(case, exe, model_dir, texts, text_file, work, threshold):
+    """Uneven FFN widths (one layer emptied) with uneven heads: transformers' own BertModel
+    cannot build them (refused on every version); headprune's modelling code loads the folder
+    cleanly with trust_remote_code=True in transformers 4 and 5, sentence-transformers embeds as
+    headprune does (the ONNX export it also writes is "onnx FFN uneven")."""
+    folder = work / "ffn-uneven"
+    run_headprune(["apply", model_dir, "--remove-heads", json.dumps(UNEVEN), "--remove-ffn",
+                   json.dumps(FFN_REMOVED), "--out", folder, "--onnx"], exe, "headprune apply --remove-ffn")
+    insp = headprune_inspect(exe, folder)
+    try:
+        hf_load(folder, remote=False)
+    except Exception as e:  # noqa: BLE001 - any refusal is the expected outcome
+        case.notes.append(f"native: refused ({type(e).__name__})")
+    else:
+        raise CheckFailed("transformers' own BertModel loaded uneven FFN widths; update the export note")
+    model, info, log, _ = hf_load(folder, remote=True)
+    problems = {k: info.get(k) for k in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs")
+                if info.get(k)}
+    if problems or "newly initialized" in log:
+        raise CheckFailed(f"remote-code loading not clean: {problems}\n{log}")
+    widths = [int(layer.intermediate.dense.out_features) for layer in model.encoder.layer]
+    if widths != insp["intermediate_sizes"] or hf_heads(model) != insp["heads_per_layer"]:
+        raise CheckFailed(f"FFN widths / heads: transformers {widths} / {hf_heads(model)}, headprune "
+                          f"{insp['intermediate_sizes']} / {insp['heads_per_layer']}")
+    if hf_params(model) != insp["parameters"]:
+        raise CheckFailed(f"parameters: transformers {hf_params(model)}, headprune {insp['parameters']}")
+    case.notes.append(f"FFN widths {widths}, {hf_params(model)} params")
+    del model
+    ours = headprune_embed(exe, folder, text_file, work, "ffn-uneven")
+    _, ref = st_embed(folder, texts, remote=True)
+    check_cosines(case, cosines(ours, ref), texts, threshold, ours, ref)
+
+
+def case_onnx_ffn(case, exe, texts, text_file, work, threshold):
+    """ONNX Runtime on the ONNX export of "FFN uneven" (an emptied FFN adds its output bias alone)."""
+    folder = work / "ffn-uneven"
+    if not (folder / "onnx" / "model.onnx").is_file():
+        raise CheckFailed("needs the 'ffn-uneven' folder, which was not written")
+    case_onnx_encoder(case, exe, folder, folder / "onnx" / "model.onnx", texts, text_file, work, threshold,
+                      "ffn-onnx", remote=True)
+
+
+def case_llama_ffn(case, exe, work):
+    """A LLaMA with uneven FFN widths (layer 1 emptied): trust_remote_code=True loads it and
+    decodes 40 greedy tokens as headprune does."""
+    converted = work / "stories"
+    if not (converted / "config.json").is_file():
+        raise CheckFailed("needs the converted 'stories' folder, which was not written")
+    width = headprune_inspect(exe, converted)["intermediate_size"]
+    pruned = work / "stories-ffn"
+    remove = {"0": list(range(0, width, 2)), "1": list(range(width)), "3": list(range(width // 4))}
+    run_headprune(["apply", converted, "--remove-ffn", json.dumps(remove), "--out", pruned], exe,
+                  "headprune apply --remove-ffn")
+    count, text = check_greedy(exe, pruned, greedy_ids(remote_llama(pruned), 40), 40, "remote code")
+    case.notes.append(f"remote code: {count} greedy tokens identical; text: {text.strip()[:40]!r}")
 
 
 def case_dense_module(case, exe, model_dir, texts, text_file, work, threshold):
@@ -1264,6 +1326,7 @@ def main():
     steps = [
         (Case("dense (baseline)"), lambda c: case_dense(c, exe, model_dir, texts, text_file, work, thr)),
         (Case("uneven prune"), lambda c: case_uneven(c, exe, model_dir, texts, text_file, work, thr)),
+        (Case("FFN uneven"), lambda c: case_ffn_uneven(c, exe, model_dir, texts, text_file, work, thr)),
         (Case("re-prune of pruned"), lambda c: case_repruned(c, exe, texts, text_file, work, thr)),
         (Case(f"zero-head layer {ZERO_LAYER}"),
          lambda c: case_zero_head(c, exe, model_dir, texts, text_file, work, thr)),
@@ -1275,6 +1338,7 @@ def main():
         (Case("llama-gqa uniform"), lambda c: case_llama(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama 6 of 8 heads"), lambda c: case_llama_indivisible(c, exe, Path(args.stories).resolve(), work)),
         (Case("llama uneven, empty layer"), lambda c: case_llama_uneven(c, exe, work)),
+        (Case("llama FFN uneven, empty FFN"), lambda c: case_llama_ffn(c, exe, work)),
         *((Case(f"{f} dense, uniform, uneven"), lambda c, f=f: case_decoder_family(c, exe, work, f))
           for f in ("qwen2", "mistral", "phi3", "llama3")),
         (Case("distilbert uneven"), lambda c: case_distilbert(c, exe, work)),
@@ -1297,6 +1361,7 @@ def main():
             (Case("onnx minilm uneven, zero-head"),
              lambda c: case_onnx_minilm(c, exe, model_dir, texts, text_file, work, thr)),
             (Case("onnx classifier"), lambda c: case_onnx_classifier(c, exe, work)),
+            (Case("onnx FFN uneven"), lambda c: case_onnx_ffn(c, exe, texts, text_file, work, thr)),
             *((Case(f"onnx {n} uneven"), lambda c, n=n: case_onnx_fixture(c, exe, work, n))
               for n in ("distilbert", "mpnet", "roberta", "xlm_roberta", "modernbert")),
             (Case("onnx llama uniform, uneven"), lambda c: case_onnx_llama(c, exe, work)),

@@ -24,6 +24,7 @@ class EncoderFamily : public ModelFamily {
   nlohmann::json to_json(const ModelConfig& c) const override;
   bool has_qkv_bias(const ModelConfig&) const override { return true; }
   bool has_output_bias(const ModelConfig&) const override { return true; }
+  bool has_ffn_bias(const ModelConfig&) const override { return true; }
   int64_t ffn_matrices() const override { return 2; }
   bool has_lm_head() const override { return false; }
   /// WordPiece (tokenizer.json, or vocab.txt alone).

@@ -82,9 +82,14 @@ std::string layer_to_onnx(OnnxGraph& g, const BertLayerImpl& layer, const std::s
   auto a = g.layer_norm(projected, prefix + "attention.output.LayerNorm", out.LayerNorm->weight, out.LayerNorm->bias,
                         c.layer_norm_eps);
   const auto& inter = *layer.intermediate->dense;
-  auto h = g.activation(g.linear(a, prefix + "intermediate.dense", inter.weight, inter.bias), c.hidden_act);
   const auto& ffn = *layer.output;
-  auto y = g.op("Add", {g.linear(h, prefix + "output.dense", ffn.dense->weight, ffn.dense->bias), a});
+  std::string y;
+  if (inter.weight.size(0) == 0) {  // no FFN neuron left: the block adds its output bias alone
+    y = g.op("Add", {a, g.weight(prefix + "output.dense.bias", ffn.dense->bias)});
+  } else {
+    auto h = g.activation(g.linear(a, prefix + "intermediate.dense", inter.weight, inter.bias), c.hidden_act);
+    y = g.op("Add", {g.linear(h, prefix + "output.dense", ffn.dense->weight, ffn.dense->bias), a});
+  }
   return g.layer_norm(y, prefix + "output.LayerNorm", ffn.LayerNorm->weight, ffn.LayerNorm->bias, c.layer_norm_eps);
 }
 

@@ -4,8 +4,10 @@
 // groups after pruning), gated MLP, LM head when the family has one.
 #include <map>
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "models/errors.h"
 #include "models/formats/onnx_graph.h"
 #include "models/llama/llama_model.h"
 #include "models/model_family.h"
@@ -98,6 +100,13 @@ std::string layer_to_onnx(OnnxGraph& g, const LlamaDecoderLayerImpl& layer, cons
   const auto h = attn.empty() ? x : g.op("Add", {x, attn});
   const bool sandwich = static_cast<bool>(layer.pre_feedforward_layernorm);
   const auto& mlp = *layer.mlp;
+  if (mlp.down_proj->weight.size(1) == 0) {  // no FFN neuron left
+    if (mlp.down_proj->bias.defined())
+      throw Error(fmt::format("export-onnx: {}mlp has no neurons left but a down_proj bias; headprune does not write "
+                              "that block as ONNX",
+                              prefix));
+    return h;  // it adds nothing (Gemma's post-FFN norm of a zero vector is zero)
+  }
   auto normed = sandwich ? layer.pre_feedforward_layernorm->add_to_onnx(g, h, prefix + "pre_feedforward_layernorm")
                          : layer.post_attention_layernorm->add_to_onnx(g, h, prefix + "post_attention_layernorm");
   auto gate = g.activation(g.linear(normed, prefix + "mlp.gate_proj", mlp.gate_proj->weight, mlp.gate_proj->bias), c.hidden_act);

@@ -41,27 +41,70 @@ nlohmann::json rearrange_from_gates(models::Checkpoint& ckpt, pruner::GateState&
   return pruner::rearrange_mask(gates, ckpt, dense, corpus.train, corpus.pad_id, rearrange).to_json();
 }
 
-/// --remove-heads' JSON. @throws UsageError with an example when it does not parse.
-nlohmann::json parse_remove_heads(const std::string& text) {
+/// --remove-heads' or --remove-ffn's JSON (`flag`; empty text: {}).
+/// @throws UsageError with an example when it does not parse.
+nlohmann::json parse_removal(const std::string& text, const char* flag) {
+  if (text.empty()) return nlohmann::json::object();
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw UsageError(fmt::format("--remove-heads is not valid JSON ({}); example: "
-                                 "'{{\"0\": [1, 5], \"3\": [0]}}'",
+    throw UsageError(fmt::format("{} is not valid JSON ({}); example: '{{\"0\": [1, 5], \"3\": [0]}}'", flag,
                                  e.what()));
   }
+}
+
+/// What apply removes: the heads (and FFN blocks) trained gates closed, or hand-written lists.
+struct Removal {
+  std::string gates_dir;
+  std::optional<pruner::GateState> gates;
+  nlohmann::json heads, ffn;  ///< --remove-heads / --remove-ffn ({} when not given)
+
+  /// The plan for `model` (with trained weights already loaded).
+  pruner::PrunePlan plan(const models::AttentionModel& model, bool fold) const {
+    if (gates) return pruner::plan_from_gates(*gates, model, fold);
+    return pruner::with_removed_ffn(pruner::plan_from_remove_heads(heads, model.config()), ffn, model.config());
+  }
+  /// What the export's record says about it.
+  void record_into(nlohmann::json& record) const {
+    if (gates) {
+      record["gates"] = {{"path", gates_dir}, {"settings", gates->settings}};
+      return;
+    }
+    record["remove_heads"] = heads;
+    if (!ffn.empty()) record["remove_ffn"] = ffn;
+  }
+};
+
+/// Reads --gates (refusing an unfinished run) or parses the removal lists, before any weight loads.
+Removal read_removal(const std::string& gates_dir, const std::string& remove_heads, const std::string& remove_ffn) {
+  Removal r;
+  r.gates_dir = gates_dir;
+  if (gates_dir.empty()) {
+    r.heads = parse_removal(remove_heads, "--remove-heads");
+    r.ffn = parse_removal(remove_ffn, "--remove-ffn");
+    return r;
+  }
+  r.gates = pruner::GateState::load(gates_dir);
+  if (!r.gates->complete)
+    throw Error(fmt::format("{} holds a snapshot of an unfinished run (step {}); finish it with "
+                            "train-gates --resume",
+                            gates_dir, r.gates->step));
+  return r;
 }
 
 }  // namespace
 
 int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals) {
-  CommandLine line("apply", "apply MODEL (--gates DIR | --remove-heads JSON) -o DIR [--force] [--json]");
-  std::string model, gates_dir, remove_heads, out;
+  CommandLine line("apply", "apply MODEL (--gates DIR | --remove-heads JSON | --remove-ffn JSON) -o DIR [--force] [--json]");
+  std::string model, gates_dir, remove_heads, remove_ffn, out;
   line.positional("model", "MODEL", &model, "checkpoint folder the gates were trained on");
   line.group(group::kRequired).add_options()
       ("gates", arg(&gates_dir, "DIR"), "gates folder written by train-gates")
       ("remove-heads", arg(&remove_heads, "JSON"),
        "instead of --gates: HF-style JSON {\"layer\": [original head indices]}")
+      ("remove-ffn", arg(&remove_ffn, "JSON"),
+       "instead of --gates (alone or with --remove-heads): JSON {\"layer\": [FFN neuron positions among the "
+       "layer's present ones]}")
       ("out,o", arg(&out, "DIR")->required(), "folder for the pruned checkpoint (new or empty, or --force)");
   line.group(group::kOutput).add_options()
       ("force", "replace what an earlier run wrote in --out (only that: any other file there stops the run, named)")
@@ -75,12 +118,14 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   line.example("apply MODEL --gates out/gates -o out/pruned", "remove the heads the trained gates closed")
       .example("apply MODEL --remove-heads '{\"0\": [1, 5], \"3\": [0]}' -o out/pruned",
                "remove heads 1 and 5 of layer 0 and head 0 of layer 3")
+      .example("apply MODEL --remove-ffn '{\"1\": [0, 1, 2, 3]}' -o out/pruned",
+               "remove the first four FFN neurons of layer 1")
       .example("apply MODEL --gates out/gates --refit output -o out/pruned",
                "remove the closed heads, then refit each layer's output projection on the gates' training text");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
-  if (vm.count("gates") == vm.count("remove-heads"))
-    throw UsageError("give exactly one of --gates GATES_DIR or --remove-heads JSON");
+  if (vm.count("gates") == (vm.count("remove-heads") + vm.count("remove-ffn") > 0 ? 1U : 0U))
+    throw UsageError("give --gates GATES_DIR, or --remove-heads JSON and/or --remove-ffn JSON");
   const auto device = globals.torch_device();
   const auto refit = refit_options(refit_flags, vm, device);
   if (refit.method != pruner::RefitMethod::kNone && !vm.count("gates"))
@@ -90,17 +135,8 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   if (rearrange.enabled && !vm.count("gates"))
     throw UsageError("--rearrange needs --gates: it rearranges the gates' mask on the text they were trained on");
   // Validate everything that can be validated before loading weights or writing anything.
-  std::optional<pruner::GateState> gates;
-  nlohmann::json spec;
-  if (!gates_dir.empty()) {
-    gates = pruner::GateState::load(gates_dir);
-    if (!gates->complete)
-      throw Error(fmt::format("{} holds a snapshot of an unfinished run (step {}); finish it with "
-                              "train-gates --resume",
-                              gates_dir, gates->step));
-  } else {
-    spec = parse_remove_heads(remove_heads);
-  }
+  auto removal = read_removal(gates_dir, remove_heads, remove_ffn);
+  auto& gates = removal.gates;
   log::info("loading {}", model);
   auto ckpt = models::load_checkpoint(model, device);
   if (vm.count("gguf")) models::check_gguf_exportable(ckpt);  // before the surgery
@@ -111,10 +147,8 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
   const bool fold = !vm.count("no-fold");
   nlohmann::json record = {{"command", "apply"}, {"source", model}, {"fold_gates", fold}};
   if (rearrange.enabled) record["rearranged"] = rearrange_from_gates(ckpt, *gates, *dense, rearrange);
-  auto plan = gates ? pruner::plan_from_gates(*gates, *ckpt.model, fold)
-                    : pruner::plan_from_remove_heads(spec, ckpt.model->config());
-  if (gates) record["gates"] = {{"path", gates_dir}, {"settings", gates->settings}};
-  else record["remove_heads"] = spec;
+  const auto plan = removal.plan(*ckpt.model, fold);
+  removal.record_into(record);
   auto result = pruner::apply_in_memory(ckpt, plan);
   if (refit.method != pruner::RefitMethod::kNone) record["refit"] = refit_from_gates(ckpt, *gates, *dense, refit);
   pruner::LateFiles late;

@@ -66,7 +66,7 @@ nlohmann::json eval_fidelity(models::Checkpoint& ckpt, const std::string& teache
   auto corpus = pruner::load_corpus({data}, *ckpt.tokenizer, co);
   auto all = corpus.train;
   all.insert(all.end(), corpus.heldout.begin(), corpus.heldout.end());
-  auto f = pruner::measure_fidelity(*ckpt.model, nullptr, *dense.model, all, corpus.pad_id, dense.pooling,
+  auto f = pruner::measure_fidelity(*ckpt.model, {}, *dense.model, all, corpus.pad_id, dense.pooling,
                                     batch_size, device);
   auto result = f.to_json();
   result["teacher"] = teacher;

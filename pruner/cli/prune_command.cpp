@@ -28,6 +28,10 @@ void print_summary(const nlohmann::json& s) {
   std::cout << fmt::format("  heads kept     {} of {}; per layer {}\n", s["heads_kept"].get<int64_t>(),
                            s["heads_total"].get<int64_t>(),
                            fmt::join(s["heads_per_layer"].get<std::vector<int64_t>>(), " "));
+  if (apply.value("ffn_neurons_removed", int64_t{0}) > 0)
+    std::cout << fmt::format("  FFN widths     {} -> {} per layer\n",
+                             fmt::join(apply["ffn_widths_before"].get<std::vector<int64_t>>(), " "),
+                             fmt::join(apply["ffn_widths_after"].get<std::vector<int64_t>>(), " "));
   std::cout << fmt::format("  parameters     {} -> {} ({:+.2f}%)\n", apply["params_before"].get<int64_t>(),
                            apply["params_after"].get<int64_t>(),
                            100.0 * (apply["params_after"].get<double>() / apply["params_before"].get<double>() - 1));

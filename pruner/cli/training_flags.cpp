@@ -164,6 +164,9 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   job.refit.batch_size = job.training.batch_size;
   job.rearrange = rearrange_options(prune.refit, vm, job.training.device);
   job.rearrange.fold_gates = job.fold_gates;
+  if (job.training.gates_ffn() && (job.rearrange.enabled || job.refit.method != pruner::RefitMethod::kNone))
+    throw UsageError(fmt::format("{} handles heads only; --prune heads,ffn also removes FFN neurons: leave it out",
+                                 job.rearrange.enabled ? "--rearrange" : "--refit"));
   return job;
 }
 

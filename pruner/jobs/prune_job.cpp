@@ -165,8 +165,11 @@ nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
   auto gates = run.gates;
   rearrange_mask(gates, student, dense, run.corpus.train, run.corpus.pad_id, o.rearrange);
   auto applied = apply_in_memory(student, plan_from_gates(gates, *student.model, o.fold_gates));
-  log::info("{} of {} heads kept; per layer {}", applied.heads_after, applied.heads_before,
-            fmt::join(student.model->config().heads_per_layer(), " "));
+  log::info("{} of {} heads kept; per layer {}{}", applied.heads_after, applied.heads_before,
+            fmt::join(student.model->config().heads_per_layer(), " "),
+            applied.ffn_neurons_removed > 0
+                ? fmt::format("; FFN widths {}", fmt::join(applied.ffn_widths_after, " "))
+                : std::string());
   const auto refit = refit_pruned_model(*student.model, *dense.model, run.corpus.train, run.corpus.pad_id, o.refit)
                          .to_json();
   std::map<std::string, std::string> extra;
@@ -212,10 +215,10 @@ nlohmann::json measure_and_export(const PruneJobOptions& o, const RemovedModel& 
   const auto device = o.training.device;
   auto& pruned = m.pruned;
   stage(3, "verifying fidelity to the dense model on held-out text");
-  const auto fidelity = measure_fidelity(*pruned.model, nullptr, *m.dense.model, m.corpus.heldout, m.corpus.pad_id,
+  const auto fidelity = measure_fidelity(*pruned.model, {}, *m.dense.model, m.corpus.heldout, m.corpus.pad_id,
                                          m.dense.pooling, m.batch_size, device);
   log::info("{}", fidelity.describe());
-  const auto accuracy = heldout_accuracy(pruned, *pruned.model, nullptr, *m.dense.model, m.corpus, m.batch_size, device);
+  const auto accuracy = heldout_accuracy(pruned, *pruned.model, {}, *m.dense.model, m.corpus, m.batch_size, device);
   if (also) also(summary, extra);
   const auto bench_json = bench_stage(o, *m.dense.model, *pruned.model, extra);
   m.dense.model.reset();  // not needed past here: the export's check loads the written folder, a model as large

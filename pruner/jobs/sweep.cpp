@@ -196,6 +196,9 @@ void check_sweep_target(const fs::path& out, bool force) {
 
 nlohmann::json run_sweep(const SweepOptions& o) {
   check_sweep_target(o.out, o.job.force);
+  if (o.job.training.gates_ffn())
+    throw UsageError("sweep trains to fractions of heads (--targets); --prune heads,ffn needs a FLOPs budget: run "
+                     "prune --prune heads,ffn --target-flops X% once per budget");
   // Validate every target against the model before training anything.
   const auto config = models::read_config_file(o.job.model);
   const auto measure = sparsity_measure(config, o.job.training);

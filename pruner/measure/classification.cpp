@@ -27,7 +27,7 @@ torch::Tensor classify_texts(models::Checkpoint& ckpt, const std::vector<std::st
 }
 
 double sequence_accuracy(const models::Checkpoint& ckpt, models::AttentionModel& encoder,
-                         const models::HeadMultipliers* multipliers,
+                         const models::Multipliers& multipliers,
                          const std::vector<std::vector<int64_t>>& sequences, const std::vector<int64_t>& labels,
                          int64_t pad_id, std::size_t batch_size, const torch::Device& device) {
   classifier_labels(ckpt);
@@ -47,15 +47,15 @@ double sequence_accuracy(const models::Checkpoint& ckpt, models::AttentionModel&
 }
 
 nlohmann::json heldout_accuracy(const models::Checkpoint& ckpt, models::AttentionModel& pruned,
-                                const models::HeadMultipliers* pruned_multipliers, models::AttentionModel& dense,
+                                const models::Multipliers& pruned_multipliers, models::AttentionModel& dense,
                                 const Corpus& corpus, std::size_t batch_size, const torch::Device& device) {
   if (corpus.heldout_labels.empty()) return nullptr;
-  const auto accuracy = [&](models::AttentionModel& model, const models::HeadMultipliers* m) {
+  const auto accuracy = [&](models::AttentionModel& model, const models::Multipliers& m) {
     return sequence_accuracy(ckpt, model, m, corpus.heldout, corpus.heldout_labels, corpus.pad_id, batch_size,
                              device);
   };
   nlohmann::json j = {{"examples", corpus.heldout.size()},
-                      {"dense", accuracy(dense, nullptr)},
+                      {"dense", accuracy(dense, {})},
                       {"pruned", accuracy(pruned, pruned_multipliers)}};
   log::info("held-out accuracy on {} labelled sentences: dense {:.2f}%, pruned {:.2f}%", corpus.heldout.size(),
             100 * j["dense"].get<double>(), 100 * j["pruned"].get<double>());

@@ -24,12 +24,12 @@ namespace headprune::pruner {
 torch::Tensor classifier_logits(const models::Checkpoint& checkpoint, models::AttentionModel& encoder,
                                 const torch::Tensor& last_hidden_state, const torch::Tensor& attention_mask);
 
-/// Accuracy, in [0, 1], of the classifier head over `encoder` (with `multipliers`, may be null)
+/// Accuracy, in [0, 1], of the classifier head over `encoder` (with `multipliers`, may be empty)
 /// on tokenized `sequences` with gold `labels` (one class id each), in length-bucketed batches
 /// of `batch_size`; no gradient. @throws headprune::Error if the checkpoint has no classifier
 /// head or `sequences` is empty.
 double sequence_accuracy(const models::Checkpoint& checkpoint, models::AttentionModel& encoder,
-                         const models::HeadMultipliers* multipliers,
+                         const models::Multipliers& multipliers,
                          const std::vector<std::vector<int64_t>>& sequences, const std::vector<int64_t>& labels,
                          int64_t pad_id, std::size_t batch_size, const torch::Device& device);
 
@@ -40,11 +40,11 @@ torch::Tensor classify_texts(models::Checkpoint& checkpoint, const std::vector<s
                              std::size_t batch_size, const torch::Device& device);
 
 /// The labelled held-out check of a prune (--labels): accuracy of the classifier head over the
-/// dense model and over the pruned one (with `pruned_multipliers`, may be null) on `corpus`'s
+/// dense model and over the pruned one (with `pruned_multipliers`, may be empty) on `corpus`'s
 /// held-out sequences, as {"examples", "dense", "pruned"} (accuracies in [0, 1]); null when the
 /// corpus has no labels. `checkpoint` holds the classifier (unchanged by pruning).
 nlohmann::json heldout_accuracy(const models::Checkpoint& checkpoint, models::AttentionModel& pruned,
-                                const models::HeadMultipliers* pruned_multipliers, models::AttentionModel& dense,
+                                const models::Multipliers& pruned_multipliers, models::AttentionModel& dense,
                                 const Corpus& corpus, std::size_t batch_size, const torch::Device& device);
 
 /// Accuracy = share of examples whose arg-max logit is the gold label.

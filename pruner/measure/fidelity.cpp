@@ -79,7 +79,7 @@ void add_lm_sums(const torch::Tensor& hs, const torch::Tensor& ht, const torch::
 }  // namespace
 
 Fidelity measure_fidelity(models::AttentionModel& student,
-                          const models::HeadMultipliers* student_multipliers,
+                          const models::Multipliers& student_multipliers,
                           models::AttentionModel& teacher,
                           const std::vector<std::vector<int64_t>>& sequences, int64_t pad_id,
                           const models::SentencePooling& pooling, std::size_t batch_size,

@@ -31,14 +31,14 @@ struct Fidelity {
 };
 
 /// Runs both models over `sequences` (token ids with special tokens) in length-bucketed batches
-/// of `batch_size` and compares them. `student_multipliers` may be null. No gradients.
+/// of `batch_size` and compares them. `student_multipliers` may be empty ({}). No gradients.
 /// Language models: the forward passes give hidden states only and the LM heads
 /// (lm_head_weight) run `chunk_tokens` real tokens at a time (0 = automatic_kl_chunk_tokens:
 /// whole batches up to 1 GiB of float32 logits, else ~64 MiB chunks), so no batch's whole
 /// logits of both models and their log-softmaxes exist at once.
 /// @throws headprune::Error if `sequences` is empty or the hidden sizes differ.
 Fidelity measure_fidelity(models::AttentionModel& student,
-                          const models::HeadMultipliers* student_multipliers,
+                          const models::Multipliers& student_multipliers,
                           models::AttentionModel& teacher,
                           const std::vector<std::vector<int64_t>>& sequences, int64_t pad_id,
                           const models::SentencePooling& pooling, std::size_t batch_size,

@@ -23,6 +23,8 @@ ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
   s.head_dim = c.head_dim;
   s.hidden_size = c.hidden_size;
   s.heads_per_layer = c.heads_per_layer();
+  s.intermediate_size = c.intermediate_size;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) s.intermediate_sizes.push_back(c.ffn_width(l));
   s.original_num_attention_heads = c.original_num_attention_heads;
   for (const auto& kv : c.kept_kv_heads())
     s.num_key_value_heads_per_layer.push_back(static_cast<int64_t>(kv.size()));
@@ -48,6 +50,8 @@ nlohmann::json to_json(const ModelSummary& s) {
           {"hidden_size", s.hidden_size},
           {"heads_per_layer", s.heads_per_layer},
           {"heads", sum(s.heads_per_layer)},
+          {"intermediate_size", s.intermediate_size},
+          {"intermediate_sizes", s.intermediate_sizes},
           {"original_num_attention_heads", s.original_num_attention_heads},
           {"num_key_value_heads_per_layer", s.num_key_value_heads_per_layer},
           {"kept_heads", s.kept_heads},
@@ -73,6 +77,8 @@ std::string to_text(const ModelSummary& s) {
                      fmt::join(s.heads_per_layer, " "), sum(s.heads_per_layer),
                      s.original_num_attention_heads * s.num_hidden_layers, s.head_dim);
   out += fmt::format("KV heads per layer    {}\n", fmt::join(s.num_key_value_heads_per_layer, " "));
+  out += fmt::format("FFN width per layer   {}  (total {} of {})\n", fmt::join(s.intermediate_sizes, " "),
+                     sum(s.intermediate_sizes), s.intermediate_size * s.num_hidden_layers);
   if (!s.kv_cache_values_per_token_per_layer.empty()) {
     const auto values = sum(s.kv_cache_values_per_token_per_layer);
     const auto& per_layer = s.kv_cache_values_per_token_per_layer;

@@ -22,6 +22,8 @@ struct ModelSummary {
   int64_t head_dim = 0;
   int64_t hidden_size = 0;
   std::vector<int64_t> heads_per_layer;
+  std::vector<int64_t> intermediate_sizes;  ///< FFN neurons present per layer
+  int64_t intermediate_size = 0;            ///< the FFN width the architecture was built with
   std::vector<int64_t> num_key_value_heads_per_layer;
   std::vector<std::vector<int64_t>> kept_heads;  ///< original indices per layer
   /// Decoders: what one cached position costs each layer's KV cache for one sequence, in numbers

@@ -1,5 +1,6 @@
 #include "pruner/records/gate_record.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -56,6 +57,62 @@ std::vector<int64_t> LayerGates::removed_local() const {
   return out;
 }
 
+int64_t FfnLayerGates::kept_width() const {
+  return block * static_cast<int64_t>(std::count(keep.begin(), keep.end(), true));
+}
+
+std::vector<int64_t> FfnLayerGates::removed_neurons() const {
+  std::vector<int64_t> out;
+  for (size_t b = 0; b < keep.size(); ++b)
+    if (!keep[b])
+      for (int64_t i = 0; i < block; ++i) out.push_back(static_cast<int64_t>(b) * block + i);
+  return out;
+}
+
+std::vector<double> FfnLayerGates::neuron_gates() const {
+  std::vector<double> out;
+  for (auto g : gate) out.insert(out.end(), static_cast<size_t>(block), g);
+  return out;
+}
+
+namespace {
+
+nlohmann::json ffn_to_json(const std::vector<FfnLayerGates>& ffn) {
+  auto list = nlohmann::json::array();
+  for (size_t l = 0; l < ffn.size(); ++l) {
+    const auto& g = ffn[l];
+    list.push_back({{"layer", l}, {"width", g.width}, {"block", g.block}, {"log_alpha", g.log_alpha},
+                    {"gate", g.gate}, {"keep", g.keep}, {"kept_width", g.kept_width()}});
+  }
+  return list;
+}
+
+/// The `ffn` list of a gates file (absent: none). @throws Error naming the layer at fault.
+std::vector<FfnLayerGates> ffn_from_json(const nlohmann::json& j, int64_t layers, const std::string& source) {
+  std::vector<FfnLayerGates> out;
+  if (!j.contains("ffn") || j.at("ffn").is_null()) return out;
+  for (const auto& l : j.at("ffn")) {
+    const auto what = fmt::format("{}: ffn layer {}", source, out.size());
+    FfnLayerGates g;
+    g.width = models::json_integer(l.at("width"), what + " width");
+    g.block = models::json_integer(l.at("block"), what + " block");
+    g.log_alpha = l.at("log_alpha").get<std::vector<double>>();
+    g.gate = l.at("gate").get<std::vector<double>>();
+    g.keep = l.at("keep").get<std::vector<bool>>();
+    const auto blocks = static_cast<int64_t>(g.keep.size());
+    if (g.block < 1 || g.width != g.block * blocks || g.log_alpha.size() != g.keep.size() ||
+        g.gate.size() != g.keep.size())
+      throw Error(fmt::format("{} has width {} in blocks of {}, but {} log_alpha, {} gate and {} keep values", what,
+                              g.width, g.block, g.log_alpha.size(), g.gate.size(), g.keep.size()));
+    out.push_back(std::move(g));
+  }
+  if (static_cast<int64_t>(out.size()) != layers)
+    throw Error(fmt::format("{}: {} ffn layers listed, the model has {}", source, out.size(), layers));
+  return out;
+}
+
+}  // namespace
+
 int64_t GateState::heads_total() const {
   int64_t n = 0;
   for (const auto& l : layers) n += static_cast<int64_t>(l.heads.size());
@@ -79,8 +136,8 @@ nlohmann::json GateState::to_json() const {
                           {"keep", g.keep},
                           {"kept", g.kept()}});
   }
-  return {{"format", "headprune-gates"},
-          {"format_version", kFormatVersion},
+  nlohmann::json j = {{"format", "headprune-gates"},
+          {"format_version", ffn.empty() ? 1 : kFormatVersion},
           {"headprune_version", HEADPRUNE_VERSION},
           {"complete", complete},
           {"step", step},
@@ -93,6 +150,8 @@ nlohmann::json GateState::to_json() const {
           {"settings", settings},
           {"summary", summary},
           {"layers", layer_list}};
+  if (!ffn.empty()) j["ffn"] = ffn_to_json(ffn);
+  return j;
 }
 
 GateState GateState::from_json(const nlohmann::json& j, const std::string& source) {
@@ -136,6 +195,7 @@ GateState GateState::from_json(const nlohmann::json& j, const std::string& sourc
     if (static_cast<int64_t>(s.layers.size()) != s.model.num_hidden_layers)
       throw Error(fmt::format("{}: {} layers listed, the model has {}", source, s.layers.size(),
                               s.model.num_hidden_layers));
+    s.ffn = ffn_from_json(j, s.model.num_hidden_layers, source);
     return s;
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("{} is malformed: {}", source, e.what()));

@@ -38,9 +38,26 @@ struct LayerGates {
   std::vector<int64_t> removed_local() const;  ///< positions (0-based, in `heads`) removed
 };
 
+/// One layer's FFN gates (--prune heads,ffn): blocks of `block` consecutive neurons over the
+/// `width` neurons the layer held when the run started (positions 0..width-1).
+struct FfnLayerGates {
+  int64_t width = 0;
+  int64_t block = 1;
+  std::vector<double> log_alpha;   ///< per block
+  std::vector<double> gate;        ///< deterministic gate value in [0,1] per block
+  std::vector<bool> keep;          ///< final keep-mask per block
+  int64_t kept_width() const;
+  /// Positions (0-based, among the `width`) of the neurons of removed blocks, ascending.
+  std::vector<int64_t> removed_neurons() const;
+  /// The gate value of each neuron (its block's), [width] values.
+  std::vector<double> neuron_gates() const;
+};
+
 /// A gates folder's content.
 struct GateState {
-  static constexpr int kFormatVersion = 1;
+  /// Format 2 adds `ffn` (FFN gates); a file without them is written as format 1, which every
+  /// earlier headprune reads alike.
+  static constexpr int kFormatVersion = 2;
   /// Name, inside the gates folder, of the fine-tuned weights `--train-weights` writes.
   static constexpr const char* kWeightsFile = "weights.safetensors";
   ModelFingerprint model;          ///< the model the run started from
@@ -49,6 +66,7 @@ struct GateState {
   std::optional<ModelFingerprint> trained_model;
   std::string model_path;          ///< where the model was loaded from (informational)
   std::vector<LayerGates> layers;
+  std::vector<FfnLayerGates> ffn;  ///< per layer with FFN gates, else empty
   nlohmann::json settings;         ///< the training settings used
   nlohmann::json summary;          ///< final metrics (expected L0, sparsity, losses, ...)
   int64_t step = 0;                ///< training steps done

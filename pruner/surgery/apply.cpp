@@ -33,7 +33,9 @@ nlohmann::json ApplyResult::to_json() const {
           {"bytes_before", bytes_before},   {"bytes_after", bytes_after},
           {"weights_dtypes", weights_dtypes},
           {"reload_max_abs_diff", reload_max_abs_diff}, {"warnings", exported.warnings},
-          {"layers_removed", layers_removed}};
+          {"layers_removed", layers_removed},
+          {"ffn_widths_before", ffn_widths_before}, {"ffn_widths_after", ffn_widths_after},
+          {"ffn_neurons_removed", ffn_neurons_removed}, {"params_per_ffn_neuron", params_per_ffn_neuron}};
 }
 
 std::string ApplyResult::describe() const {
@@ -44,15 +46,22 @@ std::string ApplyResult::describe() const {
   if (!layers_removed.empty())
     s += fmt::format("layers      {} removed whole (attention and feed-forward): {}\n", layers_removed.size(),
                      fmt::join(layers_removed, " "));
-  const auto expected = removed * params_per_head + kv_heads_removed * params_per_kv_head;
+  if (ffn_widths_after != ffn_widths_before)
+    s += fmt::format("FFN widths  {} -> {} per layer ({} neurons removed)\n", fmt::join(ffn_widths_before, " "),
+                     fmt::join(ffn_widths_after, " "), ffn_neurons_removed);
+  const auto expected = removed * params_per_head + kv_heads_removed * params_per_kv_head +
+                        ffn_neurons_removed * params_per_ffn_neuron;
   // Without KV sharing each removed head takes its own K/V rows: one figure per head.
   const auto breakdown =
       kv_heads_removed == removed
           ? fmt::format("{} heads x {}", removed, params_per_head + params_per_kv_head)
           : fmt::format("{} query heads x {} + {} KV heads x {}", removed, params_per_head,
                         kv_heads_removed, params_per_kv_head);
+  const auto ffn_part = ffn_neurons_removed > 0
+                            ? fmt::format(" + {} FFN neurons x {}", ffn_neurons_removed, params_per_ffn_neuron)
+                            : std::string();
   const auto counted = layers_removed.empty()
-                           ? fmt::format("; {} = {} parameters removed{}", breakdown, expected,
+                           ? fmt::format("; {}{} = {} parameters removed{}", breakdown, ffn_part, expected,
                                          params_before - params_after == expected ? ", exactly" : ", MISMATCH")
                            : std::string();
   s += fmt::format("parameters  {} -> {} (-{:.2f}%{})\n", params_before, params_after,
@@ -94,6 +103,7 @@ ApplyResult before_surgery(const models::Checkpoint& ckpt) {
   for (const auto& [name, type] : ckpt.source_dtypes) dtypes.insert(c10::toString(type));
   r.weights_dtypes = fmt::format("{}", fmt::join(dtypes, "+"));
   r.heads_present_before = model.config().kept_heads;
+  r.ffn_widths_before = model.config().intermediate_sizes;
   return r;
 }
 
@@ -103,6 +113,10 @@ void after_surgery(models::Checkpoint& ckpt, ApplyResult& r) {
   models::round_to_source_dtypes(ckpt);
   r.heads_after = ckpt.model->config().total_heads();
   r.params_after = models::parameter_count(*ckpt.model);
+  r.ffn_widths_after = ckpt.model->config().intermediate_sizes;
+  for (size_t l = 0; l < r.ffn_widths_after.size() && l < r.ffn_widths_before.size(); ++l)
+    r.ffn_neurons_removed += r.ffn_widths_before[l] - r.ffn_widths_after[l];
+  r.params_per_ffn_neuron = models::params_per_ffn_neuron(ckpt.model->config());
 }
 
 }  // namespace
@@ -137,6 +151,8 @@ ApplyResult drop_layers_in_memory(models::Checkpoint& ckpt, const std::vector<in
   ckpt.model->drop_layers(layers);
   after_surgery(ckpt, r);
   r.heads_present_before = ckpt.model->config().kept_heads;
+  r.ffn_widths_before = r.ffn_widths_after;  // the kept layers' FFNs are whole: no neuron counts as removed
+  r.ffn_neurons_removed = 0;
   r.layers_removed = layers;
   std::sort(r.layers_removed.begin(), r.layers_removed.end());
   return r;

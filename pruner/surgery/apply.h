@@ -23,7 +23,12 @@ struct ApplyResult {
   /// its KV head, counted in kv_heads_removed (BERT: one KV head per head).
   int64_t params_per_head = 0;
   int64_t kv_heads_removed = 0;        ///< KV heads that lost their last query head (BERT: = heads removed)
-  int64_t params_per_kv_head = 0;      ///< K and V rows (+ biases) of one KV head (models/head_costs.h)
+  int64_t params_per_kv_head = 0;
+  /// FFN neurons removed over all layers (--prune heads,ffn), and what each held
+  /// (models::params_per_ffn_neuron); per layer the FFN widths before and after.
+  int64_t ffn_neurons_removed = 0;
+  int64_t params_per_ffn_neuron = 0;
+  std::vector<int64_t> ffn_widths_before, ffn_widths_after;      ///< K and V rows (+ biases) of one KV head (models/head_costs.h)
   /// The folders' .safetensors files (a single-file source: its tensors as the export writes them).
   std::uintmax_t bytes_before = 0, bytes_after = 0;
   std::string weights_dtypes;           ///< the weights' dtypes, the same before and after ("Float")

@@ -119,6 +119,9 @@ RearrangeResult rearrange_mask(GateState& gates, models::Checkpoint& student, mo
   result.enabled = options.enabled;
   if (!options.enabled) return result;
   if (sequences.empty()) throw Error("--rearrange needs calibration text, and none was given");
+  if (!gates.ffn.empty())
+    throw Error("--rearrange searches head masks only; these gates also cover FFN neurons (--prune heads,ffn): "
+                "leave --rearrange out");
   plan_from_gates(gates, *student.model, options.fold_gates);  // the gates belong to `student`, or Error
   const auto t0 = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;

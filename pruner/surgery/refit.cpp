@@ -240,6 +240,9 @@ RefitResult refit_pruned_model(AttentionModel& pruned, AttentionModel& dense,
   result.method = options.method;
   if (options.method == RefitMethod::kNone) return result;
   if (sequences.empty()) throw Error("--refit needs calibration text, and none was given");
+  if (pruned.config().intermediate_sizes != dense.config().intermediate_sizes)
+    throw Error("--refit fits the attention output projections of a model whose FFN widths are the dense model's; "
+                "this one lost FFN neurons (--prune heads,ffn): leave --refit out");
   check_same_shape(pruned, dense);
   torch::NoGradGuard no_grad;
   const auto batches = calibration_batches(sequences, pad_id, options);

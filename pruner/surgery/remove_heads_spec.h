@@ -19,4 +19,11 @@ namespace headprune::pruner {
 std::vector<std::vector<int64_t>> parse_remove_heads(const nlohmann::json& spec,
                                                      const models::ModelConfig& config);
 
+/// The `--remove-ffn` JSON ({"layer": [FFN neuron, ...]}): per layer (size num_hidden_layers),
+/// the neurons to remove as positions among the layer's present ones (0..ffn_width(l)-1).
+/// @throws headprune::Error naming the layer or neuron: not an object, a layer key that is not a
+///         decimal integer in range, a value that is not a list of integers, a neuron out of
+///         range or listed twice.
+std::vector<std::vector<int64_t>> parse_remove_ffn(const nlohmann::json& spec, const models::ModelConfig& config);
+
 }  // namespace headprune::pruner

@@ -17,6 +17,10 @@ PrunePlan plan_from_gates(const GateState& gates, const models::AttentionModel& 
     throw Error(fmt::format("these gates were trained on another model: {}. Train gates for this "
                             "model or give the model they were trained on ({})",
                             diff, gates.model_path));
+  for (size_t l = 0; l < gates.ffn.size(); ++l)
+    if (gates.ffn[l].width != model.config().ffn_width(static_cast<int64_t>(l)))
+      throw Error(fmt::format("these gates cover {} FFN neurons in layer {}, the model has {}", gates.ffn[l].width, l,
+                              model.config().ffn_width(static_cast<int64_t>(l))));
   return plan_from_checked_gates(gates, fold_gates);
 }
 
@@ -31,6 +35,13 @@ PrunePlan plan_from_checked_gates(const GateState& gates, bool fold_gates) {
     }
     plan.push_back(std::move(p));
   }
+  for (size_t l = 0; l < gates.ffn.size() && l < plan.size(); ++l) {
+    plan[l].ffn_remove = gates.ffn[l].removed_neurons();
+    if (fold_gates) {
+      const auto g = gates.ffn[l].neuron_gates();
+      plan[l].ffn_scale = torch::tensor(std::vector<float>(g.begin(), g.end()));
+    }
+  }
   return plan;
 }
 
@@ -41,13 +52,27 @@ PrunePlan plan_from_remove_heads(const nlohmann::json& spec, const models::Model
   return plan;
 }
 
+PrunePlan with_removed_ffn(PrunePlan plan, const nlohmann::json& spec, const models::ModelConfig& config) {
+  const auto removed = parse_remove_ffn(spec, config);
+  for (size_t l = 0; l < plan.size() && l < removed.size(); ++l) plan[l].ffn_remove = removed[l];
+  return plan;
+}
+
 void apply_plan(models::AttentionModel& model, const PrunePlan& plan) {
   if (static_cast<int64_t>(plan.size()) != model.config().num_hidden_layers)
     throw Error(fmt::format("the pruning plan has {} layers, the model {}", plan.size(),
                             model.config().num_hidden_layers));
-  for (size_t l = 0; l < plan.size(); ++l)
+  for (size_t l = 0; l < plan.size(); ++l) {
     if (!plan[l].remove_local.empty() || plan[l].scale.defined())
       model.prune_heads(static_cast<int64_t>(l), plan[l].remove_local, plan[l].scale);
+    if (!plan[l].ffn_remove.empty() || plan[l].ffn_scale.defined())
+      model.prune_ffn(static_cast<int64_t>(l), plan[l].ffn_remove, plan[l].ffn_scale);
+  }
+}
+
+bool plan_prunes_ffn(const PrunePlan& plan) {
+  return std::any_of(plan.begin(), plan.end(),
+                     [](const LayerPlan& p) { return !p.ffn_remove.empty() || p.ffn_scale.defined(); });
 }
 
 models::HeadMultipliers plan_multipliers(const PrunePlan& plan, const models::ModelConfig& config,

@@ -16,13 +16,16 @@ namespace headprune::pruner {
 struct LayerPlan {
   std::vector<int64_t> remove_local;  ///< positions among the layer's current heads
   torch::Tensor scale;                ///< undefined, or [current heads]: folded into O columns
+  std::vector<int64_t> ffn_remove;    ///< positions among the layer's current FFN neurons
+  torch::Tensor ffn_scale;            ///< undefined, or [current FFN width]: folded into the FFN output columns
 };
 using PrunePlan = std::vector<LayerPlan>;  ///< one entry per layer
 
-/// Plan from trained gates. Kept heads' deterministic gate values are folded into the output
-/// projection when `fold_gates` (so the pruned model computes what the gated model did);
+/// Plan from trained gates (heads, and FFN neurons when the gates cover them). Kept heads' (and
+/// neurons') deterministic gate values are folded into the output projection when `fold_gates` (so the pruned model computes what the gated model did);
 /// otherwise kept heads stay at 1.
-/// @throws headprune::Error if the gates were trained on a different model (says how).
+/// @throws headprune::Error if the gates were trained on a different model (says how), or their
+///         FFN gates cover widths other than the model's (named).
 PrunePlan plan_from_gates(const GateState& gates, const models::AttentionModel& model,
                           bool fold_gates);
 
@@ -36,9 +39,15 @@ PrunePlan plan_from_checked_gates(const GateState& gates, bool fold_gates);
 /// layers/heads and duplicates. Unlisted layers are untouched.
 /// @throws headprune::Error naming the layer and head.
 PrunePlan plan_from_remove_heads(const nlohmann::json& spec, const models::ModelConfig& config);
+/// `plan` with the FFN neurons of `--remove-ffn`'s JSON (parse_remove_ffn) removed too.
+PrunePlan with_removed_ffn(PrunePlan plan, const nlohmann::json& spec, const models::ModelConfig& config);
 
-/// Applies a plan (Q/K/V rows, O columns, config fields; zero-head layers keep the O bias).
+/// Applies a plan (Q/K/V rows, O columns, config fields; zero-head layers keep the O bias; FFN
+/// neurons by AttentionModel::prune_ffn).
 void apply_plan(models::AttentionModel& model, const PrunePlan& plan);
+
+/// Whether `plan` touches FFN neurons (what --refit and --rearrange do not handle yet).
+bool plan_prunes_ffn(const PrunePlan& plan);
 
 /// Per-head multipliers equivalent to a plan before surgery (1 or the scale for kept heads,
 /// 0 for removed): the gated model these give equals the pruned model.

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include "models/errors.h"
@@ -24,6 +25,7 @@
 #include "pruner/objectives/chunked_kl.h"
 #include "pruner/objectives/distillation.h"
 #include "pruner/objectives/task_loss.h"
+#include "pruner/training/gate_units.h"
 #include "pruner/training/interruption.h"
 #include "pruner/training/sparsity_measure.h"
 #include "pruner/training/teacher_cache.h"
@@ -68,25 +70,13 @@ int64_t checked_teacher_top_k(const TrainingRun& run, const Corpus& corpus, cons
   return o.teacher_top_k;
 }
 
-/// The model's config after removing the heads `keep` (layer-major, one bool per head) drops.
-models::ModelConfig config_after(const models::ModelConfig& config, const std::vector<bool>& keep) {
-  auto after = config;
-  size_t i = 0;
-  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
-    std::vector<int64_t> removed;
-    for (auto h : config.kept_heads[l])
-      if (!keep[i++]) removed.push_back(h);
-    after.remove_heads(l, removed);
-  }
-  return after;
-}
-
 /// Gate values, keep-mask and bookkeeping of the gates as they stand.
 GateState snapshot_state(const gates::HardConcreteGates& g, const models::AttentionModel& model,
                          const ModelFingerprint& fingerprint, const gates::SparsityMeasure& measure,
                          const GateTrainingOptions& o, int64_t step, bool complete) {
   auto gate = g.deterministic(o.rule);
-  const auto constraints = constraints_for(model.config(), o.constraints);
+  const auto units = gate_units(model.config(), o);
+  const auto constraints = unit_constraints(model.config(), o, units);
   std::vector<bool> keep =
       o.target_sparsity
           ? gates::keep_mask_for_target(g.log_alpha, g.heads_per_layer(), measure,
@@ -101,7 +91,7 @@ GateState snapshot_state(const gates::HardConcreteGates& g, const models::Attent
   const auto log_alpha = to_vector(g.log_alpha);
   const auto values = to_vector(gate);
   size_t i = 0;
-  for (size_t l = 0; l < g.heads_per_layer().size(); ++l) {
+  for (size_t l = 0; l < units.heads_per_layer.size(); ++l) {
     LayerGates layer;
     layer.heads = model.config().kept_heads[l];
     for (size_t h = 0; h < layer.heads.size(); ++h, ++i) {
@@ -110,6 +100,17 @@ GateState snapshot_state(const gates::HardConcreteGates& g, const models::Attent
       layer.keep.push_back(keep[i]);
     }
     s.layers.push_back(std::move(layer));
+  }
+  for (size_t l = 0; l < units.blocks_per_layer.size(); ++l) {
+    FfnLayerGates ffn;
+    ffn.block = units.ffn_block;
+    ffn.width = units.blocks_per_layer[l] * units.ffn_block;
+    for (int64_t b = 0; b < units.blocks_per_layer[l]; ++b, ++i) {
+      ffn.log_alpha.push_back(log_alpha[i]);
+      ffn.gate.push_back(values[i]);
+      ffn.keep.push_back(keep[i]);
+    }
+    s.ffn.push_back(std::move(ffn));
   }
   s.summary["expected_l0"] = g.expected_l0().item<double>();
   s.summary["expected_sparsity"] = measure.expected(g).item<double>();
@@ -210,16 +211,30 @@ Budget budget_of(const GateTrainingOptions& o, const models::AttentionModel& mod
   return {dense, *o.target_flops * dense};
 }
 
+/// ", FFN widths a b c of N" for a state with FFN gates, else empty.
+std::string ffn_kept_note(const GateState& state) {
+  if (state.ffn.empty()) return "";
+  std::vector<int64_t> widths;
+  for (const auto& layer : state.ffn) widths.push_back(layer.kept_width());
+  return fmt::format(", FFN widths {} of {}", fmt::join(widths, " "), state.ffn.front().width);
+}
+
+/// The keep-mask of `state` over the units: every head's, then every FFN block's.
+std::vector<bool> state_keep(const GateState& state) {
+  std::vector<bool> keep;
+  for (const auto& layer : state.layers) keep.insert(keep.end(), layer.keep.begin(), layer.keep.end());
+  for (const auto& layer : state.ffn) keep.insert(keep.end(), layer.keep.begin(), layer.keep.end());
+  return keep;
+}
+
 /// With a budget: what it allows and what the final mask leaves — parameters (the dense count
 /// less the attention parameters the removed heads free, models::attention_parameters) or
 /// forward FLOPs per token (models::forward_flops_per_token of the pruned config) — in the
 /// summary and the log.
 void record_budget(GateState& state, const models::AttentionModel& model, const GateTrainingOptions& o) {
   if (!o.budget()) return;
-  std::vector<bool> keep;
-  for (const auto& layer : state.layers) keep.insert(keep.end(), layer.keep.begin(), layer.keep.end());
   const auto& config = model.config();
-  const auto after = config_after(config, keep);
+  const auto after = config_after(config, gate_units(config, o), state_keep(state));
   const auto budget = budget_of(o, model);
   if (o.target_latency) {
     const double achieved = o.latency_table->predicted_ms(after.heads_per_layer());
@@ -263,8 +278,14 @@ GateState final_gate_state(const gates::HardConcreteGates& g, const models::Atte
         layer.gate[h] = 1.0;
         ++reopened;
       }
+  for (auto& layer : state.ffn)
+    for (size_t b = 0; b < layer.keep.size(); ++b)
+      if (layer.keep[b] && layer.gate[b] <= 0) {
+        layer.gate[b] = 1.0;
+        ++reopened;
+      }
   if (reopened > 0)
-    log::info("{} kept head(s) had a closed gate (training ended sparser than the target); they "
+    log::info("{} kept head(s) or FFN block(s) had a closed gate (training ended sparser than the target); they "
               "are kept at gate 1",
               reopened);
   state.summary["reopened_heads"] = reopened;
@@ -274,16 +295,17 @@ GateState final_gate_state(const gates::HardConcreteGates& g, const models::Atte
   return state;
 }
 
-/// Multipliers that make the gated model compute what the pruned model will: kept heads get
-/// their deterministic gate value, removed heads 0.
-models::HeadMultipliers final_multipliers(const GateState& s, const torch::Device& device) {
-  models::HeadMultipliers m;
-  for (const auto& layer : s.layers) {
+/// Multipliers that make the gated model compute what the pruned model will: kept heads (and
+/// FFN neurons) get their deterministic gate value, removed ones 0.
+UnitMultipliers final_multipliers(const GateState& s, const torch::Device& device) {
+  UnitMultipliers m;
+  const auto masked = [&](const std::vector<double>& gate, const std::vector<bool>& keep, int64_t repeat) {
     std::vector<float> v;
-    for (size_t h = 0; h < layer.heads.size(); ++h)
-      v.push_back(layer.keep[h] ? static_cast<float>(layer.gate[h]) : 0.f);
-    m.push_back(torch::tensor(v).to(device));
-  }
+    for (size_t i = 0; i < gate.size(); ++i) v.insert(v.end(), static_cast<size_t>(repeat), keep[i] ? static_cast<float>(gate[i]) : 0.F);
+    return torch::tensor(v).to(device);
+  };
+  for (const auto& layer : s.layers) m.heads.push_back(masked(layer.gate, layer.keep, 1));
+  for (const auto& layer : s.ffn) m.ffn.push_back(masked(layer.gate, layer.keep, layer.block));
   return m;
 }
 
@@ -295,7 +317,7 @@ void announce_uniform_export(const models::ModelConfig& config, const gates::Spa
   const auto& c = constraints_for(config, o.constraints);
   const auto keep = gates::keep_mask_for_target(torch::zeros({config.total_heads()}), config.heads_per_layer(),
                                                 measure, *o.target_sparsity, c, o.budget());
-  const auto after = config_after(config, keep);
+  const auto after = config_after(config, GateUnits{config.heads_per_layer(), {}, 0}, keep);
   const auto heads = after.kept_heads.front().size();
   if (auto warning = config.family().layout_warning(after))
     log::warn("--uniform-layers: every layer will keep {} heads; {}", heads, *warning);
@@ -307,10 +329,10 @@ void announce_uniform_export(const models::ModelConfig& config, const gates::Spa
 /// @throws headprune::Error for an unreachable target, bad step counts or an empty corpus.
 gates::SparsityMeasure checked_measure(const models::ModelConfig& config, const Corpus& corpus,
                                        const GateTrainingOptions& o) {
-  const auto measure = sparsity_measure(config, o);
+  const auto units = gate_units(config, o);
+  const auto measure = unit_measure(config, o, units);
   if (o.target_sparsity)
-    gates::validate_target(*o.target_sparsity, config.heads_per_layer(), measure,
-                           constraints_for(config, o.constraints));
+    gates::validate_target(*o.target_sparsity, units.per_group(), measure, unit_constraints(config, o, units));
   if (o.steps < 1) throw Error("--steps must be at least 1");
   if (o.train_weights && o.finetune_steps < 1)
     throw Error("--train-weights needs --finetune-steps of at least 1");
@@ -343,6 +365,7 @@ class GateTrainer {
         corpus_(corpus),
         o_(o),
         group_(group),
+        units_(gate_units(ckpt.model->config(), o)),
         measure_(checked_measure(ckpt.model->config(), corpus, o)),
         warmup_(o.warmup_steps >= 0 ? o.warmup_steps : (o.steps * 2) / 5),
         max_extra_steps_(o.max_extra_steps >= 0 ? o.max_extra_steps : o.steps),
@@ -437,9 +460,12 @@ class GateTrainer {
   }
 
   void log_start() const {
-    log::info("training gates: {} heads in {} layers, {} steps{}, batch {}{}, {} training / {} held-out "
+    log::info("training gates: {} heads{} in {} layers, {} steps{}, batch {}{}, {} training / {} held-out "
               "sequences, {}",
-              run_.gates->total_heads(), ckpt_.model->config().num_hidden_layers, o_.steps,
+              units_.total_heads(),
+              units_.ffn_block > 0 ? fmt::format(" and {} FFN blocks of {} neurons", units_.total_blocks(), units_.ffn_block)
+                                   : "",
+              ckpt_.model->config().num_hidden_layers, o_.steps,
               max_extra_steps_ > 0 ? fmt::format(" (up to {} more until they converge)", max_extra_steps_) : "",
               o_.batch_size,
               group_.distributed() ? fmt::format(" (shared by {} ranks)", group_.world_size()) : "",
@@ -473,8 +499,8 @@ class GateTrainer {
       return teacher_targets(run_.teacher->forward(in, nullptr), teacher_top_k_, chunked_ ? &*chunked_ : nullptr);
     });
     auto& g = *run_.gates;
-    auto multipliers = r.gate_phase ? g.split(g.sample()) : fixed_;
-    last_ = objective(run_.model.forward(in, &multipliers), targets, in.attention_mask);
+    const auto multipliers = r.gate_phase ? units_.multipliers(g.sample()) : fixed_;
+    last_ = objective(run_.model.forward(in, multipliers.view()), targets, in.attention_mask);
     r.target = o_.target_sparsity ? gates::ramped_target(*o_.target_sparsity, step, warmup_) : 0;
     r.expected_sparsity = measure_.expected(g);
     r.regularizer = !r.gate_phase         ? torch::zeros({}, r.expected_sparsity.options())
@@ -566,8 +592,8 @@ class GateTrainer {
     fixed_ = final_multipliers(final_state_, o_.device);
     if (!o_.train_weights) return;
     for (auto& p : run_.model.parameters()) p.set_requires_grad(true);
-    log::info("gates fixed ({} of {} heads kept); fine-tuning the weights for {} steps, lr {}",
-              final_state_.heads_kept(), final_state_.heads_total(), o_.finetune_steps,
+    log::info("gates fixed ({} of {} heads kept{}); fine-tuning the weights for {} steps, lr {}",
+              final_state_.heads_kept(), final_state_.heads_total(), ffn_kept_note(final_state_), o_.finetune_steps,
               o_.weights_learning_rate);
   }
 
@@ -623,10 +649,10 @@ class GateTrainer {
       save_weights(run_.model, o_.out_dir);
       state.trained_model = fingerprint_of(run_.model);
     }
-    const auto fidelity = measure_fidelity(run_.model, &fixed_, *run_.teacher, corpus_.heldout,
+    const auto fidelity = measure_fidelity(run_.model, fixed_.view(), *run_.teacher, corpus_.heldout,
                                            corpus_.pad_id, ckpt_.pooling, o_.batch_size, o_.device);
     state.summary["heldout_fidelity"] = fidelity.to_json();
-    if (auto accuracy = heldout_accuracy(ckpt_, run_.model, &fixed_, *run_.teacher, corpus_, o_.batch_size, o_.device);
+    if (auto accuracy = heldout_accuracy(ckpt_, run_.model, fixed_.view(), *run_.teacher, corpus_, o_.batch_size, o_.device);
         !accuracy.is_null())
       state.summary["heldout_accuracy"] = accuracy;
     state.summary["train_seconds"] = seconds;
@@ -636,8 +662,9 @@ class GateTrainer {
     std::error_code ec;
     std::filesystem::remove(o_.out_dir / kSnapshotFile, ec);
     for (auto& p : run_.model.parameters()) p.set_requires_grad(false);
-    log::info("gates trained in {}: {} of {} heads kept; fidelity to the dense model on {}",
-              human_duration(seconds), state.heads_kept(), state.heads_total(), fidelity.describe());
+    log::info("gates trained in {}: {} of {} heads kept{}; fidelity to the dense model on {}",
+              human_duration(seconds), state.heads_kept(), state.heads_total(), ffn_kept_note(state),
+              fidelity.describe());
     return state;
   }
 
@@ -645,6 +672,7 @@ class GateTrainer {
   const Corpus& corpus_;
   const GateTrainingOptions& o_;
   const ProcessGroup& group_;
+  const GateUnits units_;
   const gates::SparsityMeasure measure_;
   const int64_t warmup_;
   const int64_t max_extra_steps_;  ///< gate steps extend_unless_converged may add
@@ -662,7 +690,7 @@ class GateTrainer {
   int signal_ = 0;                   ///< SIGINT/SIGTERM received by any rank this step
   DistillationLoss last_;
   GateState final_state_;            ///< the gates' final state, fixed at the end of phase 1
-  models::HeadMultipliers fixed_;    ///< its multipliers, used in phase 2 and for fidelity
+  UnitMultipliers fixed_;            ///< its multipliers, used in phase 2 and for fidelity
 };
 
 }  // namespace
@@ -690,18 +718,22 @@ GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::Atte
     throw std::logic_error("with_budget: --target-latency needs the latency table its job measures "
                            "(pruner/jobs/latency_measurement.h provide_latency_table)");
   const auto& config = model.config();
-  const auto measure = sparsity_measure(config, effective);
+  const auto units = gate_units(config, effective);
+  const auto measure = unit_measure(config, effective, units);
   const double removable =
-      gates::max_sparsity(config.heads_per_layer(), measure, constraints_for(config, o.constraints)) * measure.total_cost;
+      gates::max_sparsity(units.per_group(), measure, unit_constraints(config, effective, units)) * measure.total_cost;
   const auto budget = budget_of(effective, model);
   const auto [flag, unit] = budget_flag(o);
   if (budget.allowed >= budget.dense)
     throw Error(fmt::format("{}: the dense model needs {:.4g} {}, already within the budget", flag, budget.dense,
                             unit));
   if (budget.dense - removable > budget.allowed)
-    throw Error(fmt::format("{}: at least {:.4g} {} remain with every head removed that --min-heads-per-layer {} "
-                            "allows (heads are only part of the model); raise the budget or lower the minimum",
-                            flag, budget.dense - removable, unit, o.constraints.min_heads_per_layer));
+    throw Error(fmt::format("{}: at least {:.4g} {} remain with every head{} removed that --min-heads-per-layer {} "
+                            "allows ({}); raise the budget or lower the minimum",
+                            flag, budget.dense - removable, unit, o.gates_ffn() ? " and FFN block" : "",
+                            o.constraints.min_heads_per_layer,
+                            o.gates_ffn() ? "embeddings and the kept minimum are the rest"
+                                          : "heads are only part of the model; --prune heads,ffn gates the FFN too"));
   effective.target_sparsity = (budget.dense - budget.allowed) / measure.total_cost;
   return effective;
 }

@@ -303,6 +303,17 @@ TrainingOption uniform_layers_row() {
   return row;
 }
 
+/// --ffn-block: recorded (and must match on --resume) only when FFN neurons are gated.
+TrainingOption ffn_block_row() {
+  auto row = run_option("ffn-block", int64_t{32}, "ffn_block", [](auto& o) -> auto& { return o.ffn_block; },
+                        &positive<int64_t>, ">= 1",
+                        "with --prune heads,ffn: FFN neurons per gate, removed together (must divide every layer's "
+                        "FFN width; 1 = single neurons)");
+  row.resume_must_match = true;
+  row.record = [](const GateTrainingOptions& o) { return o.gates_ffn() ? nlohmann::json(o.ffn_block) : nlohmann::json(); };
+  return row;
+}
+
 /// The gates and the rules of the final mask.
 std::vector<TrainingOption> gate_rows() {
   return {
@@ -323,6 +334,10 @@ std::vector<TrainingOption> gate_rows() {
                     "keeps the same number (HF-compatible), 'groups' removes whole KV groups, 'none' "
                     "ignores groups (headprune-only checkpoints); no effect on models without GQA"),
       uniform_layers_row(),
+      choice_option("prune", "heads", "prune", [](auto& o) -> auto& { return o.kinds; }, &gates::parse_gate_kinds,
+                    "what the gates cover: heads, or heads,ffn to gate each layer's FFN neurons too, in blocks of "
+                    "--ffn-block, under one --target-flops budget (CoFi; heads alone cap the speedup)"),
+      ffn_block_row(),
       run_option("head-multiple", int64_t{1}, "head_multiple",
                  [](auto& o) -> auto& { return o.constraints.head_multiple; }, &positive<int64_t>, ">= 1",
                  "every layer keeps a multiple of K heads (or all of them), e.g. so that kept heads x "
@@ -401,6 +416,23 @@ std::vector<TrainingOption> phase_rows() {
       recorded_only("corpus", [](auto& o) -> auto& { return o.corpus; })};
 }
 
+/// What --prune heads,ffn needs: a FLOPs budget, which weighs heads and FFN blocks by what they
+/// cost, and none of the per-layer head-count rules, which FFN blocks do not follow.
+void check_ffn_rules(const po::variables_map& vm, const GateTrainingOptions& o) {
+  if (!o.gates_ffn()) {
+    if (!vm["ffn-block"].defaulted()) throw UsageError("--ffn-block sizes FFN gates: add --prune heads,ffn");
+    return;
+  }
+  if (!vm.count("target-flops"))
+    throw UsageError("--prune heads,ffn needs --target-flops X%: heads and FFN blocks are weighed by the FLOPs they "
+                     "cost (--target-sparsity counts heads only; --target-params, --target-latency and --l0-lambda "
+                     "do not price FFN blocks yet)");
+  if (o.constraints.uniform_layers || o.constraints.head_multiple > 1)
+    throw UsageError(fmt::format("--prune heads,ffn cannot be combined with {}: it sets head counts per layer, "
+                                 "which FFN blocks do not follow",
+                                 o.constraints.uniform_layers ? "--uniform-layers" : "--head-multiple"));
+}
+
 /// The rules between flags, after every row has been applied.
 void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
   if (vm.count("target-sparsity") + vm.count("l0-lambda") + vm.count("target-params") + vm.count("target-flops") +
@@ -412,6 +444,7 @@ void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
       !vm["sparsity-unit"].defaulted())
     throw UsageError("a budget (--target-params, --target-flops, --target-latency) sets its own unit; drop "
                      "--sparsity-unit");
+  check_ffn_rules(vm, s.training);
   if (s.training.unit == gates::SparsityUnit::kKvCache &&
       s.training.constraints.group_rule != gates::GroupRule::kWholeGroups)
     throw UsageError(fmt::format("--sparsity-unit kv-cache: only whole KV groups shrink the KV cache, and --gqa-mode "

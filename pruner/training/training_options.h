@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/types.h>
 
+#include "gates/gate_kinds.h"
 #include "gates/hard_concrete.h"
 #include "gates/keep_mask.h"
 #include "gates/sparsity.h"
@@ -68,6 +69,10 @@ struct GateTrainingOptions {
   /// training), 0 = never.
   int64_t max_extra_steps = -1;
   gates::HardConcreteOptions gate;
+  /// What the gates cover (--prune): heads, or heads and FFN neuron blocks of `ffn_block` neurons.
+  gates::GateKinds kinds = gates::GateKinds::kHeads;
+  int64_t ffn_block = 32;  ///< --ffn-block: FFN neurons per gate (1 = single neurons)
+  bool gates_ffn() const { return kinds == gates::GateKinds::kHeadsAndFfn; }
   gates::DeterministicRule rule = gates::DeterministicRule::kLouizos;
   gates::MaskConstraints constraints;
   double embedding_weight = 1.0;     ///< weight of the sentence-embedding loss term

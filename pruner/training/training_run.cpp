@@ -9,6 +9,7 @@
 #include "models/model_size.h"
 #include "pruner/atomic_write.h"
 #include "pruner/training/gate_training.h"
+#include "pruner/training/gate_units.h"
 
 namespace headprune::pruner {
 namespace fs = std::filesystem;
@@ -32,7 +33,7 @@ std::shared_ptr<models::AttentionModel> frozen_teacher(models::Checkpoint& ckpt,
 
 std::shared_ptr<gates::HardConcreteGates> make_gates(const models::AttentionModel& model,
                                                      const GateTrainingOptions& o) {
-  auto g = std::make_shared<gates::HardConcreteGates>(model.config().heads_per_layer(), o.gate);
+  auto g = std::make_shared<gates::HardConcreteGates>(gate_units(model.config(), o).per_group(), o.gate);
   g->to(o.device);
   return g;
 }

@@ -1,0 +1,75 @@
+// The units one gate-training run gates, in one vector (issue 52): every present head,
+// layer-major, then, with FFN gating (--prune heads,ffn), every block of `ffn_block` FFN neurons,
+// layer-major. The hard-concrete gates, the sparsity measure and the keep-mask rules see them as
+// 2·L groups (0..L-1 the layers' heads, L..2L-1 their FFN blocks), so that one Lagrangian and one
+// budget cover both kinds (CoFi, Xia et al. 2022, eq. 6 with its expected-size cost).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "gates/keep_mask.h"
+#include "gates/sparsity.h"
+#include "models/attention_model.h"
+#include "models/config.h"
+
+namespace headprune::pruner {
+
+struct GateTrainingOptions;
+
+/// Head and FFN multipliers that own their tensors; view() is what AttentionModel::forward takes.
+struct UnitMultipliers {
+  models::HeadMultipliers heads;
+  models::FfnMultipliers ffn;  ///< empty without FFN gating
+  models::Multipliers view() const { return {&heads, ffn.empty() ? nullptr : &ffn}; }
+  bool empty() const { return heads.empty(); }
+};
+
+/// The unit layout of one run.
+struct GateUnits {
+  std::vector<int64_t> heads_per_layer;   ///< [L]
+  std::vector<int64_t> blocks_per_layer;  ///< [L] with FFN gating, else empty
+  int64_t ffn_block = 0;                  ///< neurons per FFN gate; 0 without FFN gating
+
+  /// Units per group: heads_per_layer, then blocks_per_layer (HardConcreteGates' "layers").
+  std::vector<int64_t> per_group() const;
+  int64_t total_heads() const;
+  int64_t total_blocks() const;
+  /// Splits values over the units ([total units]) into model multipliers: per layer its heads'
+  /// values, and its FFN neurons' (each block's value repeated ffn_block times). Differentiable.
+  UnitMultipliers multipliers(const torch::Tensor& values) const;
+  /// The heads' part of a mask over the units, and the FFN blocks' part.
+  std::vector<bool> head_part(const std::vector<bool>& keep) const;
+  std::vector<bool> block_part(const std::vector<bool>& keep) const;
+};
+
+/// The units `o` gates on a model of `config`.
+/// @throws headprune::Error if --ffn-block does not divide a layer's FFN width (named).
+GateUnits gate_units(const models::ModelConfig& config, const GateTrainingOptions& o);
+
+/// `measure` (over the heads) extended to the FFN blocks: each block costs the FLOPs per token
+/// of its neurons, 2 · ffn_matrices · H · ffn_block (models/flops.h), beside the heads' costs in
+/// the same unit; the total (the whole forward pass) is unchanged. Without FFN gating, `measure`.
+/// @throws headprune::Error for FFN gating in a unit other than flops.
+gates::SparsityMeasure with_ffn_costs(gates::SparsityMeasure measure, const models::ModelConfig& config,
+                                      const GateUnits& units);
+
+/// `constraints` (constraints_for the heads) extended to the FFN blocks: each layer keeps at
+/// least min_heads_per_layer blocks as it keeps heads; under a group rule every block of a layer
+/// is one group (kUniform: removed one at a time) or its own (kWholeGroups).
+gates::MaskConstraints with_ffn_groups(gates::MaskConstraints constraints, const GateUnits& units);
+
+/// The run's sparsity measure over its units: sparsity_measure(config, o) with_ffn_costs.
+gates::SparsityMeasure unit_measure(const models::ModelConfig& config, const GateTrainingOptions& o,
+                                    const GateUnits& units);
+/// The run's mask constraints over its units: constraints_for(config, o.constraints) with_ffn_groups.
+gates::MaskConstraints unit_constraints(const models::ModelConfig& config, const GateTrainingOptions& o,
+                                        const GateUnits& units);
+
+/// `config` after removing the units `keep` (over the units) drops: heads and FFN widths.
+models::ModelConfig config_after(const models::ModelConfig& config, const GateUnits& units,
+                                 const std::vector<bool>& keep);
+
+}  // namespace headprune::pruner

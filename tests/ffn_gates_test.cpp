@@ -1,0 +1,139 @@
+// Gates over heads and FFN neuron blocks under one FLOPs budget (issue 52, --prune heads,ffn):
+// the budget is met within one unit's cost, gates.json records the FFN gates (format 2), apply
+// removes exactly the closed blocks, and bad settings are refused by name with nothing written.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+
+#include "models/flops.h"
+#include "models/loader.h"
+#include "pruner/records/gate_record.h"
+#include "tests/cli_support.h"
+#include "tests/test_support.h"
+#include "tests/tiny_model.h"
+
+using namespace headprune;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The FFN widths a gates file keeps, per layer.
+std::vector<int64_t> kept_widths(const pruner::GateState& state) {
+  std::vector<int64_t> widths;
+  for (const auto& layer : state.ffn) widths.push_back(layer.kept_width());
+  return widths;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("heads and FFN blocks share one FLOPs budget, and apply removes the closed blocks", "[ffn][cli]") {
+  testing::Workspace w("ffn-gates");
+  const auto gates_dir = w.dir / "g";
+  CATCH_REQUIRE(testing::run_cli({"train-gates", w.model.string(), "--data", w.corpus.string(), "--prune", "heads,ffn",
+                     "--ffn-block", "8", "--target-flops", "60%", "--max-length", "64", "--steps", "20",
+                     "--min-heads-per-layer", "0", "-o", gates_dir.string()}) == 0);
+  const auto file = nlohmann::json::parse(testing::read_text(gates_dir / "gates.json"));
+  CATCH_CHECK(file["format_version"] == 2);
+  CATCH_CHECK(file["settings"]["prune"] == "heads,ffn");
+  CATCH_CHECK(file["settings"]["ffn_block"] == 8);
+  const auto& summary = file["summary"];
+  const double allowed = summary["target_flops_per_token"].get<double>();
+  const double achieved = summary["achieved_flops_per_token"].get<double>();
+  // One head of the tiny BERT at 64 tokens costs 8·H·d + 4·s·d = 4096 FLOPs per token, one block
+  // of 8 neurons 2·2·H·8 = 1024: the mask stops within the dearer unit of the budget.
+  CATCH_CHECK(achieved <= allowed);
+  CATCH_CHECK(achieved > allowed - 4096);
+  const auto state = pruner::GateState::load(gates_dir);
+  CATCH_REQUIRE(state.ffn.size() == 2);
+  CATCH_CHECK(state.ffn[0].width == 64);
+  CATCH_CHECK(state.ffn[0].keep.size() == 8);
+  const auto widths = kept_widths(state);
+  CATCH_CHECK(std::any_of(widths.begin(), widths.end(), [](int64_t v) { return v < 64; }));  // the FFN was cut
+
+  // apply: the pruned folder has those widths and the FLOPs the summary promised.
+  const auto out = w.dir / "pruned";
+  CATCH_REQUIRE(testing::run_cli({"apply", w.model.string(), "--gates", gates_dir.string(), "--out", out.string()}) == 0);
+  const auto pruned = models::load_checkpoint(out, torch::kCPU);
+  CATCH_CHECK(pruned.model->config().intermediate_sizes == widths);
+  CATCH_CHECK(models::forward_flops_per_token(pruned.model->config(), 64) == Approx(achieved));
+  // The gates now cover more neurons than the pruned model has: refused, nothing written.
+  CATCH_CHECK(testing::run_cli({"apply", out.string(), "--gates", gates_dir.string(), "--out", (w.dir / "again").string()}) == 1);
+  CATCH_CHECK(!fs::exists(w.dir / "again"));
+}
+
+CATCH_TEST_CASE("prune kinds and FFN blocks that cannot be trained are refused, before anything is written", "[ffn][cli]") {
+  testing::Workspace w("ffn-refusals");
+  const auto out = (w.dir / "g").string();
+  const std::vector<std::string> base = {"train-gates", w.model.string(), "--data", w.corpus.string(), "-o", out};
+  const auto with = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::run_cli(args);
+  };
+  CATCH_CHECK(with({"--prune", "heads,ffn", "--target-sparsity", "0.5"}) == 2);  // heads only
+  CATCH_CHECK(with({"--prune", "heads,ffn", "--target-params", "90%"}) == 2);
+  CATCH_CHECK(with({"--prune", "layers", "--target-flops", "60%"}) == 2);
+  CATCH_CHECK(with({"--prune", "heads,mlp", "--target-flops", "60%"}) == 2);
+  CATCH_CHECK(with({"--prune", "ffn", "--target-flops", "60%"}) == 2);
+  CATCH_CHECK(with({"--ffn-block", "8", "--target-flops", "60%"}) == 2);  // without --prune heads,ffn
+  CATCH_CHECK(with({"--prune", "heads,ffn", "--target-flops", "60%", "--uniform-layers"}) == 2);
+  CATCH_CHECK(with({"--prune", "heads,ffn", "--target-flops", "60%", "--ffn-block", "7"}) == 1);  // 64 % 7
+  CATCH_CHECK(!fs::exists(out));
+  const auto pruned = (w.dir / "p").string();
+  CATCH_CHECK(testing::run_cli({"prune", w.model.string(), "--data", w.corpus.string(), "--prune", "heads,ffn", "--target-flops",
+                   "60%", "--refit", "output", "--out", pruned}) == 2);
+  CATCH_CHECK(!fs::exists(pruned));
+}
+
+CATCH_TEST_CASE("gates.json keeps FFN gates and refuses inconsistent ones", "[ffn]") {
+  pruner::FfnLayerGates layer;
+  layer.width = 6;
+  layer.block = 2;
+  layer.log_alpha = {1.0, -2.0, 3.0};
+  layer.gate = {0.5, 0.0, 1.0};
+  layer.keep = {true, false, true};
+  CATCH_CHECK(layer.kept_width() == 4);
+  CATCH_CHECK(layer.removed_neurons() == std::vector<int64_t>{2, 3});
+  CATCH_CHECK(layer.neuron_gates() == std::vector<double>{0.5, 0.5, 0.0, 0.0, 1.0, 1.0});
+
+  pruner::GateState state;
+  state.model.model_type = "bert";
+  state.model.num_hidden_layers = 1;
+  state.model.num_attention_heads = 2;
+  state.layers = {pruner::LayerGates{{0, 1}, {1.0, 2.0}, {1.0, 1.0}, {true, true}}};
+  CATCH_CHECK(state.to_json()["format_version"] == 1);  // heads only: readable by every earlier headprune
+  state.ffn = {layer};
+  const auto j = state.to_json();
+  CATCH_CHECK(j["format_version"] == 2);
+  const auto back = pruner::GateState::from_json(j, "g.json");
+  CATCH_REQUIRE(back.ffn.size() == 1);
+  CATCH_CHECK(back.ffn[0].keep == layer.keep);
+  CATCH_CHECK(back.ffn[0].log_alpha == layer.log_alpha);
+  auto bad = j;
+  bad["ffn"][0]["width"] = 7;
+  CATCH_CHECK_THROWS_WITH(pruner::GateState::from_json(bad, "g.json"), Catch::Contains("ffn layer 0 has width 7"));
+  bad = j;
+  bad["ffn"] = nlohmann::json::array();
+  CATCH_CHECK_THROWS_WITH(pruner::GateState::from_json(bad, "g.json"), Catch::Contains("0 ffn layers listed"));
+}
+
+CATCH_TEST_CASE("apply --remove-ffn removes the named FFN neurons, with or without heads", "[ffn][cli]") {
+  testing::Workspace w("remove-ffn");
+  const auto out = w.dir / "p";
+  CATCH_REQUIRE(testing::run_cli({"apply", w.model.string(), "--remove-ffn", R"({"0": [0, 5, 63], "1": [1]})",
+                                  "--remove-heads", R"({"1": [0]})", "--out", out.string()}) == 0);
+  const auto pruned = models::load_checkpoint(out, torch::kCPU);
+  CATCH_CHECK(pruned.model->config().intermediate_sizes == std::vector<int64_t>{61, 63});
+  CATCH_CHECK(pruned.model->config().heads_per_layer() == std::vector<int64_t>{4, 3});
+  const auto refused = [&](const std::string& spec) {
+    return testing::run_cli({"apply", w.model.string(), "--remove-ffn", spec, "--out", (w.dir / "x").string()});
+  };
+  CATCH_CHECK(refused(R"({"0": [64]})") == 1);   // out of range
+  CATCH_CHECK(refused(R"({"0": [3, 3]})") == 1);  // twice
+  CATCH_CHECK(refused(R"({"2": [0]})") == 1);    // no layer 2
+  CATCH_CHECK(refused(R"({"0": [)") == 2);       // not JSON
+  CATCH_CHECK(testing::run_cli({"apply", w.model.string(), "--remove-ffn", R"({"0": [1]})", "--gates",
+                                (w.dir / "g").string(), "--out", (w.dir / "x").string()}) == 2);
+  CATCH_CHECK(!fs::exists(w.dir / "x"));
+}
