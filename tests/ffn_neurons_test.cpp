@@ -16,6 +16,7 @@
 #include "models/checkpoint.h"
 #include "models/config.h"
 #include "models/errors.h"
+#include "models/gguf_model.h"
 #include "models/loader.h"
 #include "pruner/surgery/export.h"
 #include "tests/test_support.h"
@@ -119,6 +120,27 @@ CATCH_TEST_CASE("one FFN width in every layer exports as a plain intermediate_si
   const auto in = some_tokens(model.config());
   auto again = models::load_checkpoint(out, torch::kCPU);
   CATCH_CHECK(torch::equal(output_of(*again.model, in, {}), output_of(model, in, {})));
+}
+
+CATCH_TEST_CASE("one FFN width in every layer exports to GGUF; uneven widths are refused", "[ffn][gguf-export]") {
+  auto ckpt = models::load_checkpoint(testing::fixture_path("qwen3"), torch::kCPU);
+  auto& model = *ckpt.model;
+  const int64_t width = model.config().intermediate_size;
+  for (int64_t l = 0; l < model.config().num_hidden_layers; ++l) model.prune_ffn(l, {0, 2, width - 1}, {});
+  const auto in = some_tokens(model.config());
+  const auto out = testing::temp_dir("ffn-gguf");
+  // llama.cpp's feed_forward_length holds one width, and the file reads back to the same model.
+  const auto file = out / "model.gguf";
+  models::export_gguf(ckpt, file, false, models::GgufExportType::kF32);
+  const auto back = models::read_gguf_model(file);
+  CATCH_CHECK(back.config.intermediate_size == width - 3);
+  auto from_gguf = models::load_checkpoint(file, torch::kCPU);
+  CATCH_CHECK(torch::equal(output_of(*from_gguf.model, in, {}), output_of(model, in, {})));
+  // Uneven widths are refused by name, and no file is written.
+  model.prune_ffn(0, {1}, {});
+  CATCH_CHECK_THROWS_WITH(models::export_gguf(ckpt, out / "uneven.gguf", false, models::GgufExportType::kF32),
+                          Catch::Contains("FFN widths are"));
+  CATCH_CHECK(!fs::exists(out / "uneven.gguf"));
 }
 
 CATCH_TEST_CASE("bad FFN indices, multipliers and widths are refused by name", "[ffn]") {
