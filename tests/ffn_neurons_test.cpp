@@ -122,7 +122,7 @@ CATCH_TEST_CASE("one FFN width in every layer exports as a plain intermediate_si
   CATCH_CHECK(torch::equal(output_of(*again.model, in, {}), output_of(model, in, {})));
 }
 
-CATCH_TEST_CASE("one FFN width in every layer exports to GGUF; uneven widths are refused", "[ffn][gguf-export]") {
+CATCH_TEST_CASE("one FFN width in every layer exports to GGUF, uneven widths are refused", "[ffn][gguf-export]") {
   auto ckpt = models::load_checkpoint(testing::fixture_path("qwen3"), torch::kCPU);
   auto& model = *ckpt.model;
   const int64_t width = model.config().intermediate_size;
