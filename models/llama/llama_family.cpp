@@ -251,6 +251,7 @@ nlohmann::json LlamaFamily::to_json(const ModelConfig& c) const {
 
 bool LlamaFamily::has_qkv_bias(const ModelConfig& c) const { return c.attention_bias || c.qkv_bias; }
 bool LlamaFamily::has_output_bias(const ModelConfig& c) const { return c.attention_bias; }
+bool LlamaFamily::has_ffn_bias(const ModelConfig& c) const { return c.mlp_bias; }
 
 std::string LlamaFamily::empty_layer_warning(int64_t layer) const {
   return fmt::format(

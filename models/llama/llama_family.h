@@ -52,7 +52,7 @@ class LlamaFamily : public ModelFamily {
   nlohmann::json to_json(const ModelConfig& c) const override;
   bool has_qkv_bias(const ModelConfig& c) const override;
   bool has_output_bias(const ModelConfig& c) const override;
-  bool has_ffn_bias(const ModelConfig& c) const override { return c.mlp_bias; }
+  bool has_ffn_bias(const ModelConfig& c) const override;
   int64_t ffn_matrices() const override { return 3; }
   bool has_lm_head() const override { return true; }
   std::string empty_layer_warning(int64_t layer) const override;
