@@ -15,7 +15,7 @@ std::vector<int64_t> kept_positions(int64_t layer, int64_t count, const std::vec
   std::set<int64_t> removed;
   for (auto i : remove_local) {
     if (i < 0 || i >= count)
-      throw Error(fmt::format("layer {}: {} {} is out of range (the layer has {})", layer, unit, i, count));
+      throw Error(fmt::format("layer {}: {} {} is out of range (the layer has {} {}s)", layer, unit, i, count, unit));
     if (!removed.insert(i).second) throw Error(fmt::format("layer {}: {} {} is listed twice", layer, unit, i));
   }
   std::vector<int64_t> kept;

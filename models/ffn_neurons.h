@@ -12,7 +12,7 @@
 namespace headprune::models {
 
 /// The positions 0..count-1 not in `remove_local`, ascending.
-/// @throws headprune::Error naming `layer` and `unit` ("head", "FFN neuron") for an index out of
+/// @throws headprune::Error naming `layer` and `unit` ("head", "query head", "FFN neuron") for an index out of
 ///         range or listed twice.
 std::vector<int64_t> kept_positions(int64_t layer, int64_t count, const std::vector<int64_t>& remove_local,
                                     const char* unit);

@@ -223,14 +223,8 @@ void BertModel::prune_heads(int64_t layer, const std::vector<int64_t>& remove_lo
   auto& self = layers[layer]->attention->self;
   auto& out = layers[layer]->attention->output->dense;
   const int64_t h = self->num_heads, d = self->head_dim;
-  std::set<int64_t> removed;
-  for (auto i : remove_local) {
-    if (i < 0 || i >= h)
-      throw Error(fmt::format("layer {}: head {} is out of range (the layer has {} heads)", layer,
-                              i, h));
-    if (!removed.insert(i).second)
-      throw Error(fmt::format("layer {}: head {} is listed twice", layer, i));
-  }
+  kept_positions(layer, h, remove_local, "head");  // checks the indices
+  const std::set<int64_t> removed(remove_local.begin(), remove_local.end());
   if (scale.defined() && (scale.dim() != 1 || scale.size(0) != h))
     throw Error(fmt::format("layer {}: gate scale must have shape [{}]", layer, h));
 
