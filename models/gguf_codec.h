@@ -37,12 +37,15 @@ struct GgufModel {
   std::map<std::string, std::string> source_types;  ///< HF name -> ggml type in the file ("Q4_1")
 };
 
-/// One layer's attention heads as llama.cpp holds them.
-struct GgufLayerHeads {
+/// One layer's attention heads and FFN width as llama.cpp holds them.
+struct GgufLayerShape {
   int64_t n_head = 0;
   int64_t n_head_kv = 0;
   /// For each written KV head, the layer's local KV head it copies (size n_head_kv).
   std::vector<int64_t> kv_source;
+  /// FFN neurons written (feed_forward_length): the layer's width, or 1 zero neuron standing
+  /// for an emptied FFN beside attention (llama.cpp's deci skips a layer with n_ff 0 whole).
+  int64_t n_ff = 0;
 };
 
 /// A GGUF file built from a checkpoint, ready to write.
@@ -50,7 +53,8 @@ struct GgufExport {
   GgufWriter writer;
   std::string architecture;         ///< general.architecture ("llama", "deci", ...)
   bool per_layer_heads = false;     ///< head counts written per layer (arrays), not one for all
-  std::vector<GgufLayerHeads> layers;
+  bool per_layer_ffn = false;       ///< feed_forward_length written per layer (an array)
+  std::vector<GgufLayerShape> layers;
   bool has_tokenizer = false;
   std::vector<std::string> warnings;  ///< e.g. duplicated K/V heads, no tokenizer
 };

@@ -42,4 +42,10 @@ int64_t params_per_ffn_neuron(const ModelConfig& c) {
   return matrices * c.hidden_size + (family.has_ffn_bias(c) ? matrices - 1 : 0);
 }
 
+int64_t ffn_parameters(const ModelConfig& c) {
+  int64_t neurons = 0;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) neurons += c.ffn_width(l);
+  return neurons * params_per_ffn_neuron(c);
+}
+
 }  // namespace headprune::models

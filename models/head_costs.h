@@ -41,4 +41,8 @@ HeadCosts head_costs(const ModelConfig& config, int64_t seq_len);
 /// KV heads still used × KV part + the output projection's bias (H, when it has one).
 int64_t attention_parameters(const ModelConfig& config);
 
+/// All FFN neurons' parameters: Σ_l ffn_width(l) · params_per_ffn_neuron (the output
+/// projections' biases belong to the layers and are not counted).
+int64_t ffn_parameters(const ModelConfig& config);
+
 }  // namespace headprune::models

@@ -1,5 +1,5 @@
-// Gates over heads and FFN neuron blocks under one FLOPs budget (issue 52, --prune heads,ffn):
-// the budget is met within one unit's cost, gates.json records the FFN gates (format 2), apply
+// Gates over heads and FFN neuron blocks under one FLOPs or parameter budget (issue 52, --prune
+// heads,ffn): the budget is met within one unit's cost, gates.json records the FFN gates (format 2), apply
 // removes exactly the closed blocks, and bad settings are refused by name with nothing written.
 #include <catch2/catch.hpp>
 
@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "models/flops.h"
+#include "models/model_size.h"
 #include "models/loader.h"
 #include "pruner/records/gate_record.h"
 #include "tests/cli_support.h"
@@ -62,6 +63,29 @@ CATCH_TEST_CASE("heads and FFN blocks share one FLOPs budget, and apply removes 
   CATCH_CHECK(!fs::exists(w.dir / "again"));
 }
 
+CATCH_TEST_CASE("heads and FFN blocks share one parameter budget", "[ffn][cli]") {
+  testing::Workspace w("ffn-params");
+  const auto gates_dir = w.dir / "g";
+  CATCH_REQUIRE(testing::run_cli({"train-gates", w.model.string(), "--data", w.corpus.string(), "--prune", "heads,ffn",
+                                  "--ffn-block", "8", "--target-params", "85%", "--max-length", "64", "--steps", "20",
+                                  "--min-heads-per-layer", "0", "-o", gates_dir.string()}) == 0);
+  const auto summary = nlohmann::json::parse(testing::read_text(gates_dir / "gates.json"))["summary"];
+  const double allowed = summary["target_params"].get<double>();
+  const auto achieved = summary["achieved_params"].get<int64_t>();
+  // A head of the tiny BERT holds 4·H·d + 3·d = 1048 parameters, a block of 8 neurons
+  // (2·H + 1)·8 = 520: the mask stops within the dearer unit of the budget.
+  CATCH_CHECK(static_cast<double>(achieved) <= allowed);
+  CATCH_CHECK(static_cast<double>(achieved) > allowed - 1048);
+  const auto widths = kept_widths(pruner::GateState::load(gates_dir));
+  CATCH_CHECK(std::any_of(widths.begin(), widths.end(), [](int64_t v) { return v < 64; }));
+  // apply: the pruned folder holds exactly the parameters the summary promised.
+  const auto out = w.dir / "pruned";
+  CATCH_REQUIRE(testing::run_cli({"apply", w.model.string(), "--gates", gates_dir.string(), "--out", out.string()}) == 0);
+  const auto pruned = models::load_checkpoint(out, torch::kCPU);
+  CATCH_CHECK(pruned.model->config().intermediate_sizes == widths);
+  CATCH_CHECK(models::parameter_count(*pruned.model) == achieved);
+}
+
 CATCH_TEST_CASE("prune kinds and FFN blocks that cannot be trained are refused, before anything is written", "[ffn][cli]") {
   testing::Workspace w("ffn-refusals");
   const auto out = (w.dir / "g").string();
@@ -72,7 +96,7 @@ CATCH_TEST_CASE("prune kinds and FFN blocks that cannot be trained are refused, 
     return testing::run_cli(args);
   };
   CATCH_CHECK(with({"--prune", "heads,ffn", "--target-sparsity", "0.5"}) == 2);  // heads only
-  CATCH_CHECK(with({"--prune", "heads,ffn", "--target-params", "90%"}) == 2);
+  CATCH_CHECK(with({"--prune", "heads,ffn", "--l0-lambda", "0.1"}) == 2);  // no cost to weigh blocks by
   CATCH_CHECK(with({"--prune", "layers", "--target-flops", "60%"}) == 2);
   CATCH_CHECK(with({"--prune", "heads,mlp", "--target-flops", "60%"}) == 2);
   CATCH_CHECK(with({"--prune", "ffn", "--target-flops", "60%"}) == 2);

@@ -223,6 +223,32 @@ CATCH_TEST_CASE("uneven heads per layer export as deci, and a headless layer 0 i
                           Catch::Contains("layer 0 has no attention heads left"));
 }
 
+CATCH_TEST_CASE("uneven FFN widths export as deci, an emptied FFN as one zero neuron", "[gguf-export][ffn]") {
+  auto ckpt = tiny_llama();
+  const int64_t width = ckpt.model->config().intermediate_size;
+  std::vector<int64_t> all(static_cast<std::size_t>(width));
+  for (int64_t i = 0; i < width; ++i) all[static_cast<std::size_t>(i)] = i;
+  ckpt.model->prune_ffn(0, {1, 5}, {});
+  ckpt.model->prune_ffn(1, all, {});
+  const auto written = models::build_gguf(ckpt, GgufExportType::kF32);
+  CATCH_CHECK(written.architecture == "deci");
+  CATCH_CHECK_FALSE(written.per_layer_heads);
+  CATCH_CHECK(written.per_layer_ffn);
+  CATCH_CHECK_THAT(written.warnings.at(0), Catch::Contains("layer 1: its emptied FFN is written as one zero neuron"));
+  const auto file = testing::temp_dir("gguf-deci-ffn") / "deci.gguf";
+  written.writer.write_file(file);
+  const auto f = models::read_gguf(file);
+  CATCH_CHECK(f.header.find("deci.feed_forward_length")->value == nlohmann::json({width - 2, 1}));
+  CATCH_CHECK(f.header.find("deci.attention.head_count")->value == 4);  // heads stay one count
+  const int64_t hidden = ckpt.model->config().hidden_size;
+  CATCH_CHECK(info_of(f, "blk.0.ffn_down.weight").torch_shape() == std::vector<int64_t>{hidden, width - 2});
+  for (const char* part : {"blk.1.ffn_gate.weight", "blk.1.ffn_up.weight", "blk.1.ffn_down.weight"}) {
+    const auto t = models::read_gguf_tensor(f, info_of(f, part));  // the zero neuron adds nothing
+    CATCH_CHECK(t.numel() == hidden);
+    CATCH_CHECK(t.abs().max().item<float>() == 0.0F);
+  }
+}
+
 CATCH_TEST_CASE("export-gguf refuses what llama.cpp cannot hold, naming the reason", "[gguf-export]") {
   auto bert = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
   CATCH_CHECK_THROWS_WITH(models::check_gguf_exportable(bert),

@@ -143,8 +143,8 @@ void add_sentencepiece_tokenizer(GgufWriter& w, const BpeTokenizer& tok, const s
 
 }  // namespace
 
-GgufLayerHeads llama_cpp_layer_heads(const std::vector<int64_t>& kv_of_query) {
-  GgufLayerHeads out;
+GgufLayerShape llama_cpp_layer_heads(const std::vector<int64_t>& kv_of_query) {
+  GgufLayerShape out;
   out.n_head = static_cast<int64_t>(kv_of_query.size());
   if (out.n_head == 0) return out;
   for (int64_t g = out.n_head; g >= 1; --g) {
@@ -165,35 +165,48 @@ torch::Tensor interleave_rotary_rows(const torch::Tensor& w, int64_t n_heads, in
 
 namespace {
 
-/// The layers' llama.cpp head layout, the architecture it needs and the warnings it brings:
-/// `layout`'s when every layer has the same heads, else `deci` where the layout allows it.
-void plan_heads(const LlamaModel& model, const GgufDecoderLayout& layout, GgufExport& out) {
+/// The FFN width llama.cpp's file holds for a layer of `width` neurons: an emptied FFN is written
+/// as one zero neuron (gate, up and down weights 0: silu(0) · 0 = 0, exact), since deci treats
+/// feed_forward_length 0 as "skip the rest of the layer", dropping its attention output too
+/// (llama.cpp src/models/deci.cpp, `if (n_ff == 0) continue;` before `inpL = cur`).
+int64_t llama_cpp_ffn_width(int64_t width) { return std::max<int64_t>(width, 1); }
+
+/// The layers' llama.cpp head layout and FFN widths, the architecture they need and the warnings
+/// they bring: `layout`'s when every layer has the same heads and FFN width, else `deci` where the
+/// layout allows it.
+void plan_layers(const LlamaModel& model, const GgufDecoderLayout& layout, GgufExport& out) {
+  const auto& c = model.config();
   for (const auto& layer : model.layers) out.layers.push_back(llama_cpp_layer_heads(layer->self_attn->kv_of_query));
   if (out.layers.at(0).n_head == 0)
     throw Error("export-gguf: layer 0 has no attention heads left; llama.cpp (deci) takes the head size from layer "
                 "0's head count and would build a broken model, so no GGUF is written (keep a head in layer 0)");
   bool uniform = true;
   for (std::size_t l = 0; l < out.layers.size(); ++l) {
-    const auto& h = out.layers[l];
+    auto& h = out.layers[l];
+    h.n_ff = llama_cpp_ffn_width(c.ffn_width(static_cast<int64_t>(l)));
     uniform = uniform && h.n_head == out.layers[0].n_head && h.n_head_kv == out.layers[0].n_head_kv;
     const auto kv_before = model.layers[l]->self_attn->num_kv_heads;
     if (h.n_head_kv > kv_before)
       out.warnings.push_back(fmt::format("layer {}: its query heads use their KV heads unevenly, so {} KV heads are "
                                          "written as {} copies (exact; a larger KV cache in llama.cpp)",
                                          l, kv_before, h.n_head_kv));
+    if (c.ffn_width(static_cast<int64_t>(l)) == 0)
+      out.warnings.push_back(fmt::format("layer {}: its emptied FFN is written as one zero neuron, since llama.cpp's "
+                                         "deci would skip the whole layer at feed_forward_length 0 (exact)",
+                                         l));
   }
   if (!uniform && !layout.uneven_as_deci)
     throw Error(fmt::format("export-gguf: the layers keep different query/KV head counts, which llama.cpp's {} "
                             "architecture cannot hold (one attention.head_count for all layers); keep the same heads "
                             "per layer (--uniform-layers) for a GGUF, or use the HF folder or ONNX",
                             layout.architecture));
-  if (!model.config().plain_ffn())
-    throw Error(fmt::format("export-gguf: the layers' FFN widths are {}; headprune writes a GGUF only for one "
-                            "nonzero width in every layer (llama.cpp's feed_forward_length), so use the HF folder "
-                            "or ONNX for this model",
-                            fmt::join(model.config().intermediate_sizes, ", ")));
-  out.architecture = uniform ? layout.architecture : "deci";
+  if (!c.plain_ffn() && !layout.uneven_as_deci)
+    throw Error(fmt::format("export-gguf: the layers' FFN widths are {}, which llama.cpp's {} architecture cannot "
+                            "hold (one feed_forward_length for all layers); use the HF folder or ONNX for this model",
+                            fmt::join(c.intermediate_sizes, ", "), layout.architecture));
   out.per_layer_heads = !uniform;
+  out.per_layer_ffn = !c.plain_ffn();
+  out.architecture = out.per_layer_heads || out.per_layer_ffn ? "deci" : layout.architecture;
 }
 
 /// general.* and the architecture's keys.
@@ -210,7 +223,13 @@ void add_model_metadata(const ModelConfig& c, int64_t n_vocab, GgufExportType ty
   w.add(key("vocab_size"), u32(n_vocab));
   w.add(key("context_length"), u32(c.max_position_embeddings));
   w.add(key("embedding_length"), u32(c.hidden_size));
-  w.add(key("feed_forward_length"), u32(c.ffn_width(0)));  // one width in every layer (plan_heads)
+  if (out.per_layer_ffn) {
+    std::vector<int64_t> widths;
+    for (const auto& h : out.layers) widths.push_back(h.n_ff);
+    w.add(key("feed_forward_length"), gguf_i32_array(widths));
+  } else {
+    w.add(key("feed_forward_length"), u32(out.layers[0].n_ff));
+  }
   w.add(key("block_count"), u32(c.num_hidden_layers));
   if (uniform) {
     w.add(key("attention.head_count"), u32(out.layers[0].n_head));
@@ -246,7 +265,7 @@ bool is_norm(const std::string& hf_name) {
 /// copied per the head layout `h`, q/k rows interleaved where the layout permutes, norms as
 /// 1 + w where it says so; a fused module (layout.fused_modules) as its parts' rows in order.
 /// Undefined when the model has no such tensor (a bias it does not have).
-torch::Tensor layer_tensor(const TensorMap& weights, const GgufDecoderLayout& layout, const GgufLayerHeads& h,
+torch::Tensor layer_tensor(const TensorMap& weights, const GgufDecoderLayout& layout, const GgufLayerShape& h,
                            int64_t l, int64_t hd, const std::string& module, const std::string& kind) {
   if (const auto fused = layout.fused_modules.find(module); fused != layout.fused_modules.end()) {
     std::vector<torch::Tensor> parts;
@@ -271,6 +290,16 @@ torch::Tensor layer_tensor(const TensorMap& weights, const GgufDecoderLayout& la
   return t;
 }
 
+/// Layer tensor `t` of GGUF part `part` at llama.cpp's FFN width `n_ff` (llama_cpp_ffn_width): an
+/// emptied FFN's gate / up rows and biases and its down columns as zeros; anything else unchanged.
+torch::Tensor widen_empty_ffn(const torch::Tensor& t, const std::string& part, int64_t n_ff) {
+  const int64_t dim = part == "ffn_down" ? 1 : 0;
+  if (!t.defined() || part.rfind("ffn_", 0) != 0 || part == "ffn_norm" || t.dim() <= dim || t.size(dim) != 0) return t;
+  auto sizes = t.sizes().vec();
+  sizes[static_cast<std::size_t>(dim)] = n_ff;
+  return torch::zeros(sizes, t.options());
+}
+
 /// The tensors, by the layout's name table (layer_tensor for each layer's weights and biases).
 /// @throws headprune::Error on a bias the layout does not write.
 void add_tensors(const LlamaModel& model, const GgufDecoderLayout& layout, GgufExportType type, GgufExport& out) {
@@ -289,8 +318,9 @@ void add_tensors(const LlamaModel& model, const GgufDecoderLayout& layout, GgufE
     const auto& h = out.layers[static_cast<std::size_t>(l)];
     for (const auto& [p, module] : layout.layer_names) {
       if (p.rfind("attn_", 0) == 0 && h.n_head == 0) continue;  // deci: an attention-free layer has none
-      put(fmt::format("blk.{}.{}.weight", l, p), layer_tensor(weights, layout, h, l, c.head_dim, module, "weight"));
-      const auto bias = layer_tensor(weights, layout, h, l, c.head_dim, module, "bias");
+      put(fmt::format("blk.{}.{}.weight", l, p),
+          widen_empty_ffn(layer_tensor(weights, layout, h, l, c.head_dim, module, "weight"), p, h.n_ff));
+      const auto bias = widen_empty_ffn(layer_tensor(weights, layout, h, l, c.head_dim, module, "bias"), p, h.n_ff);
       if (!bias.defined()) continue;
       if (!layout.bias_parts.count(p))
         throw Error(fmt::format("export-gguf: layer {}'s {} has a bias, which llama.cpp's {} does not take", l,
@@ -366,7 +396,7 @@ GgufExport build_decoder_gguf(const Checkpoint& checkpoint, GgufExportType type,
   if (!model) throw Error(fmt::format("export-gguf: {} is not a LLaMA-style decoder", checkpoint.dir.string()));
   const auto& c = model->config();
   GgufExport out;
-  plan_heads(*model, layout, out);
+  plan_layers(*model, layout, out);
   const auto n_vocab = model->embed_tokens->weight.size(0);
   add_model_metadata(c, n_vocab, type, name, layout, out);
   const auto tok = std::dynamic_pointer_cast<BpeTokenizer>(checkpoint.tokenizer);

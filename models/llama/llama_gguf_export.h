@@ -36,7 +36,7 @@ namespace headprune::models::llama {
 /// (ascending groups, as LlamaAttentionImpl holds them): the largest group size g dividing
 /// n_head such that each block of g consecutive query heads uses one KV head; exported KV head
 /// k copies kv_of_query[k * g]. Exact: every query head reads the keys/values it read before.
-GgufLayerHeads llama_cpp_layer_heads(const std::vector<int64_t>& kv_of_query);
+GgufLayerShape llama_cpp_layer_heads(const std::vector<int64_t>& kv_of_query);
 
 /// Per head of `n_heads` blocks of `head_dim` rows, reorders rows from HF's rotate-half order
 /// to llama.cpp's interleaved pairs (new row 2i = old i, 2i+1 = old i + head_dim/2): the

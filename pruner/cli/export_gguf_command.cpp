@@ -24,7 +24,7 @@ int run_export_gguf(const std::vector<std::string>& args, const GlobalOptions& g
       ("force", "replace an existing FILE")
       ("json", "print what was written as JSON on stdout");
   line.example("export-gguf out/smollm2-pruned -o out/smollm2-pruned.gguf",
-               "a llama.cpp model file (architecture llama, or deci for uneven heads per layer)")
+               "a llama.cpp model file (architecture llama, or deci for uneven heads or FFN widths per layer)")
       .example("apply MODEL --remove-heads '{\"0\": [1]}' -o out/p --gguf",
                "the same inside an exported folder (model.gguf)");
   po::variables_map vm;
@@ -35,10 +35,11 @@ int run_export_gguf(const std::vector<std::string>& args, const GlobalOptions& g
   auto ckpt = models::load_checkpoint(model, globals.torch_device());
   const auto written = models::export_gguf(ckpt, out, vm.count("force") > 0, gguf_type);
   for (const auto& w : written.warnings) log::warn("{}", w);
-  std::vector<int64_t> heads, kv;
+  std::vector<int64_t> heads, kv, ffn;
   for (const auto& h : written.layers) {
     heads.push_back(h.n_head);
     kv.push_back(h.n_head_kv);
+    ffn.push_back(h.n_ff);
   }
   const auto bytes = std::filesystem::file_size(out);
   const nlohmann::json json = {{"file", out},
@@ -48,10 +49,12 @@ int run_export_gguf(const std::vector<std::string>& args, const GlobalOptions& g
                                {"tokenizer", written.has_tokenizer},
                                {"head_count", heads},
                                {"head_count_kv", kv},
+                               {"feed_forward_length", ffn},
                                {"warnings", written.warnings}};
-  const auto layout = !written.per_layer_heads
-                           ? fmt::format("{} query / {} KV heads in every layer", heads.at(0), kv.at(0))
-                           : fmt::format("query heads per layer {}; KV heads {}", fmt::join(heads, ","), fmt::join(kv, ","));
+  auto layout = !written.per_layer_heads
+                     ? fmt::format("{} query / {} KV heads in every layer", heads.at(0), kv.at(0))
+                     : fmt::format("query heads per layer {}; KV heads {}", fmt::join(heads, ","), fmt::join(kv, ","));
+  if (written.per_layer_ffn) layout += fmt::format("; FFN widths {}", fmt::join(ffn, ","));
   emit_result(json,
               fmt::format("GGUF file written to {} ({:.1f} MiB, architecture {}, {}; {})\n", out,
                           static_cast<double>(bytes) / (1 << 20), written.architecture, type, layout),

@@ -228,7 +228,7 @@ std::vector<bool> state_keep(const GateState& state) {
 }
 
 /// With a budget: what it allows and what the final mask leaves — parameters (the dense count
-/// less the attention parameters the removed heads free, models::attention_parameters) or
+/// less the attention and FFN parameters the removed units free, models/head_costs.h) or
 /// forward FLOPs per token (models::forward_flops_per_token of the pruned config) — in the
 /// summary and the log.
 void record_budget(GateState& state, const models::AttentionModel& model, const GateTrainingOptions& o) {
@@ -248,8 +248,10 @@ void record_budget(GateState& state, const models::AttentionModel& model, const 
     return;
   }
   if (o.target_params) {
-    const auto achieved = static_cast<int64_t>(budget.dense) -
-                          (models::attention_parameters(config) - models::attention_parameters(after));
+    const auto prunable = [](const models::ModelConfig& c) {
+      return models::attention_parameters(c) + models::ffn_parameters(c);
+    };
+    const auto achieved = static_cast<int64_t>(budget.dense) - (prunable(config) - prunable(after));
     state.summary["target_params"] = budget.allowed;
     state.summary["achieved_params"] = achieved;
     log::info("parameter budget {:.0f} (--target-params {}): the pruned model keeps {} of {:.0f} parameters",

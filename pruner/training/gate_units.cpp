@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "models/errors.h"
+#include "models/head_costs.h"
 #include "models/model_family.h"
 #include "pruner/format.h"
 #include "pruner/training/sparsity_measure.h"
@@ -62,12 +63,19 @@ GateUnits gate_units(const models::ModelConfig& config, const GateTrainingOption
 gates::SparsityMeasure with_ffn_costs(gates::SparsityMeasure measure, const models::ModelConfig& config,
                                       const GateUnits& units) {
   if (units.blocks_per_layer.empty()) return measure;
-  if (measure.unit != gates::SparsityUnit::kFlops || !measure.layer_cost.empty())
-    throw Error(fmt::format("FFN gates are priced in FLOPs only, not in unit {}", gates::to_string(measure.unit)));
-  // One FFN neuron is a row of each input projection and a column of the output one: a multiply-add each.
-  const double per_block = 2.0 * static_cast<double>(config.family().ffn_matrices()) *
-                           static_cast<double>(config.hidden_size) * static_cast<double>(units.ffn_block);
+  const bool flops = measure.unit == gates::SparsityUnit::kFlops;
+  if ((!flops && measure.unit != gates::SparsityUnit::kAttentionParams) || !measure.layer_cost.empty())
+    throw Error(fmt::format("FFN gates are priced in FLOPs or parameters only, not in unit {}",
+                            gates::to_string(measure.unit)));
+  const auto block = static_cast<double>(units.ffn_block);
+  // One FFN neuron is a row of each input projection and a column of the output one: a
+  // multiply-add each per token, and those weights (with the input rows' biases) as parameters.
+  const double per_block =
+      flops ? 2.0 * static_cast<double>(config.family().ffn_matrices()) * static_cast<double>(config.hidden_size) * block
+            : static_cast<double>(models::params_per_ffn_neuron(config)) * block;
   measure.head_cost.insert(measure.head_cost.end(), static_cast<size_t>(units.total_blocks()), per_block);
+  // FLOPs: the total is already the whole forward pass. Parameters: attention's, plus the FFNs'.
+  if (!flops) measure.total_cost += static_cast<double>(models::ffn_parameters(config));
   return measure;
 }
 

@@ -49,10 +49,11 @@ struct GateUnits {
 /// @throws headprune::Error if --ffn-block does not divide a layer's FFN width (named).
 GateUnits gate_units(const models::ModelConfig& config, const GateTrainingOptions& o);
 
-/// `measure` (over the heads) extended to the FFN blocks: each block costs the FLOPs per token
-/// of its neurons, 2 · ffn_matrices · H · ffn_block (models/flops.h), beside the heads' costs in
-/// the same unit; the total (the whole forward pass) is unchanged. Without FFN gating, `measure`.
-/// @throws headprune::Error for FFN gating in a unit other than flops.
+/// `measure` (over the heads) extended to the FFN blocks, in the heads' unit: each block costs
+/// the FLOPs per token of its neurons, 2 · ffn_matrices · H · ffn_block (models/flops.h; the
+/// total, the whole forward pass, is unchanged), or their parameters, params_per_ffn_neuron ·
+/// ffn_block (models/head_costs.h; the total gains the FFNs' parameters). Without FFN gating, `measure`.
+/// @throws headprune::Error for FFN gating in a unit other than flops or attention-params.
 gates::SparsityMeasure with_ffn_costs(gates::SparsityMeasure measure, const models::ModelConfig& config,
                                       const GateUnits& units);
 

@@ -336,7 +336,7 @@ std::vector<TrainingOption> gate_rows() {
       uniform_layers_row(),
       choice_option("prune", "heads", "prune", [](auto& o) -> auto& { return o.kinds; }, &gates::parse_gate_kinds,
                     "what the gates cover: heads, or heads,ffn to gate each layer's FFN neurons too, in blocks of "
-                    "--ffn-block, under one --target-flops budget (CoFi; heads alone cap the speedup)"),
+                    "--ffn-block, under one --target-flops or --target-params budget (CoFi; heads alone cap the speedup)"),
       ffn_block_row(),
       run_option("head-multiple", int64_t{1}, "head_multiple",
                  [](auto& o) -> auto& { return o.constraints.head_multiple; }, &positive<int64_t>, ">= 1",
@@ -416,17 +416,17 @@ std::vector<TrainingOption> phase_rows() {
       recorded_only("corpus", [](auto& o) -> auto& { return o.corpus; })};
 }
 
-/// What --prune heads,ffn needs: a FLOPs budget, which weighs heads and FFN blocks by what they
-/// cost, and none of the per-layer head-count rules, which FFN blocks do not follow.
+/// What --prune heads,ffn needs: a FLOPs or parameter budget, which weighs heads and
+/// FFN blocks by what they cost, and none of the per-layer head-count rules, which FFN blocks do not follow.
 void check_ffn_rules(const po::variables_map& vm, const GateTrainingOptions& o) {
   if (!o.gates_ffn()) {
     if (!vm["ffn-block"].defaulted()) throw UsageError("--ffn-block sizes FFN gates: add --prune heads,ffn");
     return;
   }
-  if (!vm.count("target-flops"))
-    throw UsageError("--prune heads,ffn needs --target-flops X%: heads and FFN blocks are weighed by the FLOPs they "
-                     "cost (--target-sparsity counts heads only; --target-params, --target-latency and --l0-lambda "
-                     "do not price FFN blocks yet)");
+  if (!vm.count("target-flops") && !vm.count("target-params"))
+    throw UsageError("--prune heads,ffn needs --target-flops X% or --target-params N|X%: heads and FFN blocks are "
+                     "weighed by the FLOPs or parameters they cost (--target-sparsity counts heads only; "
+                     "--target-latency and --l0-lambda do not price FFN blocks yet)");
   if (o.constraints.uniform_layers || o.constraints.head_multiple > 1)
     throw UsageError(fmt::format("--prune heads,ffn cannot be combined with {}: it sets head counts per layer, "
                                  "which FFN blocks do not follow",
