@@ -18,15 +18,20 @@ double attention_flops_per_token(const ModelConfig& c, int64_t seq_len) {
   return total;
 }
 
-double forward_flops_per_token(const ModelConfig& c, int64_t seq_len) {
+double ffn_flops_per_token(const ModelConfig& c) {
+  // BERT: two FFN matrices; LLaMA: SwiGLU's three.
   const double H = static_cast<double>(c.hidden_size);
-  // BERT: two FFN matrices; LLaMA: SwiGLU's three, plus the LM head over the vocabulary.
-  const auto& family = c.family();
   double ffn = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l)
-    ffn += 2.0 * static_cast<double>(family.ffn_matrices()) * H * static_cast<double>(c.ffn_width(l));
-  const double lm_head = family.has_lm_head() ? 2.0 * H * static_cast<double>(c.vocab_size) : 0.0;
-  return attention_flops_per_token(c, seq_len) + ffn + lm_head;
+    ffn += 2.0 * static_cast<double>(c.family().ffn_matrices()) * H * static_cast<double>(c.ffn_width(l));
+  return ffn;
+}
+
+double forward_flops_per_token(const ModelConfig& c, int64_t seq_len) {
+  // Decoders add the LM head over the vocabulary.
+  const double lm_head =
+      c.family().has_lm_head() ? 2.0 * static_cast<double>(c.hidden_size) * static_cast<double>(c.vocab_size) : 0.0;
+  return attention_flops_per_token(c, seq_len) + ffn_flops_per_token(c) + lm_head;
 }
 
 }  // namespace headprune::models

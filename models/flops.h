@@ -21,4 +21,7 @@ double forward_flops_per_token(const ModelConfig& config, int64_t seq_len);
 /// Attention-only share of forward_flops_per_token (projections + attention).
 double attention_flops_per_token(const ModelConfig& config, int64_t seq_len);
 
+/// FFN-only share of forward_flops_per_token: Σ_l 2 · ffn_matrices · H · I_l (independent of seq_len).
+double ffn_flops_per_token(const ModelConfig& config);
+
 }  // namespace headprune::models

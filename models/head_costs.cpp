@@ -45,7 +45,8 @@ int64_t params_per_ffn_neuron(const ModelConfig& c) {
 int64_t ffn_parameters(const ModelConfig& c) {
   int64_t neurons = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) neurons += c.ffn_width(l);
-  return neurons * params_per_ffn_neuron(c);
+  const int64_t output_biases = c.family().has_ffn_bias(c) ? c.num_hidden_layers * c.hidden_size : 0;
+  return neurons * params_per_ffn_neuron(c) + output_biases;
 }
 
 }  // namespace headprune::models

@@ -41,8 +41,8 @@ HeadCosts head_costs(const ModelConfig& config, int64_t seq_len);
 /// KV heads still used × KV part + the output projection's bias (H, when it has one).
 int64_t attention_parameters(const ModelConfig& config);
 
-/// All FFN neurons' parameters: Σ_l ffn_width(l) · params_per_ffn_neuron (the output
-/// projections' biases belong to the layers and are not counted).
+/// All FFN parameters: Σ_l ffn_width(l) · params_per_ffn_neuron, plus each output projection's
+/// bias (hidden_size per layer, when the FFN has biases; it stays when a layer's FFN is emptied).
 int64_t ffn_parameters(const ModelConfig& config);
 
 }  // namespace headprune::models

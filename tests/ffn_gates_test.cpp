@@ -10,6 +10,7 @@
 #include "models/model_size.h"
 #include "models/loader.h"
 #include "pruner/records/gate_record.h"
+#include "pruner/report/report.h"
 #include "tests/cli_support.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
@@ -58,6 +59,13 @@ CATCH_TEST_CASE("heads and FFN blocks share one FLOPs budget, and apply removes 
   const auto pruned = models::load_checkpoint(out, torch::kCPU);
   CATCH_CHECK(pruned.model->config().intermediate_sizes == widths);
   CATCH_CHECK(models::forward_flops_per_token(pruned.model->config(), 64) == Approx(achieved));
+  // report shows the FFN widths, from the gates and from the pruned folder alike.
+  for (const auto& dir : {gates_dir, out}) {
+    const auto report = pruner::to_json(pruner::load_report(dir));
+    CATCH_CHECK(report["ffn_widths"]["kept"] == widths);
+    CATCH_CHECK(report["ffn_widths"]["original"] == std::vector<int64_t>{64, 64});
+  }
+  CATCH_CHECK(!pruner::to_json(pruner::load_report(w.model)).contains("ffn_widths"));  // nothing removed
   // The gates now cover more neurons than the pruned model has: refused, nothing written.
   CATCH_CHECK(testing::run_cli({"apply", out.string(), "--gates", gates_dir.string(), "--out", (w.dir / "again").string()}) == 1);
   CATCH_CHECK(!fs::exists(w.dir / "again"));

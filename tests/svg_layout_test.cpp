@@ -105,6 +105,10 @@ CATCH_TEST_CASE("heads.svg: no text overlaps another or the edge (12, 8 and 4 he
   for (auto [heads, layers] : {std::pair<int64_t, std::size_t>{12, 6}, {8, 2}, {4, 30}, {32, 4}}) {
     CATCH_CAPTURE(heads, layers);
     check_legible(hp::pruner::to_svg(report(heads, layers)));
+    auto with_ffn = report(heads, layers);  // a second bar: FFN neurons kept per layer
+    with_ffn.ffn_widths_original.assign(layers, 1536);
+    for (std::size_t l = 0; l < layers; ++l) with_ffn.ffn_widths.push_back(l % 2 ? 1536 : 32 * static_cast<int64_t>(l));
+    check_legible(hp::pruner::to_svg(with_ffn));
   }
 }
 

@@ -98,10 +98,15 @@ std::string BenchPlatform::describe() const {
                      threads.describe_blas());
 }
 
-nlohmann::json BenchReport::to_json() const { return platform.with_results(results); }
+nlohmann::json BenchReport::to_json() const {
+  auto j = platform.with_results(results);
+  j["models"] = {{"dense", pruner::to_json(dense)}, {"pruned", pruner::to_json(pruned)}};
+  return j;
+}
 
 std::string BenchReport::to_text() const {
   std::string s = platform.describe() + "\n";
+  s += fmt::format("dense:  {}\npruned: {}\n", composition(dense), composition(pruned));
   s += "batch   seq |  dense ms (p25-p75)     |  pruned ms (p25-p75)    | speedup | FLOPs ratio | efficiency | tokens/s dense -> pruned\n";
   for (const auto& c : results)
     s += fmt::format("{:>5} {:>5} | {:>9.2f} ({:.2f}-{:.2f}) | {:>9.2f} ({:.2f}-{:.2f}) | {:>6.3f}x | {:>10.3f}x | {:>9.1f}% | {:.0f} -> {:.0f}\n",
@@ -122,6 +127,9 @@ BenchReport run_bench(models::AttentionModel& dense, models::AttentionModel& pru
     if (b < 1) throw Error(fmt::format("batch size {} must be >= 1", b));
   BenchReport report;
   report.platform = BenchPlatform::current(o.device);
+  const auto longest = *std::max_element(o.seqs.begin(), o.seqs.end());
+  report.dense = summarize(dense, longest);
+  report.pruned = summarize(pruned, longest);
   dense.eval();
   pruned.eval();
   torch::NoGradGuard no_grad;

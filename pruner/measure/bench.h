@@ -11,6 +11,7 @@
 #include <torch/types.h>
 
 #include "models/attention_model.h"
+#include "pruner/measure/inspect.h"
 #include "pruner/thread_pools.h"
 
 namespace headprune::pruner {
@@ -80,6 +81,8 @@ struct BenchPlatform {
 struct BenchReport {
   std::vector<BenchCell> results;
   BenchPlatform platform;
+  /// What the two models hold (pruner/measure/inspect.h), at the grid's longest sequence.
+  ModelSummary dense, pruned;
   nlohmann::json to_json() const;
   std::string to_text() const;
 };

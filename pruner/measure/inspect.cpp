@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "models/flops.h"
+#include "models/head_costs.h"
 #include "models/kv_cache.h"
 #include "models/model_family.h"
 #include "models/model_size.h"
@@ -13,8 +14,8 @@
 
 namespace headprune::pruner {
 
-ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
-  const auto& c = ckpt.model->config();
+ModelSummary summarize(const models::AttentionModel& model, int64_t seq_len) {
+  const auto& c = model.config();
   ModelSummary s;
   s.model_type = c.model_type;
   s.architecture = c.family().description(c);
@@ -30,11 +31,18 @@ ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
     s.num_key_value_heads_per_layer.push_back(static_cast<int64_t>(kv.size()));
   s.kept_heads = c.kept_heads;
   if (c.family().has_lm_head()) s.kv_cache_values_per_token_per_layer = models::kv_values_per_token_per_layer(c);
-  s.parameters = models::parameter_count(*ckpt.model);
-  s.attention_parameters = ckpt.model->attention_parameter_count();
+  s.parameters = models::parameter_count(model);
+  s.attention_parameters = model.attention_parameter_count();
+  s.ffn_parameters = models::ffn_parameters(c);
   s.seq_len = seq_len;
   s.flops_per_token = models::forward_flops_per_token(c, seq_len);
   s.attention_flops_per_token = models::attention_flops_per_token(c, seq_len);
+  s.ffn_flops_per_token = models::ffn_flops_per_token(c);
+  return s;
+}
+
+ModelSummary summarize(const models::Checkpoint& ckpt, int64_t seq_len) {
+  auto s = summarize(*ckpt.model, seq_len);
   s.weights_file_bytes = models::weights_file_bytes(ckpt.dir);
   s.pooling = ckpt.pooling.from_sentence_transformers ? ckpt.pooling.describe() : "";
   s.max_seq_length = ckpt.max_seq_length;
@@ -59,12 +67,31 @@ nlohmann::json to_json(const ModelSummary& s) {
           {"kv_cache_values_per_token", sum(s.kv_cache_values_per_token_per_layer)},
           {"parameters", s.parameters},
           {"attention_parameters", s.attention_parameters},
+          {"ffn_parameters", s.ffn_parameters},
           {"seq_len", s.seq_len},
           {"flops_per_token", s.flops_per_token},
           {"attention_flops_per_token", s.attention_flops_per_token},
+          {"ffn_flops_per_token", s.ffn_flops_per_token},
           {"weights_file_bytes", s.weights_file_bytes},
           {"pooling", s.pooling},
           {"max_seq_length", s.max_seq_length}};
+}
+
+namespace {
+
+double share(double part, double whole) { return 100.0 * part / std::max(whole, 1.0); }
+
+}  // namespace
+
+std::string composition(const ModelSummary& s) {
+  const auto params = static_cast<double>(s.parameters);
+  return fmt::format("{} heads, {} FFN neurons; {} parameters (attention {:.1f}%, FFN {:.1f}%); {} FLOPs/token at "
+                     "seq {} (attention {:.1f}%, FFN {:.1f}%)",
+                     sum(s.heads_per_layer), sum(s.intermediate_sizes), human_count(s.parameters),
+                     share(static_cast<double>(s.attention_parameters), params),
+                     share(static_cast<double>(s.ffn_parameters), params), human_count(s.flops_per_token), s.seq_len,
+                     share(s.attention_flops_per_token, s.flops_per_token),
+                     share(s.ffn_flops_per_token, s.flops_per_token));
 }
 
 std::string to_text(const ModelSummary& s) {
@@ -90,12 +117,17 @@ std::string to_text(const ModelSummary& s) {
                                : fmt::format("per layer {}", fmt::join(per_layer, " ")));
   }
   out += fmt::format("parameters            {} ({})\n", s.parameters, human_count(s.parameters));
-  out += fmt::format("  attention           {} ({:.1f}%)\n", s.attention_parameters,
-                     100.0 * static_cast<double>(s.attention_parameters) /
-                         static_cast<double>(std::max<int64_t>(s.parameters, 1)));
-  out += fmt::format("FLOPs per token       {} at seq {} (attention {:.1f}%)\n",
-                     human_count(s.flops_per_token), s.seq_len,
-                     100.0 * s.attention_flops_per_token / s.flops_per_token);
+  const auto params = static_cast<double>(s.parameters);
+  const auto attention = static_cast<double>(s.attention_parameters), ffn = static_cast<double>(s.ffn_parameters);
+  out += fmt::format("  attention           {} ({:.1f}%)\n", s.attention_parameters, share(attention, params));
+  out += fmt::format("  FFN                 {} ({:.1f}%)\n", s.ffn_parameters, share(ffn, params));
+  out += fmt::format("  embeddings, rest    {} ({:.1f}%)\n", s.parameters - s.attention_parameters - s.ffn_parameters,
+                     share(params - attention - ffn, params));
+  const double rest = s.flops_per_token - s.attention_flops_per_token - s.ffn_flops_per_token;
+  out += fmt::format("FLOPs per token       {} at seq {} (attention {:.1f}%, FFN {:.1f}%{})\n",
+                     human_count(s.flops_per_token), s.seq_len, share(s.attention_flops_per_token, s.flops_per_token),
+                     share(s.ffn_flops_per_token, s.flops_per_token),
+                     rest > 0 ? fmt::format(", LM head {:.1f}%", share(rest, s.flops_per_token)) : "");
   out += fmt::format("weights file          {}\n", human_bytes(s.weights_file_bytes));
   if (!s.pooling.empty()) out += fmt::format("sentence pooling      {}\n", s.pooling);
   out += fmt::format("max sequence length   {}\n", s.max_seq_length);

@@ -31,9 +31,11 @@ struct ModelSummary {
   std::vector<int64_t> kv_cache_values_per_token_per_layer;
   int64_t parameters = 0;            ///< all parameters
   int64_t attention_parameters = 0;  ///< Q, K, V, O weights and biases
+  int64_t ffn_parameters = 0;        ///< FFN weights and biases (models::ffn_parameters)
   int64_t seq_len = 0;               ///< sequence length the FLOPs are for
   double flops_per_token = 0;        ///< forward FLOPs per token at seq_len
   double attention_flops_per_token = 0;
+  double ffn_flops_per_token = 0;    ///< models::ffn_flops_per_token
   std::uintmax_t weights_file_bytes = 0;  ///< size of the safetensors file(s)
   std::string pooling;               ///< sentence-transformers pooling, or "" if none
   int64_t max_seq_length = 0;
@@ -41,6 +43,12 @@ struct ModelSummary {
 
 /// Computes the summary. `seq_len` >= 1. @throws headprune::Error on a bad seq_len.
 ModelSummary summarize(const models::Checkpoint& checkpoint, int64_t seq_len);
+/// The same for a model alone: no weights file, pooling or max_seq_length (left 0 / empty).
+ModelSummary summarize(const models::AttentionModel& model, int64_t seq_len);
+
+/// One line: heads, FFN neurons, parameters and FLOPs per token with their attention / FFN
+/// shares (the rest: embeddings, norms, pooler, LM head).
+std::string composition(const ModelSummary& s);
 
 /// Machine-readable form (keys as the struct's fields).
 nlohmann::json to_json(const ModelSummary& s);

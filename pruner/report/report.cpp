@@ -11,6 +11,7 @@
 #include "models/json_get.h"
 #include "models/kv_cache.h"
 #include "models/registry.h"
+#include "pruner/format.h"
 #include "pruner/report/report_roles.h"
 
 namespace headprune::pruner {
@@ -48,6 +49,10 @@ HeadReport report_from_gates(const GateState& state, const std::string& source) 
     }
     r.layers.push_back(std::move(lr));
   }
+  for (const auto& layer : state.ffn) {
+    r.ffn_widths_original.push_back(layer.width);
+    r.ffn_widths.push_back(layer.kept_width());
+  }
   r.warning = state.summary.value("convergence_warning", std::string());
   return r;
 }
@@ -69,6 +74,15 @@ void set_kv_cache(HeadReport& r, const models::ModelConfig& config) {
   const int64_t original_kv_heads = config.original_num_attention_heads / config.kv_group_size();
   r.kv_values_per_token_original = 2 * original_kv_heads * config.head_dim * config.num_hidden_layers;
   r.kv_values_per_token = models::kv_values_per_token(config);
+}
+
+/// The FFN widths per layer, when any layer has fewer neurons than intermediate_size.
+void set_ffn_widths(HeadReport& r, const models::ModelConfig& config) {
+  if (config.plain_ffn() && config.ffn_width(0) == config.intermediate_size) return;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
+    r.ffn_widths_original.push_back(config.intermediate_size);
+    r.ffn_widths.push_back(config.ffn_width(l));
+  }
 }
 
 }  // namespace
@@ -104,6 +118,7 @@ HeadReport report_from_checkpoint(const std::filesystem::path& dir) {
     r.layers.push_back(std::move(lr));
   }
   set_kv_cache(r, config);
+  set_ffn_widths(r, config);
   // An export by `prune` keeps its gates in headprune/gates.json.
   if (std::filesystem::exists(dir / "headprune" / "gates.json"))
     r.warning = GateState::load(dir / "headprune").summary.value("convergence_warning", std::string());
@@ -146,6 +161,7 @@ nlohmann::json to_json(const HeadReport& r) {
   if (!r.warning.empty()) j["warning"] = r.warning;
   if (r.kv_values_per_token > 0)
     j["kv_cache_values_per_token"] = {{"original", r.kv_values_per_token_original}, {"kept", r.kv_values_per_token}};
+  if (!r.ffn_widths.empty()) j["ffn_widths"] = {{"original", r.ffn_widths_original}, {"kept", r.ffn_widths}};
   return j;
 }
 
@@ -176,6 +192,13 @@ std::string to_text(const HeadReport& r) {
                        r.kv_values_per_token_original * 2 / 1024.0, r.kv_values_per_token * 2 / 1024.0,
                        r.kv_values_per_token_original, r.kv_values_per_token,
                        static_cast<double>(r.kv_values_per_token_original) / static_cast<double>(r.kv_values_per_token));
+  if (!r.ffn_widths.empty()) {
+    const auto& before = r.ffn_widths_original;
+    const bool one_width = std::all_of(before.begin(), before.end(), [&](int64_t w) { return w == before[0]; });
+    out += fmt::format("FFN neurons per layer ({}): {} ({} of {} kept)\n",
+                       one_width ? fmt::format("of {}", before[0]) : fmt::format("of {}", fmt::join(before, " ")),
+                       fmt::join(r.ffn_widths, " "), sum(r.ffn_widths), sum(before));
+  }
   if (!r.warning.empty()) out += fmt::format("WARNING: {}\n", r.warning);
   return out + roles_text(r);
 }
@@ -232,13 +255,22 @@ std::string svg_cell(const LayerReport& lr, std::size_t h, int l, int x, int y) 
   return s;
 }
 
+/// One layer's bar: `value` of `full` as a bar of up to kBarWidth at x, labelled with the value.
+std::string svg_bar(int x, int y, int64_t value, int64_t full) {
+  const int bar = full > 0 ? static_cast<int>(kBarWidth * value / full) : 0;
+  return fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#2c7fb8\"/>\n"
+                     "<text x=\"{}\" y=\"{}\">{}</text>\n",
+                     x, y + 6, bar, kCell - 12, x + bar + 4, y + kCell / 2 + 4, value);
+}
+
 }  // namespace
 
 std::string to_svg(const HeadReport& r) {
   const int heads = static_cast<int>(r.num_attention_heads);
   const int rows = static_cast<int>(r.layers.size());
   const int bar_x = kLeft + heads * kCell + kBarGap;
-  const int width = std::max(bar_x + kBarWidth + 40, 500);
+  const int ffn_x = bar_x + kBarWidth + 40 + kBarGap;  // after the heads bar and its label
+  const int width = std::max((r.ffn_widths.empty() ? bar_x : ffn_x) + kBarWidth + 40, 500);
   const int height = kTop + rows * kCell + 20;
   std::string s = svg_header(r, width, height);
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#555\">head</text>\n", kLeft - 6,
@@ -247,17 +279,16 @@ std::string to_svg(const HeadReport& r) {
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                      kLeft + h * kCell + kCell / 2, kTop - 8, h);
   s += fmt::format("<text x=\"{}\" y=\"{}\">heads kept per layer</text>\n", bar_x, kTop - 8);
+  if (!r.ffn_widths.empty()) s += fmt::format("<text x=\"{}\" y=\"{}\">FFN neurons kept</text>\n", ffn_x, kTop - 8);
   for (int l = 0; l < rows; ++l) {
     const auto& lr = r.layers[static_cast<size_t>(l)];
     const int y = kTop + l * kCell;
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">layer {}</text>\n", kLeft - 6,
                      y + kCell / 2 + 4, l);
     for (int h = 0; h < heads; ++h) s += svg_cell(lr, static_cast<size_t>(h), l, kLeft + h * kCell, y);
-    const auto kept = static_cast<int>(lr.kept_indices().size());
-    const int bar = heads > 0 ? kBarWidth * kept / heads : 0;
-    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#2c7fb8\"/>\n"
-                     "<text x=\"{}\" y=\"{}\">{}</text>\n",
-                     bar_x, y + 6, bar, kCell - 12, bar_x + bar + 4, y + kCell / 2 + 4, kept);
+    s += svg_bar(bar_x, y, static_cast<int64_t>(lr.kept_indices().size()), heads);
+    if (!r.ffn_widths.empty())
+      s += svg_bar(ffn_x, y, r.ffn_widths[static_cast<size_t>(l)], r.ffn_widths_original[static_cast<size_t>(l)]);
   }
   return s + "</svg>\n";
 }

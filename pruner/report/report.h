@@ -35,6 +35,9 @@ struct HeadReport {
   /// head_dim, summed over layers; models/kv_cache.h) in the model first pruned and now. Only
   /// whole KV groups shrink it. 0 when unknown (encoders, gates folders).
   int64_t kv_values_per_token_original = 0, kv_values_per_token = 0;
+  /// FFN neurons per layer in the model first pruned and now (gates: each layer's width and the
+  /// width its kept blocks leave). Empty when no FFN neuron was removed.
+  std::vector<int64_t> ffn_widths_original, ffn_widths;
   int64_t heads_total() const;          ///< original heads over all layers
   int64_t heads_kept() const;
 };
@@ -53,15 +56,17 @@ HeadReport load_report(const std::filesystem::path& dir);
 ///  "layers": [{"layer", "kept": [original indices], "removed": [...], "gate": [per head|null],
 ///              "roles": [per head: [role, ...]] (only when analysed)}],
 ///  "warning" (only when set),
-///  "kv_cache_values_per_token": {"original", "kept"} (decoder checkpoints only)}
+///  "kv_cache_values_per_token": {"original", "kept"} (decoder checkpoints only),
+///  "ffn_widths": {"original": [per layer], "kept": [per layer]} (only when FFN neurons were removed)}
 nlohmann::json to_json(const HeadReport& r);
 /// Plain-text table, one row per layer: a cell per head ('#' kept with its gate, '.' removed,
 /// ' ' absent before), then the kept indices; when analysed, each layer's kept and removed
 /// heads with their roles, and the heads per role kept and removed; for a decoder checkpoint,
-/// the KV cache per token before and after (bytes at F16). Readable without colour.
+/// the KV cache per token before and after (bytes at F16); the FFN widths per layer when FFN
+/// neurons were removed. Readable without colour.
 std::string to_text(const HeadReport& r);
 /// Standalone SVG: layers x heads heat-map (gate value as colour, removed heads crossed out),
-/// and a bar of heads kept per layer.
+/// a bar of heads kept per layer, and one of FFN neurons kept when FFN neurons were removed.
 std::string to_svg(const HeadReport& r);
 
 }  // namespace headprune::pruner
