@@ -8,6 +8,7 @@
 #include "models/loader.h"
 #include "models/model_size.h"
 #include "pruner/measure/decode_bench.h"
+#include "pruner/measure/process_memory.h"
 #include "pruner/report/report.h"
 #include "pruner/training/sparsity_measure.h"
 #include "models/registry.h"
@@ -86,6 +87,11 @@ CATCH_TEST_CASE("the decode benchmark reports the caches it held and the bytes a
   CATCH_CHECK(cell.bytes_ratio == Approx(dense_bytes / pruned_bytes).epsilon(1e-12));
   CATCH_CHECK(cell.dense.decode_ms_per_token > 0);
   CATCH_CHECK(cell.pruned.prefill_ms > 0);
+  // Linux /proc: each model's untimed rep raised the resident memory by at least a page.
+  if (pruner::reset_peak_resident()) {
+    CATCH_CHECK(cell.dense.peak_working_bytes >= 4096);
+    CATCH_CHECK(cell.pruned.peak_working_bytes >= 4096);
+  }
 }
 
 CATCH_TEST_CASE("the decode benchmark refuses encoders, contexts past the positions and an empty grid, named",

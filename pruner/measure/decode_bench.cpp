@@ -11,6 +11,7 @@
 #include "models/model_family.h"
 #include "pruner/format.h"
 #include "pruner/log.h"
+#include "pruner/measure/process_memory.h"
 
 namespace headprune::pruner {
 namespace {
@@ -45,6 +46,15 @@ DecodeRun decode_once(models::AttentionModel& model, const torch::Tensor& prompt
   run.step_ms = ms_since(t0) / static_cast<double>(steps.size());
   run.kv_bytes = models::held_bytes(cache);
   return run;
+}
+
+/// The resident memory one untimed rep of `model` adds at its peak (DecodeSide::peak_working_bytes).
+int64_t peak_working_bytes(models::AttentionModel& model, const torch::Tensor& prompt,
+                           const std::vector<torch::Tensor>& steps, const torch::Device& device) {
+  if (device.is_cuda() || !reset_peak_resident()) return 0;
+  const int64_t before = resident_bytes();
+  decode_once(model, prompt, steps, device);
+  return std::max<int64_t>(0, peak_resident_bytes() - before);
 }
 
 /// One model's side from its runs, the last step_ms.size() of which were timed (the first are
@@ -115,6 +125,8 @@ DecodeCell measure_cell(models::AttentionModel& dense, models::AttentionModel& p
   c.reps = static_cast<int>(d.size());
   c.dense = side_of(dense_runs, d, batch);
   c.pruned = side_of(pruned_runs, p, batch);
+  c.dense.peak_working_bytes = peak_working_bytes(dense, prompt, steps, o.device);
+  c.pruned.peak_working_bytes = peak_working_bytes(pruned, prompt, steps, o.device);
   c.dense.bytes_read_per_step = bytes_read(dense, c.dense, context, o.new_tokens);
   c.pruned.bytes_read_per_step = bytes_read(pruned, c.pruned, context, o.new_tokens);
   c.prefill_speedup = c.dense.prefill_ms / c.pruned.prefill_ms;
@@ -146,7 +158,8 @@ nlohmann::json DecodeSide::to_json() const {
           {"decode_ms_per_token", {{"median", decode_ms_per_token}, {"p25", decode_p25_ms}, {"p75", decode_p75_ms}}},
           {"decode_tokens_per_s", decode_tokens_per_s},
           {"kv_cache_bytes", kv_cache_bytes},
-          {"bytes_read_per_step", bytes_read_per_step}};
+          {"bytes_read_per_step", bytes_read_per_step},
+          {"peak_working_bytes", peak_working_bytes}};
 }
 
 nlohmann::json DecodeCell::to_json() const {
@@ -162,14 +175,16 @@ nlohmann::json DecodeReport::to_json() const { return platform.with_results(resu
 std::string DecodeReport::to_text() const {
   std::string s = platform.describe() + "\n";
   s += "batch context  new | prefill ms dense -> pruned (speedup) | ms/step dense -> pruned | decode speedup | "
-       "bytes ratio | KV cache dense -> pruned | tokens/s dense -> pruned\n";
+       "bytes ratio | KV cache dense -> pruned | peak working memory dense -> pruned | tokens/s dense -> pruned\n";
   for (const auto& c : results)
     s += fmt::format("{:>5} {:>7} {:>4} | {:>10.1f} -> {:<10.1f} ({:.3f}x) | {:>8.2f} -> {:<8.2f} | {:>13.3f}x | "
-                     "{:>10.3f}x | {:>9} -> {:<9} | {:.1f} -> {:.1f}\n",
+                     "{:>10.3f}x | {:>9} -> {:<9} | {:>9} -> {:<9} | {:.1f} -> {:.1f}\n",
                      c.batch, c.context, c.new_tokens, c.dense.prefill_ms, c.pruned.prefill_ms, c.prefill_speedup,
                      c.dense.decode_ms_per_token, c.pruned.decode_ms_per_token, c.decode_speedup, c.bytes_ratio,
                      human_bytes(static_cast<std::uintmax_t>(c.dense.kv_cache_bytes)),
-                     human_bytes(static_cast<std::uintmax_t>(c.pruned.kv_cache_bytes)), c.dense.decode_tokens_per_s,
+                     human_bytes(static_cast<std::uintmax_t>(c.pruned.kv_cache_bytes)),
+                     human_bytes(static_cast<std::uintmax_t>(c.dense.peak_working_bytes)),
+                     human_bytes(static_cast<std::uintmax_t>(c.pruned.peak_working_bytes)), c.dense.decode_tokens_per_s,
                      c.pruned.decode_tokens_per_s);
   return s;
 }

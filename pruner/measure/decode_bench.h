@@ -34,6 +34,11 @@ struct DecodeSide {
   /// Bytes one decoding step reads at this context: the weights (models::decode_weight_bytes)
   /// plus the KV cache of every sequence in the batch at context + new_tokens / 2 positions.
   double bytes_read_per_step = 0;
+  /// CPU: how far the resident memory rose during one untimed rep (prefill and decoding) above
+  /// what was resident before it (the weights and everything else already there): activations,
+  /// the KV cache, allocator slack (VmHWM − VmRSS after resetting the peak, process_memory.h).
+  /// 0 where not measured (CUDA, or a kernel that cannot reset the peak).
+  int64_t peak_working_bytes = 0;
   nlohmann::json to_json() const;
 };
 
@@ -63,7 +68,8 @@ int64_t decode_weight_bytes(const models::AttentionModel& model);
 /// Times `dense` and `pruned` decoding with a KV cache (AttentionModel::forward_cached; random
 /// token ids, no padding) at every (batch, context): each rep prefills `context` tokens, then
 /// runs new_tokens steps of one token per sequence; the two models alternate
-/// (time_alternately, on the decoding step). Progress on stderr.
+/// (time_alternately, on the decoding step); then one untimed rep each measures its peak working
+/// memory (DecodeSide::peak_working_bytes). Progress on stderr.
 /// @throws headprune::Error if the grid is empty, a batch or context is < 1, new_tokens < 1,
 ///         context + new_tokens exceeds either model's max_position_embeddings, or a model has
 ///         no cached decoder (an encoder).
