@@ -8,6 +8,7 @@
 
 #include "models/config.h"
 #include "models/head_costs.h"
+#include "models/flops.h"
 #include "models/loader.h"
 #include "models/registry.h"
 #include "pruner/analysis/head_importance.h"
@@ -245,6 +246,43 @@ CATCH_TEST_CASE("sweep --baselines importance removes the least important heads,
   }
   CATCH_CHECK(models::read_json_file(out / "importance-25/headprune/gates.json")["summary"]["baseline"] ==
               "importance");
+}
+
+CATCH_TEST_CASE("sweep --prune heads,ffn trains to FLOPs targets, against heads alone at the same budgets",
+                "[cli][e2e][ffn]") {
+  testing::Workspace w("cli-ffn");
+  const auto out = w.dir / "sweep";
+  auto with = [&](const fs::path& dir, std::vector<std::string> extra) {
+    auto args = baseline_sweep(w, {dir.string(), "--ffn-block", "8"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const auto bad = w.dir / "bad";
+  CATCH_CHECK(run(with(bad, {"--baselines", "heads"})) == 2);  // nothing to compare heads alone with
+  CATCH_CHECK(run(with(bad, {"--prune", "heads,ffn", "--baselines", "importance"})) == 2);  // a fraction of heads
+  CATCH_CHECK(run(with(bad, {"--prune", "heads,ffn", "--one-run"})) == 2);
+  CATCH_CHECK_FALSE(fs::exists(bad));
+  CATCH_REQUIRE(run(with(out, {"--prune", "heads,ffn", "--baselines", "heads"})) == 0);
+  const auto sweep = models::read_json_file(out / "sweep.json");
+  CATCH_CHECK(sweep["target_unit"] == "flops");
+  const double dense_flops = models::forward_flops_per_token(models::read_config_file(w.model), 32);
+  for (const auto* folder : {"target-25", "target-50"}) {  // each within its share of the dense FLOPs
+    const double share = std::string(folder) == "target-25" ? 0.75 : 0.5;
+    CATCH_CHECK(models::forward_flops_per_token(models::read_config_file(out / folder), 32) <= share * dense_flops);
+  }
+  const auto& cut = sweep["points"][1]["ffn_widths"];
+  CATCH_CHECK(cut[0].get<int64_t>() + cut[1].get<int64_t>() < 128);
+  // Heads alone: a quarter of the FLOPs is reachable (the FFNs untouched); half is not, and says why.
+  const auto& heads = sweep["baselines"]["heads"]["points"];
+  CATCH_REQUIRE(heads.size() == 2);
+  CATCH_CHECK(heads[0]["ffn_widths"] == std::vector<int64_t>{64, 64});
+  CATCH_CHECK(models::forward_flops_per_token(models::read_config_file(out / "heads-25"), 32) <= 0.75 * dense_flops);
+  CATCH_CHECK(heads[1]["unreachable"].get<std::string>().find("remain with every head") != std::string::npos);
+  CATCH_CHECK_FALSE(fs::exists(out / "heads-50"));
+  const auto table = testing::read_text(out / "sweep.txt");
+  CATCH_CHECK(table.find("FFN kept") != std::string::npos);
+  CATCH_CHECK(table.find("unreachable") != std::string::npos);
+  CATCH_CHECK(testing::read_text(out / "sweep.svg").find(">H1<") != std::string::npos);
 }
 
 CATCH_TEST_CASE("sweep --baselines layers removes the layer the dense model misses least", "[cli][e2e][layers]") {

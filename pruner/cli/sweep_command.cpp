@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gates/gate_kinds.h"
 #include "models/errors.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
@@ -27,7 +28,7 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   line.positional("model", "MODEL", &model, "checkpoint folder");
   add_prune_flags(line, prune, out, "sweep folder: target-XX/ checkpoints + sweep.json, sweep.txt, sweep.svg");
   line.group(group::kTarget).add_options()
-      ("targets", arg(&targets, "S,...", targets), "sparsity targets, comma-separated; one gate-training run each (or one in all with --one-run)");
+      ("targets", arg(&targets, "S,...", targets), "sparsity targets, comma-separated: fractions of heads removed (with --prune heads,ffn: of the dense model's FLOPs per token, trained as --target-flops 1-S); one gate-training run each (or one in all with --one-run)");
   line.group(group::kTarget).add_options()
       ("one-run", "train the gates once, at the middle target, and read the other targets off their "
                   "ranking (nested masks; gates only)");
@@ -37,7 +38,9 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
        "also prune at every target without training, for comparison on the same axes: importance = remove "
        "the heads whose removal alone changes the dense model least (ablation importance on the training "
        "text, Michel et al. 2019) into importance-XX/; layers = remove whole layers instead (round(target x "
-       "layers) of them, chosen greedily by the same distillation loss) into layers-XX/; both: importance,layers");
+       "layers) of them, chosen greedily by the same distillation loss) into layers-XX/; heads = with --prune "
+       "heads,ffn, heads only trained to the same FLOPs budgets into heads-XX/ (a budget they cannot reach is "
+       "listed as such)");
   line.group("Quality").add_options()
       ("sts", arg(&sts, "FILE"),
        "STS Benchmark file: quality = Spearman x100 (else: embedding cosine to the dense model)");
@@ -60,7 +63,10 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
       .example("sweep LLM --data wiki.txt --targets 0.25,0.33 --task piqa,arc_easy --task-limit 200 -o out/llm",
                "a decoder's sweep judged by zero-shot accuracy (after scripts/fetch-data)")
       .example("sweep MODEL --data train.txt --baselines importance,layers --sts sts-dev.csv -o out/sweep-b",
-               "the L0 gates against untrained importance masks and dropped layers on the same plot");
+               "the L0 gates against untrained importance masks and dropped layers on the same plot")
+      .example("sweep MODEL --data train.txt --prune heads,ffn --targets 0.33,0.5 --baselines heads,layers --sts "
+               "sts-dev.csv -o out/sweep-ffn",
+               "heads and FFN neurons at a third and half of the FLOPs removed, against heads alone and dropped layers");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
   if (const int world = pruner::DistributedEnvironment::launched_world_size(); world > 1)
@@ -70,11 +76,18 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   pruner::SweepOptions o;
   o.targets = parse_targets(targets);
   // The job template needs one target to validate its flags; each run sets its own.
+  const bool ffn = gates::parse_gate_kinds(vm["prune"].as<std::string>()) == gates::GateKinds::kHeadsAndFfn;
   po::variables_map with_target = vm;
-  with_target.insert({"target-sparsity", po::variable_value(o.targets.front(), false)});
+  if (ffn)
+    with_target.insert({"target-flops", po::variable_value(fmt::format("{}%", 100 * (1 - o.targets.front())), false)});
+  else
+    with_target.insert({"target-sparsity", po::variable_value(o.targets.front(), false)});
   o.job = prune_job_options(prune, with_target, globals, model, out);
   o.out = out;
   o.one_run = vm.count("one-run") > 0;
+  if (o.one_run && ffn)
+    throw UsageError("--one-run reads heads-only gates at other targets; with --prune heads,ffn train once per target "
+                     "(drop --one-run)");
   if (o.one_run && o.job.training.train_weights)
     throw UsageError("--one-run trains the gates only: weights fine-tuned for one mask do not fit the others; "
                      "drop --train-weights (or sweep without --one-run)");
@@ -82,10 +95,15 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   if (task_list.empty() && !vm["task-limit"].defaulted()) throw UsageError("--task-limit goes with --task");
   if (!task_list.empty()) o.tasks = pruner::read_tasks(split_list(task_list), task_dir, task_limit);
   for (const auto& name : baselines.empty() ? std::vector<std::string>{} : split_list(baselines)) {
-    if (name != "importance" && name != "layers")
+    if (name != "importance" && name != "layers" && name != "heads")
       throw UsageError(
-          fmt::format("--baselines: '{}' is not a baseline headprune builds (importance, layers)", name));
-    (name == "importance" ? o.importance_baseline : o.layer_baseline) = true;
+          fmt::format("--baselines: '{}' is not a baseline headprune builds (importance, layers, heads)", name));
+    if (name == "heads" && !ffn)
+      throw UsageError("--baselines heads compares heads alone with heads and FFN neurons: add --prune heads,ffn");
+    if (name == "importance" && ffn)
+      throw UsageError("--baselines importance removes a fraction of heads, not of FLOPs: with --prune heads,ffn use "
+                       "the heads or layers baseline");
+    (name == "importance" ? o.importance_baseline : name == "layers" ? o.layer_baseline : o.heads_baseline) = true;
   }
   if (o.layer_baseline && o.job.refit.method != pruner::RefitMethod::kNone)
     throw UsageError("--baselines layers has no --refit (it refits attention blocks layer by layer, and whole "

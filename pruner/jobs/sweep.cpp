@@ -20,21 +20,27 @@
 #include "pruner/atomic_write.h"
 #include "pruner/jobs/importance_baseline.h"
 #include "pruner/jobs/layer_baseline.h"
+#include "pruner/format.h"
 #include "pruner/log.h"
 #include "pruner/jobs/sweep_quality.h"
 #include "pruner/text/training_text.h"
 #include "pruner/training/gates_folder.h"
 #include "pruner/training/nested_masks.h"
+#include "pruner/training/gate_training.h"
 #include "pruner/training/sparsity_measure.h"
 
 namespace headprune::pruner {
 namespace fs = std::filesystem;
 namespace {
 
-/// The prune job of one target: the template with that target, written to target-XX/.
+/// The prune job of one target: the template with that target (of heads, or with FFN gating
+/// of FLOPs: --target-flops 1 − target), written to target-XX/.
 PruneJobOptions job_for(const SweepOptions& o, double target) {
   auto job = o.job;
-  job.training.target_sparsity = target;
+  if (targets_in_flops(o))
+    job.training.target_flops = 1 - target;
+  else
+    job.training.target_sparsity = target;
   job.out = o.out / fmt::format("target-{:02d}", static_cast<int>(std::lround(target * 100)));
   return job;
 }
@@ -147,6 +153,49 @@ nlohmann::json layer_baseline(const SweepOptions& o, const models::ModelConfig& 
   return record;
 }
 
+/// Whether heads alone can meet `job`'s FLOPs budget on `model`: empty, or why not (with_budget's refusal).
+std::string unreachable_reason(const PruneJobOptions& job, const models::AttentionModel& model) {
+  try {
+    with_budget(job.training, model);
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+/// sweep.json's "baselines.heads": heads only, trained to each target's FLOPs budget with the
+/// sweep's own recipe (heads-XX/); a budget heads alone cannot meet is a point with "unreachable".
+nlohmann::json heads_baseline(const SweepOptions& o, const models::AttentionModel& dense,
+                              const SweepQuality& quality) {
+  nlohmann::json points = nlohmann::json::array();
+  for (double t : o.targets) {
+    auto job = baseline_job(o, t, "heads");
+    job.training.kinds = gates::GateKinds::kHeads;
+    if (const auto why = unreachable_reason(job, dense); !why.empty()) {
+      log::warn("sweep baseline: heads alone cannot remove {:.0f}% of the FLOPs: {}", 100 * t, why);
+      points.push_back({{"target", t}, {"unreachable", why}});
+      continue;
+    }
+    log::info("\n===== sweep baseline: heads only, target {} of the FLOPs -> {} =====", t, job.out.string());
+    const auto summary = run_prune_job(job);
+    points.push_back(sweep_point(t, job, summary, quality.of(job.out, job.training.device)));
+  }
+  return {{"method", "heads only, gates trained to the same FLOPs budget"}, {"points", points}};
+}
+
+/// Refuses, before anything is trained, a target the sweep's runs cannot reach: of heads by
+/// validate_target, of FLOPs by with_budget on the model itself.
+void check_targets(const SweepOptions& o, const models::ModelConfig& config) {
+  if (!targets_in_flops(o)) {
+    const auto measure = sparsity_measure(config, o.job.training);
+    for (double t : o.targets)
+      gates::validate_target(t, config.heads_per_layer(), measure, constraints_for(config, o.job.training.constraints));
+    return;
+  }
+  const auto dense = models::load_checkpoint(o.job.model, o.job.training.device);
+  for (double t : o.targets) with_budget(job_for(o, t).training, *dense.model);
+}
+
 /// sweep.json's entry for one target.
 nlohmann::json sweep_point(double t, const PruneJobOptions& job, const nlohmann::json& summary,
                            const std::optional<double>& quality) {
@@ -158,6 +207,7 @@ nlohmann::json sweep_point(double t, const PruneJobOptions& job, const nlohmann:
                           {"params_after", summary["apply"]["params_after"]},
                           {"bytes_after", summary["apply"]["bytes_after"]},
                           {"seconds", summary["seconds"]}};
+  if (summary["apply"].contains("ffn_widths_after")) point["ffn_widths"] = summary["apply"]["ffn_widths_after"];
   if (summary["bench"].is_object() && !summary["bench"]["results"].empty()) {
     const auto& cell = summary["bench"]["results"].back();
     point["speedup"] = cell["speedup"];
@@ -194,26 +244,27 @@ void check_sweep_target(const fs::path& out, bool force) {
 
 }  // namespace
 
+bool targets_in_flops(const SweepOptions& o) { return o.job.training.gates_ffn(); }
+
 nlohmann::json run_sweep(const SweepOptions& o) {
   check_sweep_target(o.out, o.job.force);
-  if (o.job.training.gates_ffn())
-    throw UsageError("sweep trains to fractions of heads (--targets); --prune heads,ffn needs a FLOPs budget: run "
-                     "prune --prune heads,ffn --target-flops X% once per budget");
   // Validate every target against the model before training anything.
   const auto config = models::read_config_file(o.job.model);
-  const auto measure = sparsity_measure(config, o.job.training);
-  for (double t : o.targets)
-    gates::validate_target(t, config.heads_per_layer(), measure, constraints_for(config, o.job.training.constraints));
+  check_targets(o, config);
   const SweepQuality quality(o.sts, o.tasks);  // a bad STS file is refused before anything is written
   fs::create_directories(o.out);
 
   nlohmann::json sweep = {{"model", o.job.model.string()}, {"targets", o.targets},
+                          {"target_unit", targets_in_flops(o) ? "flops" : "heads"},
                           {"quality", quality.name()},
                           {"points", nlohmann::json::array()}};
   for (const auto& [task, questions] : quality.task_sizes())
     sweep["tasks"].push_back({{"task", task}, {"questions", questions}});
   const auto dense_quality = quality.of(o.job.model, o.job.training.device);
+  std::vector<int64_t> dense_widths;
+  for (int64_t l = 0; l < config.num_hidden_layers; ++l) dense_widths.push_back(config.ffn_width(l));
   sweep["dense"] = {{"heads_kept", config.total_heads()},
+                    {"ffn_neurons", sum(dense_widths)},
                     {"speedup", 1.0},
                     {"quality", dense_quality ? nlohmann::json(*dense_quality) : nlohmann::json(1.0)}};
   const auto t0 = std::chrono::steady_clock::now();
@@ -229,6 +280,9 @@ nlohmann::json run_sweep(const SweepOptions& o) {
   if (o.one_run) sweep["one_run"] = {{"trained_at", one_run_target(o.targets)}};
   if (o.importance_baseline) sweep["baselines"]["importance"] = importance_baseline(o, quality);
   if (o.layer_baseline) sweep["baselines"]["layers"] = layer_baseline(o, config, quality);
+  if (o.heads_baseline)
+    sweep["baselines"]["heads"] =
+        heads_baseline(o, *models::load_checkpoint(o.job.model, o.job.training.device).model, quality);
   write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");
   const auto table = sweep_table(sweep);
   write_file_atomic(o.out / "sweep.txt", table);
@@ -255,25 +309,41 @@ constexpr BaselineStyle kBaselines[] = {
     {"importance", "baseline: heads removed by ablation importance, no training", "I", "importance", "#d95f0e"},
     {"layers", "baseline: whole layers removed (greedy by distillation loss), no training", "L", "layers",
      "#31a354"},
+    {"heads", "baseline: heads only, gates trained to the same FLOPs budget", "H", "heads only", "#756bb1"},
 };
 
 }  // namespace
 
 std::string sweep_table(const nlohmann::json& sweep) {
-  std::string table = fmt::format("{:>8} {:>6} {:>10} {:>13} {:>13} {:>14}\n", "target", "heads",
-                                  SweepQuality::column(sweep.value("quality", std::string())), "speedup",
-                                  "FLOPs ratio", "parameters");
-  table += fmt::format("{:>8} {:>6} {:>10.3f} {:>13} {:>13} {:>14}\n", "dense",
-                       sweep["dense"]["heads_kept"].get<int64_t>(), sweep["dense"]["quality"].get<double>(),
-                       "1.000x", "1.000x", "");
+  const bool flops = sweep.value("target_unit", std::string("heads")) == "flops";
+  // With FFN gates the FFN neurons kept are a column too.
+  const auto line = [flops](const std::string& target, const std::string& heads, const std::string& quality,
+                            const std::string& speedup, const std::string& ratio, const std::string& params,
+                            const std::string& ffn) {
+    return fmt::format("{:>8} {:>6} {:>10} {:>13} {:>13} {:>14}{}\n", target, heads, quality, speedup, ratio, params,
+                       flops ? fmt::format(" {:>9}", ffn) : "");
+  };
+  std::string table = flops ? "target = the share of the dense model's FLOPs per token removed\n" : "";
+  table += line("target", "heads", SweepQuality::column(sweep.value("quality", std::string())), "speedup",
+                "FLOPs ratio", "parameters", "FFN kept");
+  table += line("dense", std::to_string(sweep["dense"]["heads_kept"].get<int64_t>()),
+                fmt::format("{:.3f}", sweep["dense"]["quality"].get<double>()), "1.000x", "1.000x", "",
+                std::to_string(sweep["dense"].value("ffn_neurons", int64_t{0})));
   auto ratio = [](const nlohmann::json& p, const char* key) {
     return p.contains(key) ? fmt::format("{:.3f}x", p[key].get<double>()) : std::string("not measured");
   };
   auto rows = [&](const nlohmann::json& points) {
-    for (const auto& p : points)
-      table += fmt::format("{:>8.2f} {:>6} {:>10.3f} {:>13} {:>13} {:>14}\n", p["target"].get<double>(),
-                           p["heads_kept"].get<int64_t>(), p["quality"].get<double>(), ratio(p, "speedup"),
-                           ratio(p, "flops_ratio"), p["params_after"].get<int64_t>());
+    for (const auto& p : points) {
+      const auto target = fmt::format("{:.2f}", p["target"].get<double>());
+      if (p.contains("unreachable")) {
+        table += fmt::format("{:>8} unreachable: {}\n", target, p["unreachable"].get<std::string>());
+        continue;
+      }
+      const auto widths = p.value("ffn_widths", std::vector<int64_t>());
+      table += line(target, std::to_string(p["heads_kept"].get<int64_t>()),
+                    fmt::format("{:.3f}", p["quality"].get<double>()), ratio(p, "speedup"), ratio(p, "flops_ratio"),
+                    std::to_string(p["params_after"].get<int64_t>()), std::to_string(sum(widths)));
+    }
   };
   rows(sweep["points"]);
   for (const auto& style : kBaselines)
@@ -334,6 +404,7 @@ std::vector<SweepPoint> baseline_points(const nlohmann::json& sweep, const Basel
   if (baseline.is_null()) return pts;
   const auto dense_heads = sweep["dense"]["heads_kept"].get<double>();
   for (const auto& p : baseline["points"]) {
+    if (p.contains("unreachable")) continue;  // no model: the table says why
     const auto kept = p["heads_kept"].get<int64_t>();
     const auto tag = style.tag + std::to_string(pts.size() + 1);
     const auto what = p.contains("layers_removed")

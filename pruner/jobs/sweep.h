@@ -30,7 +30,15 @@ struct SweepOptions {
   /// Also remove whole layers at every target (round(target x layers), chosen greedily by the
   /// distillation loss; pruner/jobs/layer_baseline.h) into layers-XX/, on the same axes.
   bool layer_baseline = false;
+  /// With FFN gating (job.training kinds heads,ffn): also prune heads only to every target's FLOPs
+  /// budget (the same recipe, into heads-XX/); a budget heads alone cannot reach is recorded as such.
+  bool heads_baseline = false;
 };
+
+/// What a sweep's targets count: fractions of heads removed, or with FFN gating (--prune
+/// heads,ffn) fractions of the dense model's FLOPs per token removed (target t trains to
+/// --target-flops (1 − t)), since heads and FFN blocks share a FLOPs budget.
+bool targets_in_flops(const SweepOptions& options);
 
 /// Runs one `prune` job per target (an independent gate-training run each, so every target
 /// gets gates trained for it; with one_run, one training at the middle target whose gates are
@@ -39,6 +47,8 @@ struct SweepOptions {
 /// at the last benchmark shape, with heads kept) into `out`. With importance_baseline, also one
 /// model per target from the importance mask ("baselines": {"importance": {...}} in sweep.json,
 /// a second series in the plot and the table); with layer_baseline, "layers" likewise.
+/// With FFN gating the targets are FLOPs (targets_in_flops); heads_baseline adds "baselines":
+/// {"heads": {...}} (heads only, same FLOPs budgets).
 /// @throws headprune::Error if a target is out of [0,1) or unreachable (before any training),
 ///         or `out` exists and is not empty.
 nlohmann::json run_sweep(const SweepOptions& options);
