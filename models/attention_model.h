@@ -78,6 +78,11 @@ struct ModelOutput {
   /// residual stream after the layer (with its gradient; HF's `output_hidden_states` less the
   /// embeddings' entry, and for pre-norm decoders before the final norm). Empty otherwise.
   std::vector<torch::Tensor> hidden_states;
+  /// With set_record_attention_io(true) as well: per layer its FFN block in the same form —
+  /// `residual` the stream the FFN output is added to, `context` the FFN activation × its
+  /// multiplier [batch, seq, FFN width], the FFN output projection's input (detached; not
+  /// recorded for Gemma's sandwich norms, whose FFN output is normalised before it is added).
+  std::vector<AttentionBlockIO> ffn_io;
 };
 
 /// Query/key weights of one layer's heads, for the score matrix X·W_Q,h·W_K,hᵀ·Xᵀ.
@@ -160,12 +165,15 @@ class AttentionModel : public torch::nn::Module {
   virtual OnnxModelOutputs add_to_onnx(OnnxGraph& graph) const = 0;
   /// Whether forward() also returns each layer's attention probabilities (ModelOutput::attentions).
   virtual void set_output_attentions(bool on) = 0;
-  /// Whether forward() also returns each layer's AttentionBlockIO (ModelOutput::attention_io).
+  /// Whether forward() also returns each layer's AttentionBlockIO (ModelOutput::attention_io and ffn_io).
   virtual void set_record_attention_io(bool on) = 0;
   /// Layer `layer`'s attention output projection (BERT `attention.output.dense`, LLaMA
   /// `self_attn.o_proj`): weight [hidden_size, heads present × head_dim], bias [hidden_size] or
   /// undefined. Its tensors are the model's own: changing them changes the model.
   virtual Linear output_projection(int64_t layer) const = 0;
+  /// Layer `layer`'s FFN output projection (BERT `output.dense`, DistilBERT `lin2`, LLaMA
+  /// `mlp.down_proj`): weight [hidden_size, FFN width], bias or undefined. The model's own.
+  virtual Linear ffn_output_projection(int64_t layer) const = 0;
   /// Layer `layer`'s query and key projection weights per present head (GQA: each query head
   /// with its KV head's rows). Biases and RoPE are not included; Qwen3's q/k norm weights are
   /// folded into the rows (their per-token 1/RMS scale is not).

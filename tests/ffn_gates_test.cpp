@@ -69,6 +69,16 @@ CATCH_TEST_CASE("heads and FFN blocks share one FLOPs budget, and apply removes 
   // The gates now cover more neurons than the pruned model has: refused, nothing written.
   CATCH_CHECK(testing::run_cli({"apply", out.string(), "--gates", gates_dir.string(), "--out", (w.dir / "again").string()}) == 1);
   CATCH_CHECK(!fs::exists(w.dir / "again"));
+  // apply --refit output: each layer's attention block, then its FFN block, refit and recorded.
+  const auto refit = w.dir / "refit";
+  CATCH_REQUIRE(testing::run_cli({"apply", w.model.string(), "--gates", gates_dir.string(), "--refit", "output",
+                                  "--out", refit.string()}) == 0);
+  const auto layers = models::read_json_file(refit / "config.json")["headprune"]["record"]["refit"]["layers"];
+  CATCH_REQUIRE(layers.size() == 4);
+  CATCH_CHECK(layers[0]["block"] == "attention");
+  CATCH_CHECK(layers[1]["block"] == "ffn");
+  CATCH_CHECK(layers[1]["parameters"] == (widths[0] + 1) * 32);  // the FFN output projection: weight and bias
+  CATCH_CHECK(models::load_checkpoint(refit, torch::kCPU).model->config().intermediate_sizes == widths);
 }
 
 CATCH_TEST_CASE("heads and FFN blocks share one parameter budget", "[ffn][cli]") {
@@ -114,7 +124,7 @@ CATCH_TEST_CASE("prune kinds and FFN blocks that cannot be trained are refused, 
   CATCH_CHECK(!fs::exists(out));
   const auto pruned = (w.dir / "p").string();
   CATCH_CHECK(testing::run_cli({"prune", w.model.string(), "--data", w.corpus.string(), "--prune", "heads,ffn", "--target-flops",
-                   "60%", "--refit", "output", "--out", pruned}) == 2);
+                   "60%", "--rearrange", "--out", pruned}) == 2);
   CATCH_CHECK(!fs::exists(pruned));
 }
 

@@ -52,7 +52,12 @@ struct Measured {
 };
 
 std::vector<Measured> measure(models::AttentionModel& pruned, models::AttentionModel& dense,
-                              const std::vector<models::ModelInputs>& batches) {
+                              const std::vector<models::ModelInputs>& batches, bool ffn = false) {
+  // The attention blocks, or with `ffn` the FFN blocks (ModelOutput::ffn_io, the FFN output projection).
+  const auto io = [ffn](const models::ModelOutput& o) { return ffn ? o.ffn_io : o.attention_io; };
+  const auto projection = [ffn](const models::AttentionModel& m, int64_t l) {
+    return ffn ? m.ffn_output_projection(l) : m.output_projection(l);
+  };
   torch::NoGradGuard no_grad;
   pruned.set_record_attention_io(true);
   dense.set_record_attention_io(true);
@@ -60,14 +65,14 @@ std::vector<Measured> measure(models::AttentionModel& pruned, models::AttentionM
   std::vector<double> e2(layers), y2(layers), scale(layers);
   int64_t values = 0;
   for (const auto& in : batches) {
-    const auto d = dense.forward(in, nullptr).attention_io;
-    const auto p = pruned.forward(in, nullptr).attention_io;
+    const auto d = io(dense.forward(in, nullptr));
+    const auto p = io(pruned.forward(in, nullptr));
     const auto real = in.attention_mask.unsqueeze(-1).to(torch::kDouble);
     values += in.attention_mask.sum().item<int64_t>() * pruned.config().hidden_size;
     for (std::size_t l = 0; l < layers; ++l) {
       const auto layer = static_cast<int64_t>(l);
-      const auto out = pruned.output_projection(layer)->forward(p[l].context);
-      const auto y = (dense.output_projection(layer)->forward(d[l].context) + d[l].residual - p[l].residual)
+      const auto out = projection(pruned, layer)->forward(p[l].context);
+      const auto y = (projection(dense, layer)->forward(d[l].context) + d[l].residual - p[l].residual)
                          .to(torch::kDouble);
       e2[l] += ((out.to(torch::kDouble) - y).square() * real).sum().item<double>();
       y2[l] += (y.square() * real).sum().item<double>();
@@ -78,7 +83,7 @@ std::vector<Measured> measure(models::AttentionModel& pruned, models::AttentionM
   dense.set_record_attention_io(false);
   std::vector<Measured> out;
   for (std::size_t l = 0; l < layers; ++l) {
-    const auto inputs = pruned.output_projection(static_cast<int64_t>(l))->weight.size(1) + 1;
+    const auto inputs = projection(pruned, static_cast<int64_t>(l))->weight.size(1) + 1;
     const double delta = testing::float32_tolerance(scale[l], 1, inputs) * std::sqrt(static_cast<double>(values));
     out.push_back({e2[l] / y2[l], (2 * std::sqrt(e2[l]) * delta + delta * delta) / y2[l]});
   }
@@ -87,15 +92,19 @@ std::vector<Measured> measure(models::AttentionModel& pruned, models::AttentionM
 
 /// Every layer's reported error is the one measured, and no higher than before the fit; layer 0
 /// (the same input in both models) improves beyond rounding — a no-op fit would fail that.
-void check_reported_errors(const pruner::RefitResult& result, const std::vector<Measured>& measured) {
-  CATCH_REQUIRE(result.layers.size() == measured.size());
-  for (const auto& layer : result.layers) {
+void check_reported_errors(const std::vector<pruner::LayerRefit>& layers, const std::vector<Measured>& measured) {
+  CATCH_REQUIRE(layers.size() == measured.size());
+  for (const auto& layer : layers) {
     CATCH_INFO("layer " << layer.layer);
     const auto& m = measured[static_cast<std::size_t>(layer.layer)];
     CATCH_CHECK(std::abs(m.error - layer.error_after) <= m.tolerance);
     CATCH_CHECK(layer.error_after <= layer.error_before + m.tolerance);
   }
-  CATCH_CHECK(result.layers[0].error_after < result.layers[0].error_before - 10 * measured[0].tolerance);
+  CATCH_CHECK(layers[0].error_after < layers[0].error_before - 10 * measured[0].tolerance);
+}
+
+void check_reported_errors(const pruner::RefitResult& result, const std::vector<Measured>& measured) {
+  check_reported_errors(result.layers, measured);
 }
 
 // 48 sequences of at most 64 tokens: over 2,000 real tokens, several times the 289 values per
@@ -132,6 +141,35 @@ CATCH_TEST_CASE("refit: each layer's reported error is what the refitted MiniLM 
     CATCH_CHECK(result.layers[0].parameters == (output ? (9 * 32 + 1) * 384 : 9));
     CATCH_CHECK(result.layers[2].parameters == (output ? 384 : 0));
   }
+}
+
+CATCH_TEST_CASE("refit output with FFN neurons removed: every attention and FFN block's reported error is real",
+                "[refit][minilm][ffn]") {
+  auto dense = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  const auto corpus = wikitext(*dense.tokenizer, 300);
+  const auto batches = batches_of(corpus, kSequences);
+  auto model = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  pruner::apply_plan(*model.model, pruner::plan_from_remove_heads(testing::kUnevenRemoval, model.model->config()));
+  std::vector<int64_t> removed;  // 1024 of 1536 neurons in every layer: 513 values per output, < the tokens
+  for (int64_t i = 0; i < 1536; i += 3) removed.insert(removed.end(), {i, i + 1});
+  for (int64_t l = 0; l < 6; ++l) model.model->prune_ffn(l, removed, {});
+  const auto result = pruner::refit_pruned_model(*model.model, *dense.model, corpus.train, corpus.pad_id,
+                                                 refit_options(pruner::RefitMethod::kOutput, kSequences));
+  CATCH_REQUIRE(result.layers.size() == 12);  // per layer its attention block, then its FFN block
+  std::vector<pruner::LayerRefit> attention, ffn;
+  for (const auto& layer : result.layers) (layer.ffn ? ffn : attention).push_back(layer);
+  CATCH_CHECK(ffn.at(0).parameters == (512 + 1) * 384);
+  // Measured on the model as refitted: the FFN blocks' errors are what their projections now compute.
+  check_reported_errors(ffn, measure(*model.model, *dense.model, batches, true));
+  check_reported_errors(attention, measure(*model.model, *dense.model, batches));
+  CATCH_CHECK(result.to_json()["layers"][1]["block"] == "ffn");
+  CATCH_CHECK_THAT(result.describe(), Catch::Contains("FFN-output error"));
+  // --refit scale fits the heads only.
+  auto scaled = models::load_checkpoint(testing::minilm_dir(), torch::kCPU);
+  for (int64_t l = 0; l < 6; ++l) scaled.model->prune_ffn(l, removed, {});
+  const auto heads_only = pruner::refit_pruned_model(*scaled.model, *dense.model, corpus.train, corpus.pad_id,
+                                                     refit_options(pruner::RefitMethod::kHeadScale, kSequences));
+  CATCH_CHECK(heads_only.layers.size() == 6);
 }
 
 CATCH_TEST_CASE("refit output equals the least-squares solution of the stacked data (QR)", "[refit][minilm]") {

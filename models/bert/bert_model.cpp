@@ -91,6 +91,7 @@ torch::Tensor BertLayerImpl::forward(const torch::Tensor& x, const torch::Tensor
   auto a = attention->forward(x, mask_bias, multiplier);
   auto h = intermediate->forward(a);
   if (ffn_multiplier.defined()) h = h * ffn_multiplier.to(h.dtype());
+  if (attention->record_io) ffn_io = {a.detach(), h.detach()};
   return output->forward(h, a);
 }
 
@@ -173,11 +174,14 @@ ModelOutput BertModel::forward(const ModelInputs& inputs, const Multipliers& mul
     x = layer->forward(x, layer_bias(l, position_bias, mask_bias), m, f);
     if (output_hidden_states()) hidden_states.push_back(x);
   }
-  ModelOutput out{x, {}, {}, {}, std::move(hidden_states)};
+  ModelOutput out{x, {}, {}, {}, std::move(hidden_states), {}};
   for (auto& layer : layers)
     if (layer->attention->self->record_probs) out.attentions.push_back(layer->attention->self->probs);
   for (auto& layer : layers)
-    if (layer->attention->record_io) out.attention_io.push_back(layer->attention->io);
+    if (layer->attention->record_io) {
+      out.attention_io.push_back(layer->attention->io);
+      out.ffn_io.push_back(layer->ffn_io);
+    }
   return out;
 }
 
@@ -203,11 +207,13 @@ void BertModel::set_output_attentions(bool on) {
 void BertModel::set_record_attention_io(bool on) {
   for (auto& layer : layers) {
     layer->attention->record_io = on;
-    if (!on) layer->attention->io = {};
+    if (!on) layer->attention->io = layer->ffn_io = {};
   }
 }
 
 Linear BertModel::output_projection(int64_t layer) const { return layers.at(layer)->attention->output->dense; }
+
+Linear BertModel::ffn_output_projection(int64_t layer) const { return layers.at(layer)->output->dense; }
 
 QueryKeyWeights BertModel::query_key_weights(int64_t layer) const {
   const auto& self = layers.at(layer)->attention->self;

@@ -84,6 +84,7 @@ class BertLayerImpl : public torch::nn::Module {
   /// intermediate activation (AttentionModel's FfnMultipliers).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask_bias,
                         const torch::Tensor& multiplier, const torch::Tensor& ffn_multiplier = {});
+  AttentionBlockIO ffn_io;  ///< the FFN block's input and activation, when attention->record_io
   BertAttention attention{nullptr};
   BertIntermediate intermediate{nullptr};
   BertProjection output{nullptr};
@@ -131,6 +132,7 @@ class BertModel : public AttentionModel {
   void set_output_attentions(bool on) override;
   void set_record_attention_io(bool on) override;
   Linear output_projection(int64_t layer) const override;
+  Linear ffn_output_projection(int64_t layer) const override;
   QueryKeyWeights query_key_weights(int64_t layer) const override;
 
   BertEmbeddings embeddings{nullptr};

@@ -250,6 +250,7 @@ torch::Tensor LlamaMLPImpl::forward(const torch::Tensor& x, const torch::Tensor&
   auto gate = gate_proj->forward(x);
   auto h = hf_activation(gate, hidden_act_) * up_proj->forward(x);
   if (multiplier.defined()) h = h * multiplier.to(h.dtype());
+  if (record_activation) activation = h.detach();
   return down_proj->forward(h);
 }
 
@@ -278,7 +279,9 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x,
   if (self_attn->record_context) io = {x.detach(), self_attn->context};
   if (!pre_feedforward_layernorm) {  // LLaMA
     auto h = x + attn;
-    return h + mlp->forward(post_attention_layernorm->forward(h), ffn_multiplier);
+    auto out = mlp->forward(post_attention_layernorm->forward(h), ffn_multiplier);
+    if (mlp->record_activation) ffn_io = {h.detach(), mlp->activation};
+    return h + out;
   }
   auto h = x + post_attention_layernorm->forward(attn);  // Gemma's sandwich norms
   return h + post_feedforward_layernorm->forward(mlp->forward(pre_feedforward_layernorm->forward(h), ffn_multiplier));
@@ -286,7 +289,11 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x,
 
 void LlamaDecoderLayerImpl::set_record_io(bool on) {
   self_attn->record_context = on;
-  if (!on) io = {};
+  mlp->record_activation = on;
+  if (!on) {
+    io = ffn_io = {};
+    mlp->activation = torch::Tensor();
+  }
 }
 
 // ---------------------------------------------------------------- model
@@ -341,11 +348,14 @@ ModelOutput LlamaModel::forward(const ModelInputs& inputs, const Multipliers& mu
     if (output_hidden_states()) hidden_states.push_back(x);
   }
   x = norm->forward(x);
-  ModelOutput out{x, compute_logits() ? lm_logits(x) : torch::Tensor(), {}, {}, std::move(hidden_states)};
+  ModelOutput out{x, compute_logits() ? lm_logits(x) : torch::Tensor(), {}, {}, std::move(hidden_states), {}};
   for (auto& layer : layers)
     if (layer->self_attn->record_probs) out.attentions.push_back(layer->self_attn->probs);
   for (auto& layer : layers)
-    if (layer->self_attn->record_context) out.attention_io.push_back(layer->io);
+    if (layer->self_attn->record_context) {
+      out.attention_io.push_back(layer->io);
+      if (layer->ffn_io.context.defined()) out.ffn_io.push_back(layer->ffn_io);
+    }
   return out;
 }
 
@@ -432,6 +442,8 @@ void LlamaModel::set_record_attention_io(bool on) {
 }
 
 Linear LlamaModel::output_projection(int64_t layer) const { return layers.at(layer)->self_attn->o_proj; }
+
+Linear LlamaModel::ffn_output_projection(int64_t layer) const { return layers.at(layer)->mlp->down_proj; }
 
 QueryKeyWeights LlamaModel::query_key_weights(int64_t layer) const {
   const auto& attn = layers.at(layer)->self_attn;

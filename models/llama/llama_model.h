@@ -88,6 +88,8 @@ class LlamaMLPImpl : public torch::nn::Module {
   /// x: [B, T, H]; multiplier: undefined or [width], on act(gate_proj(x)) * up_proj(x) (the
   /// down_proj input: AttentionModel's FfnMultipliers). @returns [B, T, H].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& multiplier = {});
+  bool record_activation = false;  ///< keep the last forward's down_proj input in `activation`
+  torch::Tensor activation;        ///< [B, T, width], detached, when record_activation
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 
  private:
@@ -111,7 +113,8 @@ class LlamaDecoderLayerImpl : public torch::nn::Module {
                         torch::Tensor* past_keys = nullptr, torch::Tensor* past_values = nullptr);
   /// Keeps the last forward's block input and context in `io` (sets self_attn's record_context).
   void set_record_io(bool on);
-  AttentionBlockIO io;  ///< detached, when recording
+  AttentionBlockIO io;      ///< detached, when recording
+  AttentionBlockIO ffn_io;  ///< the MLP's residual and down_proj input, when recording (not with sandwich norms)
   Norm input_layernorm{nullptr};  ///< empty in ModernBERT's layer 0
   Norm post_attention_layernorm{nullptr};
   Norm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};  ///< sandwich_norms only
@@ -163,6 +166,7 @@ class LlamaModel : public AttentionModel {
   void set_output_attentions(bool on) override;
   void set_record_attention_io(bool on) override;
   Linear output_projection(int64_t layer) const override;
+  Linear ffn_output_projection(int64_t layer) const override;
   QueryKeyWeights query_key_weights(int64_t layer) const override;
   /// lm_head.weight, or embed_tokens.weight when tied; undefined without an LM head (ModernBERT).
   /// In the file's dtype when the checkpoint loaded with WeightStorage::source.

@@ -57,7 +57,8 @@ void add_refit_flags(CommandLine& line, RefitFlags& f, const char* text) {
       ("refit", arg(&f.method, "METHOD", f.method),
        fmt::format("after removing heads, refit each layer's attention output to the dense model's on {}, "
                    "in closed form (least squares, layer by layer): output = the output projection's weights "
-                   "and bias, scale = one factor per kept head, none = keep the weights as they are",
+                   "and bias (and the FFN output projection's, when FFN neurons were removed), scale = one "
+                   "factor per kept head, none = keep the weights as they are",
                    text).c_str())
       ("refit-sequences", arg(&f.sequences, "N", f.sequences), "calibration sequences the refit uses")
       ("refit-ridge", arg(&f.ridge, "R", f.ridge),
@@ -164,9 +165,8 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   job.refit.batch_size = job.training.batch_size;
   job.rearrange = rearrange_options(prune.refit, vm, job.training.device);
   job.rearrange.fold_gates = job.fold_gates;
-  if (job.training.gates_ffn() && (job.rearrange.enabled || job.refit.method != pruner::RefitMethod::kNone))
-    throw UsageError(fmt::format("{} handles heads only; --prune heads,ffn also removes FFN neurons: leave it out",
-                                 job.rearrange.enabled ? "--rearrange" : "--refit"));
+  if (job.training.gates_ffn() && job.rearrange.enabled)
+    throw UsageError("--rearrange handles heads only; --prune heads,ffn also removes FFN neurons: leave it out");
   return job;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -17,20 +18,42 @@ namespace {
 using models::AttentionModel;
 using models::ModelInputs;
 
-/// One batch of one layer over its real tokens (float64): the pruned layer's context [n, m]
+/// One block a refit fits: layer `layer`'s attention block, or its FFN block.
+struct Block {
+  int64_t layer = 0;
+  bool ffn = false;
+};
+
+/// The block's output projection in `model` (attention output or FFN output).
+models::Linear projection_of(const AttentionModel& model, Block b) {
+  return b.ffn ? model.ffn_output_projection(b.layer) : model.output_projection(b.layer);
+}
+
+/// The block's recorded input and context in a forward pass's output.
+const models::AttentionBlockIO& io_of(const models::ModelOutput& out, Block b) {
+  return (b.ffn ? out.ffn_io : out.attention_io).at(static_cast<std::size_t>(b.layer));
+}
+
+/// One batch of one block over its real tokens (float64): the pruned block's context [n, m]
 /// and the target y = r^dense + O^dense(c^dense) − r [n, H].
 struct LayerSample {
   torch::Tensor context;
   torch::Tensor target;
 };
 
-/// r^dense + O^dense(c^dense) [B, T, H] of every layer of `dense` for one batch: the part of the
-/// layers' targets that no refit changes.
-std::vector<torch::Tensor> dense_outputs(AttentionModel& dense, const ModelInputs& in) {
+/// r^dense + O^dense(c^dense) [B, T, H] of every block of `dense` for one batch (the attention
+/// blocks, then with `ffn` the FFN blocks): the part of the blocks' targets that no refit changes.
+std::vector<torch::Tensor> dense_outputs(AttentionModel& dense, const ModelInputs& in, bool ffn) {
   std::vector<torch::Tensor> out;
-  const auto io = dense.forward(in, nullptr).attention_io;
-  for (std::size_t l = 0; l < io.size(); ++l)
-    out.push_back(dense.output_projection(static_cast<int64_t>(l))->forward(io[l].context) + io[l].residual);
+  const auto pass = dense.forward(in, nullptr);
+  const auto layers = dense.config().num_hidden_layers;
+  for (bool f : {false, true}) {
+    if (f && !ffn) break;
+    for (int64_t l = 0; l < layers; ++l) {
+      const auto& io = io_of(pass, {l, f});
+      out.push_back(projection_of(dense, {l, f})->forward(io.context) + io.residual);
+    }
+  }
   return out;
 }
 
@@ -39,22 +62,25 @@ constexpr int64_t kDenseCacheBytes = int64_t{2} << 30;
 
 /// Per batch, dense_outputs (one dense pass per batch instead of one per batch and layer), when
 /// they fit in kDenseCacheBytes; else empty.
-std::vector<std::vector<torch::Tensor>> cached_dense_outputs(AttentionModel& dense, const std::vector<ModelInputs>& batches) {
+std::vector<std::vector<torch::Tensor>> cached_dense_outputs(AttentionModel& dense, const std::vector<ModelInputs>& batches,
+                                                             bool ffn) {
   const auto& c = dense.config();
   int64_t bytes = 0;
-  for (const auto& in : batches) bytes += in.input_ids.numel() * c.hidden_size * c.num_hidden_layers * 4;
+  for (const auto& in : batches)
+    bytes += in.input_ids.numel() * c.hidden_size * c.num_hidden_layers * 4 * (ffn ? 2 : 1);
   std::vector<std::vector<torch::Tensor>> out;
   if (bytes > kDenseCacheBytes) return out;
-  for (const auto& in : batches) out.push_back(dense_outputs(dense, in));
+  for (const auto& in : batches) out.push_back(dense_outputs(dense, in, ffn));
   return out;
 }
 
-/// `cached`: dense_outputs of this batch, or null to compute them.
-LayerSample layer_sample(AttentionModel& pruned, AttentionModel& dense, const ModelInputs& in, int64_t layer,
+/// `cached`: dense_outputs of this batch (with the FFN blocks when b is one), or null to compute them.
+LayerSample layer_sample(AttentionModel& pruned, AttentionModel& dense, const ModelInputs& in, Block b,
                          const std::vector<torch::Tensor>* cached) {
-  const auto dense_part = cached ? cached->at(static_cast<std::size_t>(layer))
-                                 : dense_outputs(dense, in).at(static_cast<std::size_t>(layer));
-  const auto p = pruned.forward(in, nullptr).attention_io.at(static_cast<std::size_t>(layer));
+  const auto slot = static_cast<std::size_t>(b.layer + (b.ffn ? dense.config().num_hidden_layers : 0));
+  const auto dense_part = cached ? cached->at(slot) : dense_outputs(dense, in, b.ffn).at(slot);
+  const auto pass = pruned.forward(in, nullptr);
+  const auto& p = io_of(pass, b);
   const auto real = in.attention_mask.reshape({-1}).to(torch::kBool);
   auto flat = [&](const torch::Tensor& t) {
     return t.reshape({t.size(0) * t.size(1), t.size(2)}).index({real}).to(torch::kDouble);
@@ -150,20 +176,30 @@ struct HeadScaleFit {
   }
 };
 
-/// Accumulates layer `layer` over the batches, solves, writes the fit into `pruned`.
+/// Accumulates block `block` over the batches, solves, writes the fit into `pruned`. An FFN
+/// block with more values per output than the text has tokens keeps its weights, with a warning.
 template <typename Fit>
 LayerRefit refit_layer(const Fit& fit, AttentionModel& pruned, AttentionModel& dense,
                        const std::vector<ModelInputs>& batches, const std::vector<std::vector<torch::Tensor>>& cached,
-                       int64_t layer, double ridge) {
+                       Block block, double ridge) {
   NormalEquations eq;
   for (std::size_t b = 0; b < batches.size(); ++b)
-    fit.add(eq, layer_sample(pruned, dense, batches[b], layer, cached.empty() ? nullptr : &cached[b]));
+    fit.add(eq, layer_sample(pruned, dense, batches[b], block, cached.empty() ? nullptr : &cached[b]));
   const auto theta0 = fit.theta0();
+  const auto layer = block.layer;
   LayerRefit done;
   done.layer = layer;
+  done.ffn = block.ffn;
   done.parameters = theta0.numel();
   done.error_before = done.error_after = eq.relative_error(theta0);
   if (theta0.size(0) == 0) return done;  // no heads and no bias: nothing to fit
+  if (eq.tokens < theta0.size(0) && block.ffn) {
+    log::warn("refit layer {}'s FFN: {} values per output to fit but the calibration text has only {} tokens; its "
+              "output projection keeps its weights (give more text with --refit-sequences)",
+              layer, theta0.size(0), eq.tokens);
+    done.parameters = 0;
+    return done;
+  }
   if (eq.tokens < theta0.size(0))
     throw Error(fmt::format("--refit: layer {} has {} values per output to fit but the calibration text "
                             "has only {} tokens; give more text, or use --refit scale",
@@ -240,10 +276,13 @@ RefitResult refit_pruned_model(AttentionModel& pruned, AttentionModel& dense,
   result.method = options.method;
   if (options.method == RefitMethod::kNone) return result;
   if (sequences.empty()) throw Error("--refit needs calibration text, and none was given");
-  if (pruned.config().intermediate_sizes != dense.config().intermediate_sizes)
-    throw Error("--refit fits the attention output projections of a model whose FFN widths are the dense model's; "
-                "this one lost FFN neurons (--prune heads,ffn): leave --refit out");
   check_same_shape(pruned, dense);
+  // FFN neurons removed: with `output` each layer's FFN output projection is refit too.
+  const bool ffn = options.method == RefitMethod::kOutput &&
+                   pruned.config().intermediate_sizes != dense.config().intermediate_sizes;
+  if (ffn && pruned.config().sandwich_norms)
+    throw Error("--refit output: the FFN neurons removed would be refit through Gemma's post-feed-forward norm, "
+                "which least squares on the output projection does not model; use --refit scale (heads only)");
   torch::NoGradGuard no_grad;
   const auto batches = calibration_batches(sequences, pad_id, options);
   result.sequences = std::min(sequences.size(), options.max_sequences);
@@ -253,18 +292,28 @@ RefitResult refit_pruned_model(AttentionModel& pruned, AttentionModel& dense,
   log::info("refit ({}): {} layers on {} calibration sequences ({} tokens); each layer runs the pruned model "
             "over them again",
             refit_method_name(options.method), layers, result.sequences, result.tokens);
-  const auto cached = cached_dense_outputs(dense, batches);
+  if (options.method == RefitMethod::kHeadScale && pruned.config().intermediate_sizes != dense.config().intermediate_sizes)
+    log::info("refit (scale): one factor per kept head; the FFN output projections are refit by --refit output");
+  const auto cached = cached_dense_outputs(dense, batches, ffn);
   for (int64_t l = 0; l < layers; ++l) {
     const auto projection = pruned.output_projection(l);
-    const auto layer = options.method == RefitMethod::kOutput
-        ? refit_layer(OutputFit{projection}, pruned, dense, batches, cached, l, options.ridge)
-        : refit_layer(HeadScaleFit{projection, pruned.config().head_dim}, pruned, dense, batches, cached, l,
-                      options.ridge);
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    log::info("refit layer {:>3}/{}: {} values, relative error {:.4f} -> {:.4f} | ETA {}", l + 1, layers,
-              layer.parameters, layer.error_before, layer.error_after,
-              human_duration(elapsed / static_cast<double>(l + 1) * static_cast<double>(layers - l - 1)));
+    auto layer = options.method == RefitMethod::kOutput
+        ? refit_layer(OutputFit{projection}, pruned, dense, batches, cached, {l, false}, options.ridge)
+        : refit_layer(HeadScaleFit{projection, pruned.config().head_dim}, pruned, dense, batches, cached,
+                      {l, false}, options.ridge);
     result.layers.push_back(layer);
+    if (ffn) {
+      result.layers.push_back(
+          refit_layer(OutputFit{pruned.ffn_output_projection(l)}, pruned, dense, batches, cached, {l, true},
+                      options.ridge));
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    log::info("refit layer {:>3}/{}: {} values, relative error {:.4f} -> {:.4f}{} | ETA {}", l + 1, layers,
+              layer.parameters, layer.error_before, layer.error_after,
+              ffn ? fmt::format("; FFN {:.4f} -> {:.4f}", result.layers.back().error_before,
+                                result.layers.back().error_after)
+                  : "",
+              human_duration(elapsed / static_cast<double>(l + 1) * static_cast<double>(layers - l - 1)));
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   log::info("{}", result.describe());
@@ -274,7 +323,7 @@ RefitResult refit_pruned_model(AttentionModel& pruned, AttentionModel& dense,
 nlohmann::json RefitResult::to_json() const {
   nlohmann::json layers_json = nlohmann::json::array();
   for (const auto& l : layers)
-    layers_json.push_back({{"layer", l.layer}, {"parameters", l.parameters},
+    layers_json.push_back({{"layer", l.layer}, {"block", l.ffn ? "ffn" : "attention"}, {"parameters", l.parameters},
                            {"relative_error_before", l.error_before}, {"relative_error_after", l.error_after},
                            {"singular", l.singular}, {"rank", l.rank}});
   return {{"method", refit_method_name(method)}, {"sequences", sequences}, {"tokens", tokens},
@@ -282,15 +331,21 @@ nlohmann::json RefitResult::to_json() const {
 }
 
 std::string RefitResult::describe() const {
-  double before = 0, after = 0;
-  for (const auto& l : layers) {
-    before += l.error_before;
-    after += l.error_after;
-  }
-  const double n = layers.empty() ? 1.0 : static_cast<double>(layers.size());
+  // Per kind of block: the mean relative error over layers before and after, and how many.
+  const auto mean = [this](bool ffn) {
+    double before = 0, after = 0, n = 0;
+    for (const auto& l : layers)
+      if (l.ffn == ffn) before += l.error_before, after += l.error_after, n += 1;
+    return std::tuple{before / std::max(n, 1.0), after / std::max(n, 1.0), n};
+  };
+  const auto [before, after, attention_blocks] = mean(false);
+  const auto [ffn_before, ffn_after, ffn_blocks] = mean(true);
+  (void)attention_blocks;
   return fmt::format("refit ({}) on {} sequences ({} tokens): attention-output error relative to the dense "
-                     "model, mean over layers {:.4f} -> {:.4f} ({:.1f} s)",
-                     refit_method_name(method), sequences, tokens, before / n, after / n, seconds);
+                     "model, mean over layers {:.4f} -> {:.4f}{} ({:.1f} s)",
+                     refit_method_name(method), sequences, tokens, before, after,
+                     ffn_blocks > 0 ? fmt::format("; FFN-output error {:.4f} -> {:.4f}", ffn_before, ffn_after) : "",
+                     seconds);
 }
 
 }  // namespace headprune::pruner

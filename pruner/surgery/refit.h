@@ -17,6 +17,12 @@
 //     solved here as one least-squares problem per layer instead of their LSMR iterations).
 // The ridge term pulls θ towards the weights it starts from (ridge × the mean diagonal of the
 // normal matrix), so a layer with little evidence stays as it was.
+//
+// When FFN neurons were removed too (--prune heads,ffn), kOutput refits each layer's FFN block
+// the same way after its attention block: c_t is the kept neurons' activation, r_t the residual
+// the FFN output is added to, f_θ the FFN output projection (Kwon et al. 2022 tune the FFN
+// neurons' mask with their heads'; FLAP fits the output projection's bias). kHeadScale scales
+// heads only. Gemma's sandwich norms put a norm between the FFN output and the residual: refused.
 #pragma once
 
 #include <cstdint>
@@ -43,13 +49,14 @@ struct RefitOptions {
   RefitMethod method = RefitMethod::kNone;
   std::size_t max_sequences = 256;  ///< calibration sequences used (the first ones given)
   std::size_t batch_size = 32;
-  double ridge = 1e-3;              ///< relative to the mean diagonal of each layer's normal matrix
+  double ridge = 1e-3;              ///< relative to the mean diagonal of each block's normal matrix
   torch::Device device = torch::kCPU;
 };
 
-/// One layer's fit: relative squared error ‖f_θ(c) − y‖² / ‖y‖² over the calibration tokens.
+/// One block's fit: relative squared error ‖f_θ(c) − y‖² / ‖y‖² over the calibration tokens.
 struct LayerRefit {
   int64_t layer = 0;
+  bool ffn = false;           ///< the layer's FFN block (its output projection), not its attention
   int64_t parameters = 0;     ///< values the fit chose (weight and bias entries, or head scales)
   double error_before = 0;    ///< with the weights surgery left
   double error_after = 0;     ///< with the refitted ones (≤ error_before up to the ridge term)
