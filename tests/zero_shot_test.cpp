@@ -9,6 +9,7 @@
 
 #include "models/errors.h"
 #include "models/loader.h"
+#include "pruner/jobs/quality_measure.h"
 #include "pruner/measure/zero_shot.h"
 #include "pruner/text/multiple_choice.h"
 #include "tests/cli_support.h"
@@ -223,4 +224,44 @@ CATCH_TEST_CASE("sweep --task judges every model by its mean zero-shot accuracy"
   CATCH_CHECK(sweep.at("dense").at("quality").get<double>() == Approx(50.0 * acc).margin(1e-9));
   const double pruned = sweep.at("points").at(0).at("quality").get<double>();
   CATCH_CHECK((pruned >= 0.0 && pruned <= 100.0));
+}
+
+CATCH_TEST_CASE("prune --task scores the dense and the pruned model, and refuses an encoder before training",
+                "[zero_shot][cli][e2e]") {
+  testing::Workspace w("prune-task");
+  const auto model = testing::fixture_path("llama3").string();
+  const auto tasks = testing::fixture_path("zero_shot/tasks");
+  const auto out = w.dir / "pruned";
+  const std::vector<std::string> task_flags = {"--task", "piqa,hellaswag", "--task-dir", tasks.string(),
+                                               "--task-limit", "4"};
+  auto args = std::vector<std::string>{"prune", model, "--data", w.corpus.string(), "--target-sparsity", "0.5",
+                                       "--steps", "4", "--batch-size", "4", "--max-length", "16", "--no-bench", "-o",
+                                       out.string()};
+  args.insert(args.end(), task_flags.begin(), task_flags.end());
+  CATCH_REQUIRE(testing::run_cli(args) == 0);
+  const auto quality = models::read_json_file(out / "headprune" / "summary.json").at("quality");
+  CATCH_CHECK(quality.at("measure") == "zero_shot_acc");
+  // Both numbers are the mean acc in percent of the same questions, scored by eval's scorer.
+  for (const auto& [which, path] : {std::pair{"dense", model}, std::pair{"pruned", out.string()}}) {
+    auto ckpt = models::load_checkpoint(path, testing::test_device());
+    double acc = 0;
+    for (const auto* name : {"piqa", "hellaswag"})
+      acc += pruner::score_multiple_choice(ckpt, pruner::read_multiple_choice(tasks / (std::string(name) + ".jsonl"), 4),
+                                           8, testing::test_device()).acc;
+    CATCH_INFO(which);
+    CATCH_CHECK(quality.at(which).get<double>() == Approx(50.0 * acc).margin(1e-9));
+  }
+  // An encoder cannot score the tasks: refused before any training, nothing written.
+  auto encoder = args;
+  encoder[1] = testing::fixture_path("distilbert").string();
+  encoder[encoder.size() - task_flags.size() - 1] = (w.dir / "enc").string();
+  CATCH_CHECK(testing::run_cli(encoder) == 1);
+  CATCH_CHECK_FALSE(std::filesystem::exists(w.dir / "enc"));
+  const pruner::QualityMeasure measure(std::nullopt, {pruner::read_multiple_choice(tasks / "piqa.jsonl", 4)});
+  auto distilbert = models::load_checkpoint(testing::fixture_path("distilbert"), testing::test_device());
+  CATCH_CHECK_THROWS_WITH(measure.check(distilbert), Catch::Contains("needs a causal language model"));
+  auto limit_alone = std::vector<std::string>(args.begin(), args.end() - static_cast<std::ptrdiff_t>(task_flags.size()));
+  limit_alone.back() = (w.dir / "lim").string();
+  limit_alone.insert(limit_alone.end(), {"--task-limit", "4"});
+  CATCH_CHECK(testing::run_cli(limit_alone) == 2);
 }

@@ -6,6 +6,7 @@
 #include "models/errors.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
+#include "pruner/cli/quality_flags.h"
 #include "pruner/cli/training_flags.h"
 #include "pruner/format.h"
 #include "pruner/jobs/prune_job.h"
@@ -19,6 +20,16 @@ void print_budget(const nlohmann::json& allowed, const nlohmann::json& achieved,
   const double a = allowed.get<double>(), got = achieved.get<double>();
   std::cout << fmt::format("  budget         {:.10g} {} {:.10g}, {}\n", a, what, got,
                            got <= a * (1 + 1e-9) ? "within it" : "OVER IT");
+}
+
+/// --sts / --task: the dense and the pruned model's score, and the change.
+void print_quality(const nlohmann::json& s) {
+  const auto& q = s.value("quality", nlohmann::json());
+  if (!q.is_object()) return;
+  const double dense = q["dense"].get<double>(), pruned = q["pruned"].get<double>();
+  std::cout << fmt::format("  quality        {} {:.2f} -> {:.2f} ({:+.2f}; dense -> pruned)\n",
+                           pruner::QualityMeasure::column(q["measure"].get<std::string>()), dense, pruned,
+                           pruned - dense);
 }
 
 void print_summary(const nlohmann::json& s) {
@@ -55,6 +66,7 @@ void print_summary(const nlohmann::json& s) {
                              "perplexity {:.3f} (dense {:.3f})\n",
                              fid["kl"].get<double>(), fid["student_perplexity"].get<double>(),
                              fid["teacher_perplexity"].get<double>());
+  print_quality(s);
   if (s["bench"].is_object()) {
     const auto& b = s["bench"];
     const int blas = b.value("blas_threads", 0);
@@ -101,6 +113,8 @@ int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals
   line.positional("model", "MODEL", &model, "checkpoint folder (config.json, model.safetensors, tokenizer)");
   add_prune_flags(line, prune, out, "folder for the pruned checkpoint (new or empty, or --force)");
   add_training_flags(line);
+  QualityFlags quality;
+  add_quality_flags(line, quality, "the dense and the pruned model after fidelity");
   pruner::DistributedOptions distributed;
   add_distributed_flags(line, distributed);
   line.example("prune .cache/models/all-MiniLM-L6-v2 --data .cache/text/wordnet-examples.txt "
@@ -110,11 +124,14 @@ int run_prune(const std::vector<std::string>& args, const GlobalOptions& globals
                "a gentler target, longer training, then fine-tune the kept weights")
       .example("prune MY-CLASSIFIER --labels train.tsv --target-sparsity 0.5 -o out/c-50",
                "a classifier: train on its labels (sentence<TAB>label) mixed with the distillation")
+      .example("prune LLM --data wiki.txt --target-sparsity 0.25 --task piqa,arc_easy --task-limit 200 -o out/llm-25",
+               "a decoder, judged by zero-shot accuracy before and after (after scripts/fetch-data)")
       .example("prune MODEL --data train.txt --target-sparsity 0.3 -o out/m-30 --resume",
                "continue a run that was stopped");
   po::variables_map vm;
   if (!line.parse(args, vm)) return 0;
-  const auto job = prune_job_options(prune, vm, globals, model, out);
+  auto job = prune_job_options(prune, vm, globals, model, out);
+  job.quality = quality_measure(quality, vm);
   const auto group = join_if_distributed(vm, distributed, globals);
   const auto summary = pruner::run_prune_job(job, group);
   if (!group.is_main()) return 0;  // rank 0 exports and reports

@@ -6,6 +6,7 @@
 #include "models/errors.h"
 #include "pruner/cli/command.h"
 #include "pruner/cli/command_line.h"
+#include "pruner/cli/quality_flags.h"
 #include "pruner/cli/training_flags.h"
 #include "pruner/jobs/sweep.h"
 
@@ -23,7 +24,7 @@ std::vector<double> parse_targets(const std::string& text) {
 
 int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals) {
   CommandLine line("sweep", "sweep MODEL (--data FILE... | --labels FILE) [--targets 0.25,0.5,0.75] [--sts FILE] -o DIR [options]");
-  std::string model, out, targets = "0.25,0.5,0.75", sts;
+  std::string model, out, targets = "0.25,0.5,0.75";
   PruneFlags prune;
   line.positional("model", "MODEL", &model, "checkpoint folder");
   add_prune_flags(line, prune, out, "sweep folder: target-XX/ checkpoints + sweep.json, sweep.txt, sweep.svg");
@@ -41,17 +42,8 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
        "layers) of them, chosen greedily by the same distillation loss) into layers-XX/; heads = with --prune "
        "heads,ffn, heads only trained to the same FLOPs budgets into heads-XX/ (a budget they cannot reach is "
        "listed as such)");
-  line.group("Quality").add_options()
-      ("sts", arg(&sts, "FILE"),
-       "STS Benchmark file: quality = Spearman x100 (else: embedding cosine to the dense model)");
-  std::string task_list, task_dir = pruner::default_task_dir().string();
-  std::size_t task_limit = 0;
-  line.group("Quality").add_options()
-      ("task", arg(&task_list, "LIST"),
-       "zero-shot tasks of a causal LM (as eval --task): quality = the mean of their acc in percent")
-      ("task-limit", arg(&task_limit, "N", task_limit), "with --task: the first N questions of each task (0 = all)")
-      ("task-dir", arg(&task_dir, "DIR", task_dir), "with --task: where task names are found");
-  line.alias("--eval-sts", "--sts");
+  QualityFlags quality;
+  add_quality_flags(line, quality, "every model, the dense one too (without either: by embedding cosine to the dense model)");
   add_training_flags(line, {"target-sparsity", "l0-lambda", "target-params", "target-flops", "target-latency",
                             "latency-shape", "latency-table"});
   line.example("sweep MODEL --data train.txt --targets 0.25,0.5,0.75 --sts sts-dev.csv -o out/sweep",
@@ -91,9 +83,7 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   if (o.one_run && o.job.training.train_weights)
     throw UsageError("--one-run trains the gates only: weights fine-tuned for one mask do not fit the others; "
                      "drop --train-weights (or sweep without --one-run)");
-  if (!sts.empty()) o.sts = sts;
-  if (task_list.empty() && !vm["task-limit"].defaulted()) throw UsageError("--task-limit goes with --task");
-  if (!task_list.empty()) o.tasks = pruner::read_tasks(split_list(task_list), task_dir, task_limit);
+  o.quality = quality_measure(quality, vm);
   for (const auto& name : baselines.empty() ? std::vector<std::string>{} : split_list(baselines)) {
     if (name != "importance" && name != "layers" && name != "heads")
       throw UsageError(

@@ -200,11 +200,23 @@ JobInputs load_job_inputs(const PruneJobOptions& o) {
   refuse_if_it_cannot_fit(o.model, o.training, static_cast<int64_t>(o.training.batch_size * o.corpus.max_length));
   auto student = models::load_checkpoint(o.model, o.training.device, o.training.weight_storage());
   if (o.gguf) models::check_gguf_exportable(student);  // before hours of training
+  o.quality.check(student);                               // --task on a model that cannot score it
   auto corpus = load_training_text(o.text, student, o.corpus);
   auto treebank = read_treebank(o, student);
   log::info("corpus {}: {} documents, {} for training, {} held out", o.text.describe(), corpus.lines_read,
             corpus.train.size(), corpus.heldout.size());
   return {std::move(student), std::move(corpus), std::move(treebank)};
+}
+
+/// --sts / --task: the dense and the pruned model scored alike ({"measure", "dense", "pruned"}),
+/// or null without them.
+nlohmann::json measure_quality(const QualityMeasure& quality, const RemovedModel& m, const torch::Device& device) {
+  if (!quality.measures()) return nullptr;
+  log::info("quality ({}): scoring the dense model, then the pruned one", QualityMeasure::column(quality.name()));
+  const auto dense = quality.of(m.dense, device).value();
+  const auto pruned = quality.of(m.pruned, device).value();
+  log::info("quality ({}): {:.2f} dense -> {:.2f} pruned", QualityMeasure::column(quality.name()), dense, pruned);
+  return {{"measure", quality.name()}, {"dense", dense}, {"pruned", pruned}};
 }
 
 }  // namespace
@@ -219,6 +231,7 @@ nlohmann::json measure_and_export(const PruneJobOptions& o, const RemovedModel& 
                                          m.dense.pooling, m.batch_size, device);
   log::info("{}", fidelity.describe());
   const auto accuracy = heldout_accuracy(pruned, *pruned.model, {}, *m.dense.model, m.corpus, m.batch_size, device);
+  const auto quality = measure_quality(o.quality, m, device);
   if (also) also(summary, extra);
   const auto bench_json = bench_stage(o, *m.dense.model, *pruned.model, extra);
   m.dense.model.reset();  // not needed past here: the export's check loads the written folder, a model as large
@@ -233,6 +246,7 @@ nlohmann::json measure_and_export(const PruneJobOptions& o, const RemovedModel& 
                                 {"fidelity", fidelity.to_json()},
                                 {"bench", bench_json}});
   if (!accuracy.is_null()) summary["heldout_accuracy"] = accuracy;
+  if (!quality.is_null()) summary["quality"] = quality;
   if (const auto latency = measured_latency(o, summary, bench_json); !latency.is_null()) summary["latency"] = latency;
   summary.update(o.text.to_json());
   summary["text"] = m.corpus.profile.to_json();

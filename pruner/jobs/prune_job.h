@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/checkpoint.h"
+#include "pruner/jobs/quality_measure.h"
 #include "pruner/measure/bench.h"
 #include "pruner/surgery/apply.h"
 #include "pruner/surgery/mask_rearrangement.h"
@@ -40,6 +41,9 @@ struct PruneJobOptions {
   RefitOptions refit;  ///< after removal, on the corpus's training share (pruner/surgery/refit.h)
   /// Before removal, on the corpus's training share (pruner/surgery/mask_rearrangement.h).
   RearrangeOptions rearrange;
+  /// --sts / --task: the dense and the pruned model scored after fidelity, in the summary's
+  /// "quality" ({"measure", "dense", "pruned"}); measures nothing by default.
+  QualityMeasure quality;
 };
 
 /// Runs the stages with a progress display and returns the summary that is also written to

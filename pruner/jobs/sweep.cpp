@@ -22,7 +22,7 @@
 #include "pruner/jobs/layer_baseline.h"
 #include "pruner/format.h"
 #include "pruner/log.h"
-#include "pruner/jobs/sweep_quality.h"
+#include "pruner/jobs/quality_measure.h"
 #include "pruner/text/training_text.h"
 #include "pruner/training/gates_folder.h"
 #include "pruner/training/nested_masks.h"
@@ -96,7 +96,7 @@ PruneJobOptions baseline_job(const SweepOptions& o, double t, const char* prefix
 
 /// sweep.json's "baselines.importance": per head the ablation importance on the first training
 /// sequences, then one model per target with the least important heads removed (no training).
-nlohmann::json importance_baseline(const SweepOptions& o, const SweepQuality& quality) {
+nlohmann::json importance_baseline(const SweepOptions& o, const QualityMeasure& quality) {
   const auto& device = o.job.training.device;
   auto ckpt = models::load_checkpoint(o.job.model, device);
   const auto sequences = scoring_sequences(o, ckpt);
@@ -120,7 +120,7 @@ nlohmann::json importance_baseline(const SweepOptions& o, const SweepQuality& qu
 /// sweep.json's "baselines.layers": the greedy layer order on the first training sequences, then
 /// one model per distinct layer count (layers_for_target) with those layers removed.
 nlohmann::json layer_baseline(const SweepOptions& o, const models::ModelConfig& config,
-                              const SweepQuality& quality) {
+                              const QualityMeasure& quality) {
   const auto& device = o.job.training.device;
   const auto layers = config.num_hidden_layers;
   std::vector<int64_t> counts;
@@ -166,7 +166,7 @@ std::string unreachable_reason(const PruneJobOptions& job, const models::Attenti
 /// sweep.json's "baselines.heads": heads only, trained to each target's FLOPs budget with the
 /// sweep's own recipe (heads-XX/); a budget heads alone cannot meet is a point with "unreachable".
 nlohmann::json heads_baseline(const SweepOptions& o, const models::AttentionModel& dense,
-                              const SweepQuality& quality) {
+                              const QualityMeasure& quality) {
   nlohmann::json points = nlohmann::json::array();
   for (double t : o.targets) {
     auto job = baseline_job(o, t, "heads");
@@ -251,7 +251,7 @@ nlohmann::json run_sweep(const SweepOptions& o) {
   // Validate every target against the model before training anything.
   const auto config = models::read_config_file(o.job.model);
   check_targets(o, config);
-  const SweepQuality quality(o.sts, o.tasks);  // a bad STS file is refused before anything is written
+  const auto& quality = o.quality;
   fs::create_directories(o.out);
 
   nlohmann::json sweep = {{"model", o.job.model.string()}, {"targets", o.targets},
@@ -324,7 +324,7 @@ std::string sweep_table(const nlohmann::json& sweep) {
                        flops ? fmt::format(" {:>9}", ffn) : "");
   };
   std::string table = flops ? "target = the share of the dense model's FLOPs per token removed\n" : "";
-  table += line("target", "heads", SweepQuality::column(sweep.value("quality", std::string())), "speedup",
+  table += line("target", "heads", QualityMeasure::column(sweep.value("quality", std::string())), "speedup",
                 "FLOPs ratio", "parameters", "FFN kept");
   table += line("dense", std::to_string(sweep["dense"]["heads_kept"].get<int64_t>()),
                 fmt::format("{:.3f}", sweep["dense"]["quality"].get<double>()), "1.000x", "1.000x", "",
@@ -469,7 +469,7 @@ std::string sweep_svg(const nlohmann::json& sweep) {
       measured ? "each point: one pruned model; speedup measured side by side with the dense model"
                : "speedup not measured (--no-bench)");
   s += sweep_axes(x0, x1, y0, y1, measured ? "measured speedup (x)" : "heads removed (%)",
-                  SweepQuality::axis_label(sweep.value("quality", std::string())));
+                  QualityMeasure::axis_label(sweep.value("quality", std::string())));
   double legend_y = kTop + 6;
   // One series: a line through its points (the baseline's starts at the dense model), markers, legend lines.
   auto series = [&](std::vector<SweepPoint> points, const char* colour, bool from_dense) {

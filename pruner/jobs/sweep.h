@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pruner/jobs/prune_job.h"
-#include "pruner/text/multiple_choice.h"
+#include "pruner/jobs/quality_measure.h"
 
 namespace headprune::pruner {
 
@@ -19,8 +19,9 @@ struct SweepOptions {
   PruneJobOptions job;
   std::vector<double> targets;
   std::filesystem::path out;                  ///< sweep folder: target-XX/ subfolders + sweep.*
-  std::optional<std::filesystem::path> sts;   ///< STS-B file to score every model on
-  std::vector<MultipleChoiceTask> tasks;      ///< or zero-shot tasks (mean acc); not both
+  /// What every model is scored by (STS-B or zero-shot tasks; default: the jobs' fidelity).
+  /// The job template's own `quality` stays empty: the sweep measures each folder once.
+  QualityMeasure quality;
   /// One gate training (at the middle target) read at every target (pruner/training/
   /// nested_masks.h) instead of one training per target. Gates only (no --train-weights).
   bool one_run = false;

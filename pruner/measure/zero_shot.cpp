@@ -33,7 +33,7 @@ int64_t code_points(const std::string& s) {
 /// an LM head or tokenizer, or an answer past its positions.
 std::vector<Request> build_requests(const models::Checkpoint& checkpoint, const MultipleChoiceTask& task) {
   if (!checkpoint.model->lm_head_weight().defined() || !checkpoint.tokenizer)
-    throw Error(fmt::format("eval --task needs a causal language model with a tokenizer; {} is not one",
+    throw Error(fmt::format("--task needs a causal language model with a tokenizer; {} is not one",
                             checkpoint.dir.string()));
   const auto& tokenizer = *checkpoint.tokenizer;
   const int64_t max_positions = checkpoint.model->config().max_position_embeddings;
