@@ -20,6 +20,28 @@ std::vector<double> parse_targets(const std::string& text) {
   return targets;
 }
 
+/// --baselines LIST into `o`, checked against the gated kinds (`ffn`) and the recovery flags.
+/// @throws UsageError naming an unknown baseline or a combination it cannot compare.
+void set_baselines(pruner::SweepOptions& o, const std::string& baselines, bool ffn) {
+  for (const auto& name : baselines.empty() ? std::vector<std::string>{} : split_list(baselines)) {
+    if (name != "importance" && name != "layers" && name != "heads")
+      throw UsageError(
+          fmt::format("--baselines: '{}' is not a baseline headprune builds (importance, layers, heads)", name));
+    if (name == "heads" && !ffn)
+      throw UsageError("--baselines heads compares heads alone with heads and FFN neurons: add --prune heads,ffn");
+    if (name == "importance" && ffn)
+      throw UsageError("--baselines importance removes a fraction of heads, not of FLOPs: with --prune heads,ffn use "
+                       "the heads or layers baseline");
+    (name == "importance" ? o.importance_baseline : name == "layers" ? o.layer_baseline : o.heads_baseline) = true;
+  }
+  if (o.layer_baseline && o.job.refit.method != pruner::RefitMethod::kNone)
+    throw UsageError("--baselines layers has no --refit (it refits attention blocks layer by layer, and whole "
+                     "layers are gone): sweep without --refit, or without the layers baseline");
+  if (o.layer_baseline && o.job.rearrange.enabled)
+    throw UsageError("--baselines layers has no --rearrange (it swaps heads within a layer, and the baseline removes "
+                     "whole layers): sweep without --rearrange, or without the layers baseline");
+}
+
 }  // namespace
 
 int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals) {
@@ -84,23 +106,7 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
     throw UsageError("--one-run trains the gates only: weights fine-tuned for one mask do not fit the others; "
                      "drop --train-weights (or sweep without --one-run)");
   o.quality = quality_measure(quality, vm);
-  for (const auto& name : baselines.empty() ? std::vector<std::string>{} : split_list(baselines)) {
-    if (name != "importance" && name != "layers" && name != "heads")
-      throw UsageError(
-          fmt::format("--baselines: '{}' is not a baseline headprune builds (importance, layers, heads)", name));
-    if (name == "heads" && !ffn)
-      throw UsageError("--baselines heads compares heads alone with heads and FFN neurons: add --prune heads,ffn");
-    if (name == "importance" && ffn)
-      throw UsageError("--baselines importance removes a fraction of heads, not of FLOPs: with --prune heads,ffn use "
-                       "the heads or layers baseline");
-    (name == "importance" ? o.importance_baseline : name == "layers" ? o.layer_baseline : o.heads_baseline) = true;
-  }
-  if (o.layer_baseline && o.job.refit.method != pruner::RefitMethod::kNone)
-    throw UsageError("--baselines layers has no --refit (it refits attention blocks layer by layer, and whole "
-                     "layers are gone): sweep without --refit, or without the layers baseline");
-  if (o.layer_baseline && o.job.rearrange.enabled)
-    throw UsageError("--baselines layers has no --rearrange (it swaps heads within a layer, and the baseline removes "
-                     "whole layers): sweep without --rearrange, or without the layers baseline");
+  set_baselines(o, baselines, ffn);
   const auto sweep = pruner::run_sweep(o);
   if (vm.count("json"))
     std::cout << sweep.dump(2) << "\n";
