@@ -72,4 +72,24 @@ std::vector<torch::Tensor> HardConcreteGates::split(const torch::Tensor& per_hea
   return out;
 }
 
+torch::Tensor through_parents(const torch::Tensor& values, const std::vector<int64_t>& parent) {
+  const auto n = static_cast<int64_t>(parent.size());
+  const auto total = values.size(0);
+  std::vector<int64_t> index(parent.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const auto p = parent[static_cast<std::size_t>(i)];
+    if (p >= total || (p >= 0 && p < n))
+      throw Error(fmt::format("gate {}'s parent {} is not a parent gate (units 0..{}, gates 0..{})", i, p, n - 1,
+                              total - 1));
+    index[static_cast<std::size_t>(i)] = p < 0 ? total : p;  // `total`: the appended 1
+  }
+  const auto with_one = torch::cat({values, torch::ones({1}, values.options())});
+  return values.narrow(0, 0, n) * with_one.index_select(0, torch::tensor(index, torch::kLong).to(values.device()));
+}
+
+torch::Tensor log_alpha_of_probability(const torch::Tensor& p, const HardConcreteOptions& o) {
+  const auto q = p.clamp(1e-12, 1 - 1e-12);
+  return torch::log(q) - torch::log1p(-q) + o.beta * std::log(-o.gamma / o.zeta);
+}
+
 }  // namespace headprune::gates

@@ -72,4 +72,16 @@ class HardConcreteGates : public torch::nn::Module {
   HardConcreteOptions options_;
 };
 
+/// Nested gates (CoFi's sublayer gates over the head and FFN-block gates, Xia et al. 2022 §3.1:
+/// a head's effective mask is z_head · z_MHA): per unit i < parent.size(), values[i] ·
+/// values[parent[i]], or values[i] where parent[i] < 0. values: [units and parents], parents
+/// after the units; @returns [parent.size()] (differentiable). Used on samples, on P(z ≠ 0) (the
+/// gates are independent, so the product's probability of being non-zero is the product) and on
+/// deterministic values. @throws headprune::Error for a parent index outside values.
+torch::Tensor through_parents(const torch::Tensor& values, const std::vector<int64_t>& parent);
+
+/// The log α of a single gate whose P(z ≠ 0) is `p` (the inverse of prob_nonzero, p clamped to
+/// [1e-12, 1 − 1e-12]): how a nested unit's effective gate is ranked and recorded.
+torch::Tensor log_alpha_of_probability(const torch::Tensor& p, const HardConcreteOptions& options);
+
 }  // namespace headprune::gates

@@ -45,9 +45,14 @@ torch::Tensor interpolated(const std::vector<double>& table, const torch::Tensor
 
 }  // namespace
 
+torch::Tensor SparsityMeasure::alive(const HardConcreteGates& gates) const {
+  const auto p = gates.prob_nonzero();
+  return parent.empty() ? p : through_parents(p, parent);
+}
+
 torch::Tensor SparsityMeasure::expected(const HardConcreteGates& gates) const {
   if (!layer_cost.empty()) {
-    const auto alive = gates.prob_nonzero();
+    const auto alive = this->alive(gates);
     auto removed = torch::zeros({}, alive.options());
     int64_t start = 0;
     for (const auto& table : layer_cost) {
@@ -59,7 +64,7 @@ torch::Tensor SparsityMeasure::expected(const HardConcreteGates& gates) const {
   }
   auto cost = torch::tensor(head_cost, gates.log_alpha.options().dtype(torch::kDouble))
                   .to(gates.log_alpha.dtype());
-  return ((1 - gates.prob_nonzero()) * cost).sum() / total_cost;
+  return ((1 - alive(gates)) * cost).sum() / total_cost;
 }
 
 double SparsityMeasure::removed_cost(const std::vector<int64_t>& kept_per_layer) const {

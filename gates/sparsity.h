@@ -44,12 +44,20 @@ struct SparsityMeasure {
   SparsityUnit unit = SparsityUnit::kHeads;
   /// Optional: [layers][k = 0 .. heads present] the layer's cost with k heads kept (non-decreasing in k).
   std::vector<std::vector<double>> layer_cost;
+  /// Optional, [total heads] like head_cost: the index of each unit's parent gate among the
+  /// gates (after the units), or −1. The parents cost nothing themselves; a unit is alive when it
+  /// and its parent are (through_parents). Empty: no nesting.
+  std::vector<int64_t> parent;
+
+  /// P(unit i is kept) over the units [total heads]: P(z_i ≠ 0), times its parent's (differentiable).
+  torch::Tensor alive(const HardConcreteGates& gates) const;
 
   /// With layer_cost: the removed cost of a mask that keeps kept_per_layer[l] heads in layer l.
   /// @throws headprune::Error if the layer count differs or a count is outside its table.
   double removed_cost(const std::vector<int64_t>& kept_per_layer) const;
 
-  /// Expected sparsity ŝ = Σ c_i (1 − P(z_i ≠ 0)) / total (differentiable; 0-dim). With
+  /// Expected sparsity ŝ = Σ c_i (1 − P(z_i ≠ 0)) / total (differentiable; 0-dim; with
+  /// `parent`, P(z_i ≠ 0) · P(z_parent ≠ 0): CoFi's expected size of nested masks, eq. 5). With
   /// layer_cost: Σ_l (layer_cost[l][n_l] − c_l(E[kept_l])) / total, c_l interpolated linearly
   /// between the table's integer counts at the expected count E[kept_l] = Σ_{i∈l} P(z_i ≠ 0).
   torch::Tensor expected(const HardConcreteGates& gates) const;

@@ -10,6 +10,7 @@
 #include "models/model_size.h"
 #include "models/loader.h"
 #include "pruner/records/gate_record.h"
+#include "pruner/training/gate_units.h"
 #include "pruner/report/report.h"
 #include "tests/cli_support.h"
 #include "tests/test_support.h"
@@ -81,6 +82,60 @@ CATCH_TEST_CASE("heads and FFN blocks share one FLOPs budget, and apply removes 
   CATCH_CHECK(models::load_checkpoint(refit, torch::kCPU).model->config().intermediate_sizes == widths);
 }
 
+CATCH_TEST_CASE("sublayer gates multiply their heads' and FFN blocks' gates", "[ffn][sublayers]") {
+  pruner::GateUnits units;
+  units.heads_per_layer = {2, 2};
+  units.blocks_per_layer = {1, 1};
+  units.ffn_block = 2;
+  units.sublayers = true;
+  // Gates: heads 0-3, blocks 4-5, then layer 0's and 1's attention (6, 7) and FFN (8, 9).
+  CATCH_CHECK(units.per_group() == std::vector<int64_t>{2, 2, 1, 1, 2, 2});
+  CATCH_CHECK(units.base_groups() == std::vector<int64_t>{2, 2, 1, 1});
+  CATCH_CHECK(units.parents() == std::vector<int64_t>{6, 6, 7, 7, 8, 9});
+  const auto values = torch::tensor({1.0, 0.5, 1.0, 1.0, 0.5, 1.0, 1.0, 0.0, 0.5, 1.0});
+  const auto m = units.multipliers(values);
+  CATCH_CHECK(torch::equal(m.heads.at(0), torch::tensor({1.0, 0.5})));
+  CATCH_CHECK(torch::equal(m.heads.at(1), torch::tensor({0.0, 0.0})));  // layer 1's attention closed whole
+  CATCH_CHECK(torch::equal(m.ffn.at(0), torch::tensor({0.25, 0.25})));  // block 0.5 x sublayer 0.5, per neuron
+  CATCH_CHECK(torch::equal(m.ffn.at(1), torch::tensor({1.0, 1.0})));
+}
+
+CATCH_TEST_CASE("--prune heads,ffn,layers trains sublayer gates under the same FLOPs budget", "[ffn][sublayers][cli]") {
+  testing::Workspace w("sublayer-gates");
+  const auto gates_dir = w.dir / "g";
+  const std::vector<std::string> base = {"train-gates", w.model.string(), "--data", w.corpus.string(), "--prune",
+                                         "heads,ffn,layers", "--ffn-block", "8", "--target-flops", "60%",
+                                         "--max-length", "64", "--steps", "20"};
+  auto args = base;
+  args.insert(args.end(), {"--min-heads-per-layer", "1", "-o", (w.dir / "x").string()});
+  CATCH_CHECK(testing::run_cli(args) == 2);  // a kept minimum forbids closing an attention whole
+  CATCH_CHECK(!fs::exists(w.dir / "x"));
+  args = base;
+  args.insert(args.end(), {"-o", gates_dir.string()});
+  CATCH_REQUIRE(testing::run_cli(args) == 0);
+  const auto file = nlohmann::json::parse(testing::read_text(gates_dir / "gates.json"));
+  CATCH_CHECK(file["settings"]["prune"] == "heads,ffn,layers");
+  const auto& summary = file["summary"];
+  CATCH_CHECK(summary["achieved_flops_per_token"].get<double>() <= summary["target_flops_per_token"].get<double>());
+  const auto& sublayers = summary["sublayer_gates"];
+  CATCH_REQUIRE(sublayers["attention"]["log_alpha"].size() == 2);
+  CATCH_REQUIRE(sublayers["ffn"]["prob_open"].size() == 2);
+  // Each head's recorded log_alpha is its effective one: P(open) = its own gate's x its attention's.
+  const auto state = pruner::GateState::load(gates_dir);
+  for (std::size_t l = 0; l < 2; ++l) {
+    const double parent = sublayers["attention"]["prob_open"][l].get<double>();
+    CATCH_CHECK(parent > 0);
+    for (double log_alpha : state.layers[l].log_alpha) {
+      const double p = 1 / (1 + std::exp(-(log_alpha - (2.0 / 3.0) * std::log(0.1 / 1.1))));
+      CATCH_CHECK(p <= parent + 1e-9);  // never more likely open than its sublayer
+    }
+  }
+  const auto out = w.dir / "pruned";
+  CATCH_REQUIRE(testing::run_cli({"apply", w.model.string(), "--gates", gates_dir.string(), "--out", out.string()}) == 0);
+  const auto pruned = models::load_checkpoint(out, torch::kCPU);
+  CATCH_CHECK(pruned.model->config().intermediate_sizes == kept_widths(state));
+}
+
 CATCH_TEST_CASE("heads and FFN blocks share one parameter budget", "[ffn][cli]") {
   testing::Workspace w("ffn-params");
   const auto gates_dir = w.dir / "g";
@@ -116,6 +171,8 @@ CATCH_TEST_CASE("prune kinds and FFN blocks that cannot be trained are refused, 
   CATCH_CHECK(with({"--prune", "heads,ffn", "--target-sparsity", "0.5"}) == 2);  // heads only
   CATCH_CHECK(with({"--prune", "heads,ffn", "--l0-lambda", "0.1"}) == 2);  // no cost to weigh blocks by
   CATCH_CHECK(with({"--prune", "layers", "--target-flops", "60%"}) == 2);
+  CATCH_CHECK(with({"--prune", "heads,layers", "--target-flops", "60%"}) == 2);  // sublayer gates need ffn
+  CATCH_CHECK(with({"--prune", "heads,ffn,layers", "--target-sparsity", "0.5"}) == 2);
   CATCH_CHECK(with({"--prune", "heads,mlp", "--target-flops", "60%"}) == 2);
   CATCH_CHECK(with({"--prune", "ffn", "--target-flops", "60%"}) == 2);
   CATCH_CHECK(with({"--ffn-block", "8", "--target-flops", "60%"}) == 2);  // without --prune heads,ffn

@@ -54,6 +54,46 @@ CATCH_TEST_CASE("expected L0 equals the Monte-Carlo frequency of non-zero sample
   CATCH_CHECK(std::abs(g.expected_l0().item<double>() - frequency.sum().item<double>()) <= 0.08);
 }
 
+CATCH_TEST_CASE("nested gates: a unit is open as often as it and its sublayer gate are, and costs that much",
+                "[gates][sublayers]") {
+  torch::manual_seed(5);
+  gates::HardConcreteGates g({3, 2});  // three units, then two parent gates (CoFi's z_MHA / z_FFN)
+  {
+    torch::NoGradGuard no_grad;
+    g.log_alpha.copy_(torch::tensor({1.0, -0.5, 2.0, 0.3, -1.0}));
+  }
+  const std::vector<int64_t> parent = {3, 3, 4};
+  const int draws = 40000;
+  auto nonzero = torch::zeros({3}, torch::kDouble);
+  {
+    torch::NoGradGuard no_grad;
+    for (int i = 0; i < draws; ++i) nonzero += (gates::through_parents(g.sample(), parent) > 0).to(torch::kDouble);
+  }
+  gates::SparsityMeasure m;
+  m.head_cost = {1.0, 2.0, 3.0};
+  m.total_cost = 10.0;
+  m.parent = parent;
+  const auto p = g.prob_nonzero().detach().to(torch::kDouble);
+  const auto alive = m.alive(g).detach().to(torch::kDouble);
+  double want = 0;
+  for (int i = 0; i < 3; ++i) {
+    const double product = p[i].item<double>() * p[parent[static_cast<std::size_t>(i)]].item<double>();
+    CATCH_INFO("unit " << i);
+    CATCH_CHECK(alive[i].item<double>() == Approx(product).epsilon(1e-6));
+    // 40,000 draws: one standard deviation of a frequency is at most 0.0025.
+    CATCH_CHECK(std::abs(nonzero[i].item<double>() / draws - product) <= 0.01);
+    want += m.head_cost[static_cast<std::size_t>(i)] * (1 - product) / m.total_cost;
+  }
+  CATCH_CHECK(m.expected(g).item<double>() == Approx(want).epsilon(1e-6));
+  // The effective log_alpha of a unit is that of one gate as likely to be open.
+  const auto back = gates::log_alpha_of_probability(g.prob_nonzero().detach(), g.options());
+  CATCH_CHECK(torch::allclose(back, g.log_alpha.detach(), 1e-4, 1e-4));
+  const auto values = torch::tensor({0.5, 1.0, 0.25, 0.5, 0.0});
+  CATCH_CHECK(torch::equal(gates::through_parents(values, {3, -1, 4}), torch::tensor({0.25, 1.0, 0.0})));
+  CATCH_CHECK_THROWS_AS(gates::through_parents(values, {1, 3, 4}), headprune::Error);  // a unit, not a parent
+  CATCH_CHECK_THROWS_AS(gates::through_parents(values, {3, 3, 5}), headprune::Error);  // past the gates
+}
+
 CATCH_TEST_CASE("gradients reach log_alpha through samples and expected L0", "[gates]") {
   gates::HardConcreteOptions options;
   options.log_alpha_init = 0.5;

@@ -90,7 +90,7 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   pruner::SweepOptions o;
   o.targets = parse_targets(targets);
   // The job template needs one target to validate its flags; each run sets its own.
-  const bool ffn = gates::parse_gate_kinds(vm["prune"].as<std::string>()) == gates::GateKinds::kHeadsAndFfn;
+  const bool ffn = gates::gates_ffn(gates::parse_gate_kinds(vm["prune"].as<std::string>()));
   po::variables_map with_target = vm;
   if (ffn)
     with_target.insert({"target-flops", po::variable_value(fmt::format("{}%", 100 * (1 - o.targets.front())), false)});

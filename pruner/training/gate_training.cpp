@@ -70,25 +70,41 @@ int64_t checked_teacher_top_k(const TrainingRun& run, const Corpus& corpus, cons
   return o.teacher_top_k;
 }
 
+/// With sublayer gates: per layer the log α and P(z ≠ 0) of its attention's and its FFN's gate
+/// ({"attention": {"log_alpha", "prob_open"}, "ffn": {...}}); the units' own are folded into theirs.
+nlohmann::json sublayer_gates_json(const gates::HardConcreteGates& g, const GateUnits& units) {
+  const auto n = static_cast<int64_t>(units.heads_per_layer.size());
+  const auto base = units.total_heads() + units.total_blocks();
+  const auto p = g.prob_nonzero().detach();
+  nlohmann::json out;
+  for (const auto& [name, at] : {std::pair{"attention", base}, std::pair{"ffn", base + n}})
+    out[name] = {{"log_alpha", to_vector(g.log_alpha.detach().narrow(0, at, n))},
+                 {"prob_open", to_vector(p.narrow(0, at, n))}};
+  return out;
+}
+
 /// Gate values, keep-mask and bookkeeping of the gates as they stand.
 GateState snapshot_state(const gates::HardConcreteGates& g, const models::AttentionModel& model,
                          const ModelFingerprint& fingerprint, const gates::SparsityMeasure& measure,
                          const GateTrainingOptions& o, int64_t step, bool complete) {
-  auto gate = g.deterministic(o.rule);
   const auto units = gate_units(model.config(), o);
+  // Per unit: its gate times its sublayer's, and the log α of one gate as likely to be open.
+  const auto gate = units.effective(g.deterministic(o.rule));
+  const auto score = units.sublayers ? gates::log_alpha_of_probability(measure.alive(g).detach(), g.options())
+                                     : g.log_alpha.detach();
   const auto constraints = unit_constraints(model.config(), o, units);
   std::vector<bool> keep =
       o.target_sparsity
-          ? gates::keep_mask_for_target(g.log_alpha, g.heads_per_layer(), measure,
-                                        *o.target_sparsity, constraints, o.budget())
-          : gates::keep_mask_from_gates(gate, g.log_alpha, g.heads_per_layer(), constraints);
+          ? gates::keep_mask_for_target(score, units.base_groups(), measure, *o.target_sparsity, constraints,
+                                        o.budget())
+          : gates::keep_mask_from_gates(gate, score, units.base_groups(), constraints);
   GateState s;
   s.model = fingerprint;
   s.model_path = o.model_path;
   s.settings = o.to_json();
   s.step = step;
   s.complete = complete;
-  const auto log_alpha = to_vector(g.log_alpha);
+  const auto log_alpha = to_vector(score);
   const auto values = to_vector(gate);
   size_t i = 0;
   for (size_t l = 0; l < units.heads_per_layer.size(); ++l) {
@@ -112,6 +128,7 @@ GateState snapshot_state(const gates::HardConcreteGates& g, const models::Attent
     }
     s.ffn.push_back(std::move(ffn));
   }
+  if (units.sublayers) s.summary["sublayer_gates"] = sublayer_gates_json(g, units);
   s.summary["expected_l0"] = g.expected_l0().item<double>();
   s.summary["expected_sparsity"] = measure.expected(g).item<double>();
   s.summary["mask_sparsity"] = measure.of_mask(keep);
@@ -334,7 +351,7 @@ gates::SparsityMeasure checked_measure(const models::ModelConfig& config, const 
   const auto units = gate_units(config, o);
   const auto measure = unit_measure(config, o, units);
   if (o.target_sparsity)
-    gates::validate_target(*o.target_sparsity, units.per_group(), measure, unit_constraints(config, o, units));
+    gates::validate_target(*o.target_sparsity, units.base_groups(), measure, unit_constraints(config, o, units));
   if (o.steps < 1) throw Error("--steps must be at least 1");
   if (o.train_weights && o.finetune_steps < 1)
     throw Error("--train-weights needs --finetune-steps of at least 1");
@@ -723,7 +740,7 @@ GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::Atte
   const auto units = gate_units(config, effective);
   const auto measure = unit_measure(config, effective, units);
   const double removable =
-      gates::max_sparsity(units.per_group(), measure, unit_constraints(config, effective, units)) * measure.total_cost;
+      gates::max_sparsity(units.base_groups(), measure, unit_constraints(config, effective, units)) * measure.total_cost;
   const auto budget = budget_of(effective, model);
   const auto [flag, unit] = budget_flag(o);
   if (budget.allowed >= budget.dense)

@@ -13,16 +13,41 @@
 #include "pruner/training/training_options.h"
 
 namespace headprune::pruner {
-std::vector<int64_t> GateUnits::per_group() const {
+std::vector<int64_t> GateUnits::base_groups() const {
   auto groups = heads_per_layer;
   groups.insert(groups.end(), blocks_per_layer.begin(), blocks_per_layer.end());
   return groups;
 }
 
+std::vector<int64_t> GateUnits::per_group() const {
+  auto groups = base_groups();
+  const auto layers = static_cast<int64_t>(heads_per_layer.size());
+  if (sublayers) groups.insert(groups.end(), {layers, layers});
+  return groups;
+}
+
+std::vector<int64_t> GateUnits::parents() const {
+  if (!sublayers) return {};
+  const auto units = total_heads() + total_blocks();
+  const auto layers = static_cast<int64_t>(heads_per_layer.size());
+  std::vector<int64_t> parent;
+  for (int64_t l = 0; l < layers; ++l)
+    parent.insert(parent.end(), static_cast<std::size_t>(heads_per_layer[static_cast<std::size_t>(l)]), units + l);
+  for (int64_t l = 0; l < static_cast<int64_t>(blocks_per_layer.size()); ++l)
+    parent.insert(parent.end(), static_cast<std::size_t>(blocks_per_layer[static_cast<std::size_t>(l)]),
+                  units + layers + l);
+  return parent;
+}
+
+torch::Tensor GateUnits::effective(const torch::Tensor& values) const {
+  return sublayers ? gates::through_parents(values, parents()) : values;
+}
+
 int64_t GateUnits::total_heads() const { return sum(heads_per_layer); }
 int64_t GateUnits::total_blocks() const { return sum(blocks_per_layer); }
 
-UnitMultipliers GateUnits::multipliers(const torch::Tensor& values) const {
+UnitMultipliers GateUnits::multipliers(const torch::Tensor& all) const {
+  const auto values = effective(all);
   UnitMultipliers m;
   int64_t at = 0;
   for (auto n : heads_per_layer) {
@@ -49,6 +74,7 @@ GateUnits gate_units(const models::ModelConfig& config, const GateTrainingOption
   units.heads_per_layer = config.heads_per_layer();
   if (!o.gates_ffn()) return units;
   units.ffn_block = o.ffn_block;
+  units.sublayers = o.gates_sublayers();
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) {
     const auto width = config.ffn_width(l);
     if (width % o.ffn_block != 0)
@@ -92,7 +118,9 @@ gates::MaskConstraints with_ffn_groups(gates::MaskConstraints constraints, const
 
 gates::SparsityMeasure unit_measure(const models::ModelConfig& config, const GateTrainingOptions& o,
                                     const GateUnits& units) {
-  return with_ffn_costs(sparsity_measure(config, o), config, units);
+  auto measure = with_ffn_costs(sparsity_measure(config, o), config, units);
+  measure.parent = units.parents();
+  return measure;
 }
 
 gates::MaskConstraints unit_constraints(const models::ModelConfig& config, const GateTrainingOptions& o,

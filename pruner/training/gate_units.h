@@ -2,7 +2,11 @@
 // layer-major, then, with FFN gating (--prune heads,ffn), every block of `ffn_block` FFN neurons,
 // layer-major. The hard-concrete gates, the sparsity measure and the keep-mask rules see them as
 // 2·L groups (0..L-1 the layers' heads, L..2L-1 their FFN blocks), so that one Lagrangian and one
-// budget cover both kinds (CoFi, Xia et al. 2022, eq. 6 with its expected-size cost).
+// budget cover both kinds (CoFi, Xia et al. 2022, eq. 6 with its expected-size cost). With
+// sublayer gating (--prune heads,ffn,layers) the gates also hold, after those units, one gate per
+// layer over its attention and then one per layer over its FFN (CoFi's z_MHA, z_FFN; two more
+// groups of L): a head's or block's effective gate is its own times its sublayer's
+// (gates::through_parents), and masks, costs and gates.json see only the effective units.
 #pragma once
 
 #include <cstdint>
@@ -32,14 +36,23 @@ struct GateUnits {
   std::vector<int64_t> heads_per_layer;   ///< [L]
   std::vector<int64_t> blocks_per_layer;  ///< [L] with FFN gating, else empty
   int64_t ffn_block = 0;                  ///< neurons per FFN gate; 0 without FFN gating
+  bool sublayers = false;                 ///< one more gate per layer's attention and per layer's FFN
 
-  /// Units per group: heads_per_layer, then blocks_per_layer (HardConcreteGates' "layers").
+  /// Gates per group (HardConcreteGates' "layers"): base_groups(), then with sublayers {L, L}.
   std::vector<int64_t> per_group() const;
+  /// Units per group of the masks: heads_per_layer, then blocks_per_layer.
+  std::vector<int64_t> base_groups() const;
+  /// With sublayers: each unit's parent gate ([total heads + blocks]; a head of layer l → the
+  /// units' count + l, a block of layer l → that + L + l); else empty. SparsityMeasure::parent.
+  std::vector<int64_t> parents() const;
   int64_t total_heads() const;
   int64_t total_blocks() const;
-  /// Splits values over the units ([total units]) into model multipliers: per layer its heads'
-  /// values, and its FFN neurons' (each block's value repeated ffn_block times). Differentiable.
+  /// Splits values over the gates ([all gates]) into model multipliers: per layer its heads'
+  /// values, and its FFN neurons' (each block's value repeated ffn_block times), each times its
+  /// sublayer's value with sublayers. Differentiable.
   UnitMultipliers multipliers(const torch::Tensor& values) const;
+  /// values over all gates → over the units (each times its sublayer's with sublayers).
+  torch::Tensor effective(const torch::Tensor& values) const;
   /// The heads' part of a mask over the units, and the FFN blocks' part.
   std::vector<bool> head_part(const std::vector<bool>& keep) const;
   std::vector<bool> block_part(const std::vector<bool>& keep) const;

@@ -336,7 +336,9 @@ std::vector<TrainingOption> gate_rows() {
       uniform_layers_row(),
       choice_option("prune", "heads", "prune", [](auto& o) -> auto& { return o.kinds; }, &gates::parse_gate_kinds,
                     "what the gates cover: heads, or heads,ffn to gate each layer's FFN neurons too, in blocks of "
-                    "--ffn-block, under one --target-flops or --target-params budget (CoFi; heads alone cap the speedup)"),
+                    "--ffn-block, under one --target-flops or --target-params budget (CoFi; heads alone cap the speedup), "
+                    "or heads,ffn,layers to add one gate over each layer's whole attention and one over its whole "
+                    "FFN (CoFi's sublayer gates; layers may then lose all their heads or FFN neurons)"),
       ffn_block_row(),
       run_option("head-multiple", int64_t{1}, "head_multiple",
                  [](auto& o) -> auto& { return o.constraints.head_multiple; }, &positive<int64_t>, ">= 1",
@@ -465,9 +467,14 @@ void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
     throw UsageError("--finetune-steps must be >= 1 with --train-weights");
   if (!o.train_weights && !vm["finetune-steps"].defaulted())
     log::warn("--finetune-steps has no effect without --train-weights");
-  // --allow-empty-layers means a minimum of 0, unless --min-heads-per-layer is given too.
-  if (vm.count("allow-empty-layers") && vm["min-heads-per-layer"].defaulted())
+  // --allow-empty-layers means a minimum of 0, unless --min-heads-per-layer is given too; so do
+  // sublayer gates, whose point is to close a layer's attention or FFN whole.
+  if ((vm.count("allow-empty-layers") || o.gates_sublayers()) && vm["min-heads-per-layer"].defaulted())
     o.constraints.min_heads_per_layer = 0;
+  if (o.gates_sublayers() && o.constraints.min_heads_per_layer > 0)
+    throw UsageError(fmt::format("--prune heads,ffn,layers closes whole sublayers; --min-heads-per-layer {} forbids "
+                                 "that: leave it out (or prune heads,ffn)",
+                                 o.constraints.min_heads_per_layer));
 }
 
 }  // namespace

@@ -72,7 +72,9 @@ struct GateTrainingOptions {
   /// What the gates cover (--prune): heads, or heads and FFN neuron blocks of `ffn_block` neurons.
   gates::GateKinds kinds = gates::GateKinds::kHeads;
   int64_t ffn_block = 32;  ///< --ffn-block: FFN neurons per gate (1 = single neurons)
-  bool gates_ffn() const { return kinds == gates::GateKinds::kHeadsAndFfn; }
+  bool gates_ffn() const { return gates::gates_ffn(kinds); }
+  /// Whether each layer's attention and FFN also have one gate each over the whole sublayer.
+  bool gates_sublayers() const { return kinds == gates::GateKinds::kHeadsFfnAndLayers; }
   gates::DeterministicRule rule = gates::DeterministicRule::kLouizos;
   gates::MaskConstraints constraints;
   double embedding_weight = 1.0;     ///< weight of the sentence-embedding loss term
