@@ -261,6 +261,7 @@ CATCH_TEST_CASE("sweep --prune heads,ffn trains to FLOPs targets, against heads 
   CATCH_CHECK(run(with(bad, {"--baselines", "heads"})) == 2);  // nothing to compare heads alone with
   CATCH_CHECK(run(with(bad, {"--prune", "heads,ffn", "--baselines", "importance"})) == 2);  // a fraction of heads
   CATCH_CHECK(run(with(bad, {"--prune", "heads,ffn", "--one-run"})) == 2);
+  CATCH_CHECK(run(with(bad, {"--prune", "heads,ffn", "--baselines", "ffn"})) == 2);  // no sublayer gates to compare
   CATCH_CHECK_FALSE(fs::exists(bad));
   CATCH_REQUIRE(run(with(out, {"--prune", "heads,ffn", "--baselines", "heads"})) == 0);
   const auto sweep = models::read_json_file(out / "sweep.json");
@@ -283,6 +284,29 @@ CATCH_TEST_CASE("sweep --prune heads,ffn trains to FLOPs targets, against heads 
   CATCH_CHECK(table.find("FFN kept") != std::string::npos);
   CATCH_CHECK(table.find("unreachable") != std::string::npos);
   CATCH_CHECK(testing::read_text(out / "sweep.svg").find(">H1<") != std::string::npos);
+}
+
+CATCH_TEST_CASE("sweep --prune heads,ffn,layers against heads and FFN blocks alone at the same FLOPs budgets",
+                "[cli][e2e][ffn][sublayers]") {
+  testing::Workspace w("cli-sublayers");
+  const auto out = w.dir / "sweep";
+  CATCH_REQUIRE(run(baseline_sweep(w, {out.string(), "--ffn-block", "8", "--prune", "heads,ffn,layers", "--baselines",
+                                       "ffn"})) == 0);
+  const auto sweep = models::read_json_file(out / "sweep.json");
+  const double dense_flops = models::forward_flops_per_token(models::read_config_file(w.model), 32);
+  const auto& ffn = sweep["baselines"]["ffn"]["points"];
+  CATCH_REQUIRE(ffn.size() == 2);
+  for (const auto* folder : {"target-50", "ffn-50"})
+    CATCH_CHECK(models::forward_flops_per_token(models::read_config_file(out / folder), 32) <= 0.5 * dense_flops);
+  // The baseline runs as prune would without sublayer gates: each layer keeps a head and a block.
+  for (const auto& point : ffn) {
+    for (auto heads : point["heads_per_layer"].get<std::vector<int64_t>>()) CATCH_CHECK(heads >= 1);
+    for (auto width : point.value("ffn_widths", std::vector<int64_t>{})) CATCH_CHECK(width >= 8);
+  }
+  CATCH_CHECK(models::read_json_file(out / "ffn-50" / "headprune" / "gates.json")["settings"]["prune"] == "heads,ffn");
+  CATCH_CHECK(models::read_json_file(out / "target-50" / "headprune" / "gates.json")["settings"]["prune"] ==
+              "heads,ffn,layers");
+  CATCH_CHECK(testing::read_text(out / "sweep.svg").find(">F1<") != std::string::npos);
 }
 
 CATCH_TEST_CASE("sweep --baselines layers removes the layer the dense model misses least", "[cli][e2e][layers]") {

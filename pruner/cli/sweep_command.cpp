@@ -24,9 +24,16 @@ std::vector<double> parse_targets(const std::string& text) {
 /// @throws UsageError naming an unknown baseline or a combination it cannot compare.
 void set_baselines(pruner::SweepOptions& o, const std::string& baselines, bool ffn) {
   for (const auto& name : baselines.empty() ? std::vector<std::string>{} : split_list(baselines)) {
-    if (name != "importance" && name != "layers" && name != "heads")
+    if (name != "importance" && name != "layers" && name != "heads" && name != "ffn")
       throw UsageError(
-          fmt::format("--baselines: '{}' is not a baseline headprune builds (importance, layers, heads)", name));
+          fmt::format("--baselines: '{}' is not a baseline headprune builds (importance, layers, heads, ffn)", name));
+    if (name == "ffn" && !o.job.training.gates_sublayers())
+      throw UsageError("--baselines ffn compares heads and FFN blocks with sublayer gates added: use --prune "
+                       "heads,ffn,layers");
+    if (name == "ffn") {
+      o.ffn_baseline = true;
+      continue;
+    }
     if (name == "heads" && !ffn)
       throw UsageError("--baselines heads compares heads alone with heads and FFN neurons: add --prune heads,ffn");
     if (name == "importance" && ffn)
@@ -63,7 +70,8 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
        "text, Michel et al. 2019) into importance-XX/; layers = remove whole layers instead (round(target x "
        "layers) of them, chosen greedily by the same distillation loss) into layers-XX/; heads = with --prune "
        "heads,ffn, heads only trained to the same FLOPs budgets into heads-XX/ (a budget they cannot reach is "
-       "listed as such)");
+       "listed as such); ffn = with --prune heads,ffn,layers, heads and FFN blocks without the sublayer gates "
+       "into ffn-XX/");
   QualityFlags quality;
   add_quality_flags(line, quality, "every model, the dense one too (without either: by embedding cosine to the dense model)");
   add_training_flags(line, {"target-sparsity", "l0-lambda", "target-params", "target-flops", "target-latency",

@@ -163,24 +163,28 @@ std::string unreachable_reason(const PruneJobOptions& job, const models::Attenti
   }
 }
 
-/// sweep.json's "baselines.heads": heads only, trained to each target's FLOPs budget with the
-/// sweep's own recipe (heads-XX/); a budget heads alone cannot meet is a point with "unreachable".
-nlohmann::json heads_baseline(const SweepOptions& o, const models::AttentionModel& dense,
-                              const QualityMeasure& quality) {
+/// sweep.json's "baselines.heads" (kinds heads) or "baselines.ffn" (heads,ffn): the sweep's
+/// recipe with fewer gate kinds, trained to each target's FLOPs budget (heads-XX/, ffn-XX/) with
+/// prune's default kept minimum; a budget they cannot meet is a point with "unreachable".
+nlohmann::json kinds_baseline(const SweepOptions& o, const models::AttentionModel& dense,
+                              const QualityMeasure& quality, gates::GateKinds kinds) {
+  const bool heads = kinds == gates::GateKinds::kHeads;
+  const auto* what = heads ? "heads only" : "heads and FFN blocks without sublayer gates";
   nlohmann::json points = nlohmann::json::array();
   for (double t : o.targets) {
-    auto job = baseline_job(o, t, "heads");
-    job.training.kinds = gates::GateKinds::kHeads;
+    auto job = baseline_job(o, t, heads ? "heads" : "ffn");
+    job.training.kinds = kinds;
+    job.training.constraints.min_heads_per_layer = GateTrainingOptions{}.constraints.min_heads_per_layer;
     if (const auto why = unreachable_reason(job, dense); !why.empty()) {
-      log::warn("sweep baseline: heads alone cannot remove {:.0f}% of the FLOPs: {}", 100 * t, why);
+      log::warn("sweep baseline: {} cannot remove {:.0f}% of the FLOPs: {}", what, 100 * t, why);
       points.push_back({{"target", t}, {"unreachable", why}});
       continue;
     }
-    log::info("\n===== sweep baseline: heads only, target {} of the FLOPs -> {} =====", t, job.out.string());
+    log::info("\n===== sweep baseline: {}, target {} of the FLOPs -> {} =====", what, t, job.out.string());
     const auto summary = run_prune_job(job);
     points.push_back(sweep_point(t, job, summary, quality.of(job.out, job.training.device)));
   }
-  return {{"method", "heads only, gates trained to the same FLOPs budget"}, {"points", points}};
+  return {{"method", fmt::format("{}, gates trained to the same FLOPs budget", what)}, {"points", points}};
 }
 
 /// Refuses, before anything is trained, a target the sweep's runs cannot reach: of heads by
@@ -280,9 +284,12 @@ nlohmann::json run_sweep(const SweepOptions& o) {
   if (o.one_run) sweep["one_run"] = {{"trained_at", one_run_target(o.targets)}};
   if (o.importance_baseline) sweep["baselines"]["importance"] = importance_baseline(o, quality);
   if (o.layer_baseline) sweep["baselines"]["layers"] = layer_baseline(o, config, quality);
-  if (o.heads_baseline)
-    sweep["baselines"]["heads"] =
-        heads_baseline(o, *models::load_checkpoint(o.job.model, o.job.training.device).model, quality);
+  if (o.heads_baseline || o.ffn_baseline) {
+    const auto dense = models::load_checkpoint(o.job.model, o.job.training.device);
+    if (o.ffn_baseline)
+      sweep["baselines"]["ffn"] = kinds_baseline(o, *dense.model, quality, gates::GateKinds::kHeadsAndFfn);
+    if (o.heads_baseline) sweep["baselines"]["heads"] = kinds_baseline(o, *dense.model, quality, gates::GateKinds::kHeads);
+  }
   write_file_atomic(o.out / "sweep.json", sweep.dump(2) + "\n");
   const auto table = sweep_table(sweep);
   write_file_atomic(o.out / "sweep.txt", table);
@@ -310,6 +317,8 @@ constexpr BaselineStyle kBaselines[] = {
     {"layers", "baseline: whole layers removed (greedy by distillation loss), no training", "L", "layers",
      "#31a354"},
     {"heads", "baseline: heads only, gates trained to the same FLOPs budget", "H", "heads only", "#756bb1"},
+    {"ffn", "baseline: heads and FFN blocks without sublayer gates, trained to the same FLOPs budget", "F",
+     "heads+FFN", "#e7298a"},
 };
 
 }  // namespace

@@ -34,6 +34,9 @@ struct SweepOptions {
   /// With FFN gating (job.training kinds heads,ffn): also prune heads only to every target's FLOPs
   /// budget (the same recipe, into heads-XX/); a budget heads alone cannot reach is recorded as such.
   bool heads_baseline = false;
+  /// With sublayer gating (kinds heads,ffn,layers): also heads and FFN blocks without the
+  /// sublayer gates, to every target's FLOPs budget (into ffn-XX/).
+  bool ffn_baseline = false;
 };
 
 /// What a sweep's targets count: fractions of heads removed, or with FFN gating (--prune
@@ -49,7 +52,9 @@ bool targets_in_flops(const SweepOptions& options);
 /// model per target from the importance mask ("baselines": {"importance": {...}} in sweep.json,
 /// a second series in the plot and the table); with layer_baseline, "layers" likewise.
 /// With FFN gating the targets are FLOPs (targets_in_flops); heads_baseline adds "baselines":
-/// {"heads": {...}} (heads only, same FLOPs budgets).
+/// {"heads": {...}} (heads only, same FLOPs budgets), ffn_baseline {"ffn": {...}} (heads and FFN
+/// blocks without sublayer gates). Those two run with prune's default kept minimum (one head and
+/// one block per layer), which sublayer gates set to 0 for the sweep's own runs.
 /// @throws headprune::Error if a target is out of [0,1) or unreachable (before any training),
 ///         or `out` exists and is not empty.
 nlohmann::json run_sweep(const SweepOptions& options);
