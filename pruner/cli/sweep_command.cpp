@@ -101,7 +101,7 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   const bool ffn = gates::gates_ffn(gates::parse_gate_kinds(vm["prune"].as<std::string>()));
   po::variables_map with_target = vm;
   if (ffn)
-    with_target.insert({"target-flops", po::variable_value(fmt::format("{}%", 100 * (1 - o.targets.front())), false)});
+    with_target.insert({"target-flops", po::variable_value(fmt::format("{:.10g}%", 100 * (1 - o.targets.front())), false)});
   else
     with_target.insert({"target-sparsity", po::variable_value(o.targets.front(), false)});
   o.job = prune_job_options(prune, with_target, globals, model, out);

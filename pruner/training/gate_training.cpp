@@ -722,7 +722,7 @@ std::pair<std::string, std::string> budget_flag(const GateTrainingOptions& o) {
     return {"--target-latency " + *o.target_latency,
             fmt::format("ms at batch {} x seq {}", o.latency_batch_size, o.latency_seq_len)};
   if (o.target_params) return {"--target-params " + *o.target_params, "parameters"};
-  return {fmt::format("--target-flops {}%", 100 * *o.target_flops), "FLOPs per token"};
+  return {fmt::format("--target-flops {:.10g}%", 100 * *o.target_flops), "FLOPs per token"};
 }
 
 }  // namespace
