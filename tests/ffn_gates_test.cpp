@@ -100,7 +100,7 @@ CATCH_TEST_CASE("sublayer gates multiply their heads' and FFN blocks' gates", "[
   CATCH_CHECK(torch::equal(m.ffn.at(1), torch::tensor({1.0, 1.0})));
 }
 
-CATCH_TEST_CASE("--prune heads,ffn,layers trains sublayer gates under the same FLOPs budget", "[ffn][sublayers][cli]") {
+CATCH_TEST_CASE("train-gates --prune heads,ffn,layers trains sublayer gates under the same FLOPs budget", "[ffn][sublayers][cli]") {
   testing::Workspace w("sublayer-gates");
   const auto gates_dir = w.dir / "g";
   const std::vector<std::string> base = {"train-gates", w.model.string(), "--data", w.corpus.string(), "--prune",
