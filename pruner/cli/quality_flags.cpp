@@ -21,7 +21,6 @@ void add_quality_flags(CommandLine& line, QualityFlags& f, const char* what) {
 
 pruner::QualityMeasure quality_measure(const QualityFlags& f, const po::variables_map& vm) {
   if (f.task_list.empty() && !vm["task-limit"].defaulted()) throw UsageError("--task-limit goes with --task");
-  if (!f.sts.empty() && !f.task_list.empty()) throw UsageError("--sts and --task are two quality measures: give one");
   std::optional<std::filesystem::path> sts;
   if (!f.sts.empty()) sts = f.sts;
   std::vector<pruner::MultipleChoiceTask> tasks;

@@ -22,8 +22,9 @@ struct QualityFlags {
 void add_quality_flags(CommandLine& line, QualityFlags& flags, const char* what);
 
 /// The measure from parsed flags: the STS file or the tasks are read here, so a bad one is
-/// refused before anything trains. @throws headprune::UsageError for both given, or --task-limit
-/// without --task; headprune::Error for an unreadable file or an unknown task (named).
+/// refused before anything trains. @throws headprune::UsageError for both given (QualityMeasure's
+/// check), or --task-limit without --task; headprune::Error for an unreadable file or an unknown
+/// task (named).
 pruner::QualityMeasure quality_measure(const QualityFlags& flags, const po::variables_map& vm);
 
 }  // namespace headprune::cli

@@ -164,8 +164,9 @@ std::string unreachable_reason(const PruneJobOptions& job, const models::Attenti
 }
 
 /// sweep.json's "baselines.heads" (kinds heads) or "baselines.ffn" (heads,ffn): the sweep's
-/// recipe with fewer gate kinds, trained to each target's FLOPs budget (heads-XX/, ffn-XX/) with
-/// prune's default kept minimum; a budget they cannot meet is a point with "unreachable".
+/// recipe with fewer gate kinds, trained to each target's FLOPs budget (heads-XX/, ffn-XX/); a
+/// budget they cannot meet is a point with "unreachable". Beside sublayer gates, which set the
+/// sweep's kept minimum to 0, they run with prune's default minimum.
 nlohmann::json kinds_baseline(const SweepOptions& o, const models::AttentionModel& dense,
                               const QualityMeasure& quality, gates::GateKinds kinds) {
   const bool heads = kinds == gates::GateKinds::kHeads;
@@ -174,7 +175,8 @@ nlohmann::json kinds_baseline(const SweepOptions& o, const models::AttentionMode
   for (double t : o.targets) {
     auto job = baseline_job(o, t, heads ? "heads" : "ffn");
     job.training.kinds = kinds;
-    job.training.constraints.min_heads_per_layer = GateTrainingOptions{}.constraints.min_heads_per_layer;
+    if (o.job.training.gates_sublayers())
+      job.training.constraints.min_heads_per_layer = GateTrainingOptions{}.constraints.min_heads_per_layer;
     if (const auto why = unreachable_reason(job, dense); !why.empty()) {
       log::warn("sweep baseline: {} cannot remove {:.0f}% of the FLOPs: {}", what, 100 * t, why);
       points.push_back({{"target", t}, {"unreachable", why}});

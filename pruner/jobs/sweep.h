@@ -53,8 +53,8 @@ bool targets_in_flops(const SweepOptions& options);
 /// a second series in the plot and the table); with layer_baseline, "layers" likewise.
 /// With FFN gating the targets are FLOPs (targets_in_flops); heads_baseline adds "baselines":
 /// {"heads": {...}} (heads only, same FLOPs budgets), ffn_baseline {"ffn": {...}} (heads and FFN
-/// blocks without sublayer gates). Those two run with prune's default kept minimum (one head and
-/// one block per layer), which sublayer gates set to 0 for the sweep's own runs.
+/// blocks without sublayer gates). Beside sublayer gates, which set the sweep's own kept minimum to
+/// 0, those two run with prune's default (one head and one block per layer); else with the sweep's.
 /// @throws headprune::Error if a target is out of [0,1) or unreachable (before any training),
 ///         or `out` exists and is not empty.
 nlohmann::json run_sweep(const SweepOptions& options);

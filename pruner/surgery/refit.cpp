@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -294,8 +294,8 @@ RefitResult refit_pruned_model(AttentionModel& pruned, AttentionModel& dense,
   if (sequences.empty()) throw Error("--refit needs calibration text, and none was given");
   check_same_shape(pruned, dense);
   // FFN neurons removed: with `output` each layer's FFN output projection is refit too.
-  const bool ffn = options.method == RefitMethod::kOutput &&
-                   pruned.config().intermediate_sizes != dense.config().intermediate_sizes;
+  const bool ffn_removed = pruned.config().intermediate_sizes != dense.config().intermediate_sizes;
+  const bool ffn = options.method == RefitMethod::kOutput && ffn_removed;
   if (ffn && pruned.config().sandwich_norms)
     throw Error("--refit output: the FFN neurons removed would be refit through Gemma's post-feed-forward norm, "
                 "which least squares on the output projection does not model; use --refit scale (heads only)");
@@ -308,7 +308,7 @@ RefitResult refit_pruned_model(AttentionModel& pruned, AttentionModel& dense,
   log::info("refit ({}): {} layers on {} calibration sequences ({} tokens); each layer runs the pruned model "
             "over them again",
             refit_method_name(options.method), layers, result.sequences, result.tokens);
-  if (options.method == RefitMethod::kHeadScale && pruned.config().intermediate_sizes != dense.config().intermediate_sizes)
+  if (options.method == RefitMethod::kHeadScale && ffn_removed)
     log::info("refit (scale): one factor per kept head; the FFN output projections are refit by --refit output");
   const auto cached = cached_dense_outputs(dense, batches, ffn);
   for (int64_t l = 0; l < layers; ++l) {
@@ -348,20 +348,20 @@ nlohmann::json RefitResult::to_json() const {
 }
 
 std::string RefitResult::describe() const {
-  // Per kind of block: the mean relative error over layers before and after, and how many.
+  // Per kind of block: the mean relative error over layers before and after (0 -> 0 for none).
   const auto mean = [this](bool ffn) {
     double before = 0, after = 0, n = 0;
     for (const auto& l : layers)
       if (l.ffn == ffn) before += l.error_before, after += l.error_after, n += 1;
-    return std::tuple{before / std::max(n, 1.0), after / std::max(n, 1.0), n};
+    return std::pair{before / std::max(n, 1.0), after / std::max(n, 1.0)};
   };
-  const auto [before, after, attention_blocks] = mean(false);
-  const auto [ffn_before, ffn_after, ffn_blocks] = mean(true);
-  (void)attention_blocks;
+  const auto [before, after] = mean(false);
+  const bool ffn = std::any_of(layers.begin(), layers.end(), [](const LayerRefit& l) { return l.ffn; });
+  const auto [ffn_before, ffn_after] = mean(true);
   return fmt::format("refit ({}) on {} sequences ({} tokens): attention-output error relative to the dense "
                      "model, mean over layers {:.4f} -> {:.4f}{} ({:.1f} s)",
                      refit_method_name(method), sequences, tokens, before, after,
-                     ffn_blocks > 0 ? fmt::format("; FFN-output error {:.4f} -> {:.4f}", ffn_before, ffn_after) : "",
+                     ffn ? fmt::format("; FFN-output error {:.4f} -> {:.4f}", ffn_before, ffn_after) : "",
                      seconds);
 }
 
