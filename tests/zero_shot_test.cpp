@@ -208,6 +208,12 @@ CATCH_TEST_CASE("sweep --task judges every model by its mean zero-shot accuracy"
   args.insert(args.end(), {"--sts", w.corpus.string()});
   CATCH_CHECK(testing::run_cli(args) == 2);  // two quality measures
   CATCH_CHECK_FALSE(std::filesystem::exists(w.dir / "both"));
+  // An encoder cannot score the tasks: refused before any training, nothing written.
+  args = common;
+  args[1] = testing::fixture_path("distilbert").string();
+  args.push_back((w.dir / "enc").string());
+  CATCH_CHECK(testing::run_cli(args) == 1);
+  CATCH_CHECK_FALSE(std::filesystem::exists(w.dir / "enc"));
   args = common;
   args.push_back(out.string());
   CATCH_REQUIRE(testing::run_cli(args) == 0);

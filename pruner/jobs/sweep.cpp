@@ -258,6 +258,8 @@ nlohmann::json run_sweep(const SweepOptions& o) {
   const auto config = models::read_config_file(o.job.model);
   check_targets(o, config);
   const auto& quality = o.quality;
+  // The dense model's quality first: a model the tasks cannot score is refused before anything is written.
+  const auto dense_quality = quality.of(o.job.model, o.job.training.device);
   fs::create_directories(o.out);
 
   nlohmann::json sweep = {{"model", o.job.model.string()}, {"targets", o.targets},
@@ -266,7 +268,6 @@ nlohmann::json run_sweep(const SweepOptions& o) {
                           {"points", nlohmann::json::array()}};
   for (const auto& [task, questions] : quality.task_sizes())
     sweep["tasks"].push_back({{"task", task}, {"questions", questions}});
-  const auto dense_quality = quality.of(o.job.model, o.job.training.device);
   std::vector<int64_t> dense_widths;
   for (int64_t l = 0; l < config.num_hidden_layers; ++l) dense_widths.push_back(config.ffn_width(l));
   sweep["dense"] = {{"heads_kept", config.total_heads()},
