@@ -4,6 +4,7 @@
 // and what it refuses. Timings are not checked (benchmarks measure, tests do not time).
 #include <catch2/catch.hpp>
 
+#include "models/config.h"
 #include "models/kv_cache.h"
 #include "models/loader.h"
 #include "models/model_size.h"
@@ -173,6 +174,41 @@ CATCH_TEST_CASE("train-gates --sparsity-unit kv-cache removes whole KV groups to
   CATCH_CHECK(models::kv_values_per_token(models::read_config_file(pruned)) == 96);  // 3 of 6 groups
   CATCH_CHECK(train("roberta", w.dir / "encoder-gates", "groups") == 1);
   CATCH_CHECK_FALSE(std::filesystem::exists(w.dir / "encoder-gates"));
+}
+
+CATCH_TEST_CASE("prune --target-kv-bytes closes whole KV groups until the F16 cache fits and refuses what cannot",
+                "[kv_cache][sparsity][cli]") {
+  testing::Workspace w("kv_budget");
+  // llama3: 3 layers of 2 KV groups, head_dim 16: 2 x 6 x 16 = 192 cached numbers, 384 bytes at F16.
+  auto prune = [&](const std::string& fixture, const std::filesystem::path& out, std::vector<std::string> extra) {
+    std::vector<std::string> args{"prune", testing::fixture_path(fixture).string(), "--data", w.corpus.string(),
+                                  "--steps", "4", "--batch-size", "8", "--max-length", "16", "--no-bench", "-o",
+                                  out.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::run_cli(args);
+  };
+  const auto out = w.dir / "kv200";
+  CATCH_REQUIRE(prune("llama3", out, {"--target-kv-bytes", "200"}) == 0);
+  const auto gates = models::read_json_file(out / "headprune" / "summary.json").at("gates");
+  CATCH_CHECK(gates.at("dense_kv_bytes_per_token").get<double>() == 384);
+  CATCH_CHECK(gates.at("target_kv_bytes_per_token").get<double>() == 200);
+  // 200 bytes hold 100 numbers: three of the six 32-number groups must go, and no more.
+  const auto config = models::read_config_file(out);
+  CATCH_CHECK(2 * models::kv_values_per_token(config) == 192);
+  CATCH_CHECK(gates.at("achieved_kv_bytes_per_token").get<double>() == 192);
+  const auto kv_heads = config.kept_kv_heads();
+  for (size_t l = 0; l < kv_heads.size(); ++l)  // whole groups: every kept KV head keeps both its query heads
+    CATCH_CHECK(static_cast<int64_t>(config.kept_heads[l].size()) ==
+                static_cast<int64_t>(kv_heads[l].size()) * config.kv_group_size());
+  // 150 bytes: every layer keeps a head, so one group each (192 bytes) is the least. Refused, nothing written.
+  CATCH_CHECK(prune("llama3", w.dir / "kv150", {"--target-kv-bytes", "150"}) == 1);
+  CATCH_CHECK(prune("llama3", w.dir / "kv-uniform", {"--target-kv-bytes", "50%", "--gqa-mode", "uniform"}) == 2);
+  CATCH_CHECK(prune("llama3", w.dir / "kv-unit", {"--target-kv-bytes", "50%", "--sparsity-unit", "kv-cache"}) == 2);
+  CATCH_CHECK(prune("llama3", w.dir / "kv-two", {"--target-kv-bytes", "50%", "--target-sparsity", "0.5"}) == 2);
+  CATCH_CHECK(prune("llama3", w.dir / "kv-zero", {"--target-kv-bytes", "0"}) == 2);
+  CATCH_CHECK(prune("roberta", w.dir / "kv-encoder", {"--target-kv-bytes", "50%"}) == 1);
+  for (const auto* name : {"kv150", "kv-uniform", "kv-unit", "kv-two", "kv-zero", "kv-encoder"})
+    CATCH_CHECK_FALSE(std::filesystem::exists(w.dir / name));
 }
 
 CATCH_TEST_CASE("one-token decoding steps give the uncached logits, whole groups read in place or uneven ones gathered",

@@ -52,6 +52,9 @@ void print_summary(const nlohmann::json& s) {
   if (gates.contains("target_flops_per_token"))
     print_budget(gates["target_flops_per_token"], gates["achieved_flops_per_token"],
                  "FLOPs per token (--target-flops): the export needs");
+  if (gates.contains("target_kv_bytes_per_token"))
+    print_budget(gates["target_kv_bytes_per_token"], gates["achieved_kv_bytes_per_token"],
+                 "KV-cache bytes per token at F16 (--target-kv-bytes): the export caches");
   std::cout << fmt::format("  file size      {} -> {} ({:+.2f}%; safetensors weights, {} in both)\n",
                            pruner::human_bytes(apply["bytes_before"].get<std::uintmax_t>()),
                            pruner::human_bytes(apply["bytes_after"].get<std::uintmax_t>()),

@@ -75,7 +75,7 @@ int run_sweep(const std::vector<std::string>& args, const GlobalOptions& globals
   QualityFlags quality;
   add_quality_flags(line, quality, "every model, the dense one too (without either: by embedding cosine to the dense model)");
   add_training_flags(line, {"target-sparsity", "l0-lambda", "target-params", "target-flops", "target-latency",
-                            "latency-shape", "latency-table"});
+                            "target-kv-bytes", "latency-shape", "latency-table"});
   line.example("sweep MODEL --data train.txt --targets 0.25,0.5,0.75 --sts sts-dev.csv -o out/sweep",
                "three pruned models, their STS-B quality and measured speedup; plot in out/sweep/sweep.svg")
       .example("sweep MODEL --data train.txt --targets 0.3,0.6 --no-bench -o out/quick",

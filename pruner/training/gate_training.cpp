@@ -14,6 +14,7 @@
 #include "models/errors.h"
 #include "models/flops.h"
 #include "models/head_costs.h"
+#include "models/kv_cache.h"
 #include "models/model_family.h"
 #include "models/model_size.h"
 #include "pruner/distributed/process_group.h"
@@ -205,15 +206,26 @@ void record_convergence(GateState& state, int64_t extra_steps) {
   log::warn("{}", warning);
 }
 
+/// Bytes a cached number takes in the F16 KV cache --target-kv-bytes counts.
+constexpr double kKvBytesPerValue = 2;
+
 /// A budget in its unit's cost: what the dense model holds and what the budget allows —
-/// parameters of the whole model (--target-params) or forward FLOPs per token at
-/// flops_seq_len (--target-flops).
+/// parameters of the whole model (--target-params), forward FLOPs per token at
+/// flops_seq_len (--target-flops), predicted milliseconds (--target-latency) or F16 KV-cache
+/// bytes per token (--target-kv-bytes). `per_cost`: budget units per unit of the sparsity
+/// measure's cost (2 bytes per cached number; 1 for the others).
 struct Budget {
   double dense = 0;
   double allowed = 0;
+  double per_cost = 1;
 };
 
 Budget budget_of(const GateTrainingOptions& o, const models::AttentionModel& model) {
+  if (o.target_kv_bytes) {
+    const double dense = kKvBytesPerValue * static_cast<double>(models::kv_values_per_token(model.config()));
+    const auto [value, percent] = parse_budget(*o.target_kv_bytes, "--target-kv-bytes");
+    return {dense, percent ? dense * value / 100 : value, kKvBytesPerValue};
+  }
   if (o.target_latency) {
     const double dense = o.latency_table->predicted_ms(model.config().heads_per_layer());
     const auto [value, percent] = parse_budget(*o.target_latency, "--target-latency");
@@ -262,6 +274,16 @@ void record_budget(GateState& state, const models::AttentionModel& model, const 
     log::info("latency budget {:.3g} ms at batch {} x seq {}: the latency table predicts {:.3g} ms for the pruned "
               "model ({:.3g} ms dense); measure it with bench",
               budget.allowed, o.latency_batch_size, o.latency_seq_len, achieved, budget.dense);
+    return;
+  }
+  if (o.target_kv_bytes) {
+    const double achieved = kKvBytesPerValue * static_cast<double>(models::kv_values_per_token(after));
+    state.summary["target_kv_bytes_per_token"] = budget.allowed;
+    state.summary["achieved_kv_bytes_per_token"] = achieved;
+    state.summary["dense_kv_bytes_per_token"] = budget.dense;
+    log::info("KV-cache budget {:.0f} bytes per token at F16 (--target-kv-bytes {}): the pruned model caches {:.0f} "
+              "({:.1f}% of the dense model's {:.0f})",
+              budget.allowed, *o.target_kv_bytes, achieved, 100 * achieved / budget.dense, budget.dense);
     return;
   }
   if (o.target_params) {
@@ -722,7 +744,15 @@ std::pair<std::string, std::string> budget_flag(const GateTrainingOptions& o) {
     return {"--target-latency " + *o.target_latency,
             fmt::format("ms at batch {} x seq {}", o.latency_batch_size, o.latency_seq_len)};
   if (o.target_params) return {"--target-params " + *o.target_params, "parameters"};
+  if (o.target_kv_bytes) return {"--target-kv-bytes " + *o.target_kv_bytes, "KV-cache bytes per token"};
   return {fmt::format("--target-flops {:.10g}%", 100 * *o.target_flops), "FLOPs per token"};
+}
+
+/// Why a budget cannot be reached with every unit removed, for with_budget's refusal.
+std::string removable_rest(const GateTrainingOptions& o) {
+  if (o.gates_ffn()) return "embeddings and the kept minimum are the rest";
+  if (o.target_kv_bytes) return "a layer that keeps a head keeps its KV group; --min-heads-per-layer 0 lets it go";
+  return "heads are only part of the model; --prune heads,ffn gates the FFN too";
 }
 
 }  // namespace
@@ -730,8 +760,9 @@ std::pair<std::string, std::string> budget_flag(const GateTrainingOptions& o) {
 GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::AttentionModel& model) {
   if (!o.budget()) return o;
   auto effective = o;
-  effective.unit = o.target_latency ? gates::SparsityUnit::kLatency
+  effective.unit = o.target_latency    ? gates::SparsityUnit::kLatency
                    : o.target_params   ? gates::SparsityUnit::kAttentionParams
+                   : o.target_kv_bytes ? gates::SparsityUnit::kKvCache
                                        : gates::SparsityUnit::kFlops;
   if (o.target_latency && !o.latency_table)
     throw std::logic_error("with_budget: --target-latency needs the latency table its job measures "
@@ -739,9 +770,9 @@ GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::Atte
   const auto& config = model.config();
   const auto units = gate_units(config, effective);
   const auto measure = unit_measure(config, effective, units);
-  const double removable =
-      gates::max_sparsity(units.base_groups(), measure, unit_constraints(config, effective, units)) * measure.total_cost;
   const auto budget = budget_of(effective, model);
+  const double removable = gates::max_sparsity(units.base_groups(), measure, unit_constraints(config, effective, units)) *
+                           measure.total_cost * budget.per_cost;
   const auto [flag, unit] = budget_flag(o);
   if (budget.allowed >= budget.dense)
     throw Error(fmt::format("{}: the dense model needs {:.4g} {}, already within the budget", flag, budget.dense,
@@ -751,9 +782,8 @@ GateTrainingOptions with_budget(const GateTrainingOptions& o, const models::Atte
                             "allows ({}); raise the budget or lower the minimum",
                             flag, budget.dense - removable, unit, o.gates_ffn() ? " and FFN block" : "",
                             o.constraints.min_heads_per_layer,
-                            o.gates_ffn() ? "embeddings and the kept minimum are the rest"
-                                          : "heads are only part of the model; --prune heads,ffn gates the FFN too"));
-  effective.target_sparsity = (budget.dense - budget.allowed) / measure.total_cost;
+                            removable_rest(o)));
+  effective.target_sparsity = (budget.dense - budget.allowed) / (measure.total_cost * budget.per_cost);
   return effective;
 }
 

@@ -157,7 +157,19 @@ std::vector<TrainingOption> objective_rows() {
   flops.record = [](const GateTrainingOptions& o) {
     return o.target_flops ? nlohmann::json(*o.target_flops) : nlohmann::json();
   };
-  return {target, lambda, params, flops,
+  TrainingOption kv{"target-kv-bytes", "instead of a fraction of heads, for a decoder: a budget in KV-cache bytes "
+                    "per token at F16 (2 bytes a number), N or X% of the dense model's; trained by closing whole KV "
+                    "groups (--gqa-mode groups); the final mask's cache stays within it", "target_kv_bytes", true,
+                    {}, {}, {}, ""};
+  kv.value = [] { return po::value<std::string>()->value_name("N|X%"); };
+  kv.apply = [](const po::variable_value& v, TrainingSettings& s) {
+    parse_budget(v.as<std::string>(), "--target-kv-bytes");
+    s.training.target_kv_bytes = v.as<std::string>();
+  };
+  kv.record = [](const GateTrainingOptions& o) {
+    return o.target_kv_bytes ? nlohmann::json(*o.target_kv_bytes) : nlohmann::json();
+  };
+  return {target, lambda, params, flops, kv,
           choice_option("sparsity-unit", "heads", "sparsity_unit",
                         [](auto& o) -> auto& { return o.unit; }, &gates::parse_unit,
                         "what the target counts: heads, attention-params, flops, or kv-cache (a decoder's KV cache "
@@ -435,18 +447,29 @@ void check_ffn_rules(const po::variables_map& vm, const GateTrainingOptions& o) 
                                  o.constraints.uniform_layers ? "--uniform-layers" : "--head-multiple"));
 }
 
+/// What --target-kv-bytes needs: whole KV groups, the only unit that shrinks the cache. The group
+/// rule is set to groups unless another was asked for, which is refused.
+void check_kv_budget_rules(const po::variables_map& vm, GateTrainingOptions& o) {
+  if (!o.target_kv_bytes) return;
+  if (vm.count("gqa-mode") && !vm["gqa-mode"].defaulted() && o.constraints.group_rule != gates::GroupRule::kWholeGroups)
+    throw UsageError(fmt::format("--target-kv-bytes: only whole KV groups shrink the KV cache, and --gqa-mode {} "
+                                 "removes query heads within them; drop it or give --gqa-mode groups",
+                                 gates::to_string(o.constraints.group_rule)));
+  o.constraints.group_rule = gates::GroupRule::kWholeGroups;
+}
+
 /// The rules between flags, after every row has been applied.
 void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
-  if (vm.count("target-sparsity") + vm.count("l0-lambda") + vm.count("target-params") + vm.count("target-flops") +
-          vm.count("target-latency") !=
-      1)
+  const auto budgets = vm.count("target-params") + vm.count("target-flops") + vm.count("target-latency") +
+                       vm.count("target-kv-bytes");
+  if (vm.count("target-sparsity") + vm.count("l0-lambda") + budgets != 1)
     throw UsageError("give exactly one of --target-sparsity S, --target-params N|X%, --target-flops X%, "
-                     "--target-latency MS or --l0-lambda X");
-  if ((vm.count("target-params") || vm.count("target-flops") || vm.count("target-latency")) &&
-      !vm["sparsity-unit"].defaulted())
-    throw UsageError("a budget (--target-params, --target-flops, --target-latency) sets its own unit; drop "
-                     "--sparsity-unit");
+                     "--target-latency MS, --target-kv-bytes N|X% or --l0-lambda X");
+  if (budgets > 0 && !vm["sparsity-unit"].defaulted())
+    throw UsageError("a budget (--target-params, --target-flops, --target-latency, --target-kv-bytes) sets its own "
+                     "unit; drop --sparsity-unit");
   check_ffn_rules(vm, s.training);
+  check_kv_budget_rules(vm, s.training);
   if (s.training.unit == gates::SparsityUnit::kKvCache &&
       s.training.constraints.group_rule != gates::GroupRule::kWholeGroups)
     throw UsageError(fmt::format("--sparsity-unit kv-cache: only whole KV groups shrink the KV cache, and --gqa-mode "

@@ -52,13 +52,22 @@ struct GateTrainingOptions {
   /// (pruner/jobs/latency_measurement.h); trained in unit latency, the final mask's predicted
   /// latency stays within it.
   std::optional<std::string> target_latency;
+  /// A budget in KV-cache bytes per token of a decoder, at 2 bytes a cached number (the F16 cache
+  /// of llama.cpp and of HF's fp16 models), as given: "N" bytes or "X%" of the dense model's
+  /// (`--target-kv-bytes`). Only whole KV groups shrink the cache: trained as a target in unit
+  /// kv-cache with whole groups (gates::GroupRule::kWholeGroups); the final mask's cache stays
+  /// within it.
+  std::optional<std::string> target_kv_bytes;
   int64_t latency_batch_size = 1;  ///< --latency-shape B x S
   int64_t latency_seq_len = 128;
   std::string latency_table_file;  ///< --latency-table; empty = the default cache file
   std::shared_ptr<const LatencyTable> latency_table;  ///< with target_latency: set by the job (provide_latency_table)
-  /// Whether a budget (target_params, target_flops or target_latency) sets the target: the
-  /// final mask must not exceed it.
-  bool budget() const { return target_params.has_value() || target_flops.has_value() || target_latency.has_value(); }
+  /// Whether a budget (target_params, target_flops, target_latency or target_kv_bytes) sets the
+  /// target: the final mask must not exceed it.
+  bool budget() const {
+    return target_params.has_value() || target_flops.has_value() || target_latency.has_value() ||
+           target_kv_bytes.has_value();
+  }
   gates::SparsityUnit unit = gates::SparsityUnit::kHeads;
   int64_t flops_seq_len = 128;       ///< sequence length FLOPs are counted at (unit flops)
   double l0_lambda = 0.0;            ///< Voita et al.'s λ (fixed-penalty mode)
