@@ -75,10 +75,10 @@ int64_t checked_teacher_top_k(const TrainingRun& run, const Corpus& corpus, cons
 /// ({"attention": {"log_alpha", "prob_open"}, "ffn": {...}}); the units' own are folded into theirs.
 nlohmann::json sublayer_gates_json(const gates::HardConcreteGates& g, const GateUnits& units) {
   const auto n = static_cast<int64_t>(units.heads_per_layer.size());
-  const auto base = units.total_heads() + units.total_blocks();
   const auto p = g.prob_nonzero().detach();
   nlohmann::json out;
-  for (const auto& [name, at] : {std::pair{"attention", base}, std::pair{"ffn", base + n}})
+  for (const auto& [name, at] :
+       {std::pair{"attention", units.attention_sublayer_gate(0)}, std::pair{"ffn", units.ffn_sublayer_gate(0)}})
     out[name] = {{"log_alpha", to_vector(g.log_alpha.detach().narrow(0, at, n))},
                  {"prob_open", to_vector(p.narrow(0, at, n))}};
   return out;

@@ -28,15 +28,20 @@ std::vector<int64_t> GateUnits::per_group() const {
 
 std::vector<int64_t> GateUnits::parents() const {
   if (!sublayers) return {};
-  const auto units = total_heads() + total_blocks();
-  const auto layers = static_cast<int64_t>(heads_per_layer.size());
   std::vector<int64_t> parent;
-  for (int64_t l = 0; l < layers; ++l)
-    parent.insert(parent.end(), static_cast<std::size_t>(heads_per_layer[static_cast<std::size_t>(l)]), units + l);
+  for (int64_t l = 0; l < static_cast<int64_t>(heads_per_layer.size()); ++l)
+    parent.insert(parent.end(), static_cast<std::size_t>(heads_per_layer[static_cast<std::size_t>(l)]),
+                  attention_sublayer_gate(l));
   for (int64_t l = 0; l < static_cast<int64_t>(blocks_per_layer.size()); ++l)
     parent.insert(parent.end(), static_cast<std::size_t>(blocks_per_layer[static_cast<std::size_t>(l)]),
-                  units + layers + l);
+                  ffn_sublayer_gate(l));
   return parent;
+}
+
+int64_t GateUnits::attention_sublayer_gate(int64_t layer) const { return total_heads() + total_blocks() + layer; }
+
+int64_t GateUnits::ffn_sublayer_gate(int64_t layer) const {
+  return attention_sublayer_gate(layer) + static_cast<int64_t>(heads_per_layer.size());
 }
 
 torch::Tensor GateUnits::effective(const torch::Tensor& values) const {

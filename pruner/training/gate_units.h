@@ -45,6 +45,10 @@ struct GateUnits {
   /// With sublayers: each unit's parent gate ([total heads + blocks]; a head of layer l → the
   /// units' count + l, a block of layer l → that + L + l); else empty. SparsityMeasure::parent.
   std::vector<int64_t> parents() const;
+  /// With sublayers: the index among all gates of layer l's attention gate (after every head's
+  /// and block's); L more is its FFN gate. Indexes only: no check that sublayers is set.
+  int64_t attention_sublayer_gate(int64_t layer) const;
+  int64_t ffn_sublayer_gate(int64_t layer) const;
   int64_t total_heads() const;
   int64_t total_blocks() const;
   /// Splits values over the gates ([all gates]) into model multipliers: per layer its heads'
