@@ -1,5 +1,6 @@
 // Mask rearrangement (pruner/surgery/mask_rearrangement.h): a planted wrong mask is repaired,
 // the head counts stay, and with grouped-query attention swaps stay inside KV groups.
+#include <algorithm>
 #include <set>
 
 #include <torch/torch.h>
@@ -76,6 +77,55 @@ CATCH_TEST_CASE("rearrangement repairs a planted wrong mask and keeps every laye
   CATCH_CHECK(pruner::rearrange_mask(untouched, student, dense, corpus.train, corpus.pad_id, off).swaps.empty());
   CATCH_CHECK(untouched.layers[0].keep == gates.layers[0].keep);
   CATCH_CHECK_THROWS_AS(pruner::rearrange_mask(gates, student, dense, {}, corpus.pad_id, o), Error);
+}
+
+// With FFN gates the layer's FFN blocks trade places too. Layer 0's FFN block 1 (neurons 16-31)
+// writes nothing and block 0 matters; a mask that keeps block 1 and removes block 0 is the wrong
+// way round, and one swap repairs it, the FFN width unchanged.
+CATCH_TEST_CASE("rearrangement repairs a planted wrong FFN block mask and keeps every layer's FFN width",
+                "[rearrange][ffn]") {
+  using namespace rearrangement;
+  auto corpus = testing::random_corpus(64, 8, 3);
+  auto student = testing::tiny_checkpoint(2, 4);
+  auto dense = testing::tiny_checkpoint(2, 4);
+  for (auto* c : {&student, &dense}) {
+    torch::NoGradGuard no_grad;
+    torch::manual_seed(11);
+    auto params = c->model->named_parameters();
+    params["encoder.layer.0.intermediate.dense.weight"].normal_(0, 0.25);
+    params["encoder.layer.0.output.dense.weight"].normal_(0, 0.25);
+    params["encoder.layer.0.output.dense.weight"].narrow(1, 16, 16).zero_();
+  }
+  auto gates = quick_gates(student, corpus, "rearrange-ffn", 0.0);
+  for (auto& layer : gates.layers) {  // every head kept: only the FFN blocks are wrong
+    layer.keep.assign(layer.keep.size(), true);
+    layer.gate.assign(layer.gate.size(), 1.0);
+  }
+  for (int64_t l = 0; l < 2; ++l) {
+    pruner::FfnLayerGates f;
+    f.width = 64;
+    f.block = 16;
+    f.log_alpha = {0.5, -1.0, 2.0, 2.0};  // the useless block is the weakest kept one
+    f.gate = {0.0, 1.0, 1.0, 1.0};
+    f.keep = {false, true, true, true};
+    gates.ffn.push_back(f);
+  }
+  gates.ffn[1].keep = {true, true, true, false};
+  gates.ffn[1].gate = {1.0, 1.0, 1.0, 0.0};
+  pruner::RearrangeOptions o;
+  o.enabled = true;
+  const auto result = pruner::rearrange_mask(gates, student, dense, corpus.train, corpus.pad_id, o);
+  CATCH_CHECK(gates.ffn[0].keep == std::vector<bool>{true, false, true, true});
+  CATCH_CHECK(gates.ffn[0].gate[0] == 1.0);  // brought back at gate 1
+  for (const auto& f : gates.ffn) CATCH_CHECK(f.kept_width() == 48);
+  const auto first_ffn = std::find_if(result.swaps.begin(), result.swaps.end(),
+                                      [](const auto& s) { return s.unit == pruner::SwapUnit::kFfnBlock; });
+  CATCH_REQUIRE(first_ffn != result.swaps.end());
+  CATCH_CHECK(first_ffn->layer == 0);
+  CATCH_CHECK(first_ffn->removed == 1);
+  CATCH_CHECK(first_ffn->restored == 0);
+  CATCH_CHECK(result.loss_after < result.loss_before);
+  CATCH_CHECK(gates.summary.at("rearranged").at("swaps").at(0).at("unit") == "ffn_block");
 }
 
 // stories260K: 8 query heads share 4 KV heads (2 per group). Whatever the swaps, every KV group

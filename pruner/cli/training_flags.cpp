@@ -65,9 +65,10 @@ void add_refit_flags(CommandLine& line, RefitFlags& f, const char* text) {
        "pull of the refit towards the weights it starts from, relative to the mean diagonal of each "
        "layer's normal matrix (0 = plain least squares)")
       ("rearrange",
-       fmt::format("before removing heads, let a kept and a removed head of a layer trade places when that lowers "
-                   "the distillation loss on {} (Kwon et al.'s mask rearrangement; every layer keeps its head "
-                   "count, inside KV groups with GQA)",
+       fmt::format("before removing heads, let a kept and a removed head of a layer (and, with --prune heads,ffn, "
+                   "a kept and a removed FFN block) trade places when that lowers the distillation loss on {} "
+                   "(Kwon et al.'s mask rearrangement; every layer keeps its head count and FFN width, swaps "
+                   "stay inside KV groups with GQA)",
                    text).c_str())
       ("rearrange-sequences", arg(&f.rearrange_sequences, "N", f.rearrange_sequences),
        "calibration sequences the rearrangement scores swaps on");
@@ -165,8 +166,6 @@ pruner::PruneJobOptions prune_job_options(const PruneFlags& prune, const po::var
   job.refit.batch_size = job.training.batch_size;
   job.rearrange = rearrange_options(prune.refit, vm, job.training.device);
   job.rearrange.fold_gates = job.fold_gates;
-  if (job.training.gates_ffn() && job.rearrange.enabled)
-    throw UsageError("--rearrange handles heads only; --prune heads,ffn also removes FFN neurons: leave it out");
   return job;
 }
 

@@ -46,11 +46,14 @@ class MaskLoss {
     ++evaluations;
     auto& model = *student_.model;
     const auto device = calibration_.batches.front().input_ids.device();
-    const auto multipliers = plan_multipliers(plan_from_checked_gates(state, fold_), model.config(), device);
+    const auto plan = plan_from_checked_gates(state, fold_);
+    const auto heads = plan_multipliers(plan, model.config(), device);
+    const auto ffn = plan_ffn_multipliers(plan, model.config(), device);
+    const models::Multipliers multipliers{&heads, ffn.empty() ? nullptr : &ffn};
     double sum = 0, weight = 0;
     for (std::size_t b = 0; b < calibration_.batches.size(); ++b) {
       const auto& in = calibration_.batches[b];
-      const auto loss = distillation(model.forward(in, &multipliers), calibration_.targets[b], in.attention_mask,
+      const auto loss = distillation(model.forward(in, multipliers), calibration_.targets[b], in.attention_mask,
                                      student_.pooling, embedding_weight_);
       const double tokens = in.attention_mask.sum().item<double>();
       sum += loss.total.item<double>() * tokens;
@@ -68,46 +71,89 @@ class MaskLoss {
   bool fold_;
 };
 
-/// Positions in `layer` of its kept (`kept` true) or removed heads, weakest kept / strongest
-/// removed first by log_alpha, at most `count`.
-std::vector<std::size_t> candidates(const LayerGates& layer, bool kept, int64_t count) {
+/// One layer's units of one kind in a gate state: its heads' or its FFN blocks' keep-mask, gate
+/// values and log_alpha (views into the state).
+struct LayerUnits {
+  std::vector<bool>& keep;
+  std::vector<double>& gate;
+  const std::vector<double>& log_alpha;
+};
+
+LayerUnits layer_units(GateState& state, SwapUnit unit, std::size_t l) {
+  if (unit == SwapUnit::kHead) return {state.layers[l].keep, state.layers[l].gate, state.layers[l].log_alpha};
+  return {state.ffn[l].keep, state.ffn[l].gate, state.ffn[l].log_alpha};
+}
+
+/// Positions of the kept (`kept` true) or removed units, weakest kept / strongest removed first
+/// by log_alpha, at most `count`.
+std::vector<std::size_t> candidates(const LayerUnits& units, bool kept, int64_t count) {
   std::vector<std::size_t> out;
-  for (std::size_t h = 0; h < layer.heads.size(); ++h)
-    if (layer.keep[h] == kept) out.push_back(h);
+  for (std::size_t i = 0; i < units.keep.size(); ++i)
+    if (units.keep[i] == kept) out.push_back(i);
   std::sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
-    return kept ? layer.log_alpha[a] < layer.log_alpha[b] : layer.log_alpha[a] > layer.log_alpha[b];
+    return kept ? units.log_alpha[a] < units.log_alpha[b] : units.log_alpha[a] > units.log_alpha[b];
   });
   if (static_cast<int64_t>(out.size()) > count) out.resize(static_cast<std::size_t>(count));
   return out;
 }
 
-/// `state` with positions `out` and `in` of layer `l` trading places (`in` at gate 1).
-GateState swapped(const GateState& state, std::size_t l, std::size_t out, std::size_t in) {
+/// `state` with units `out` and `in` of layer `l` trading places (`in` at gate 1).
+GateState swapped(const GateState& state, SwapUnit unit, std::size_t l, std::size_t out, std::size_t in) {
   auto s = state;
-  auto& layer = s.layers[l];
-  layer.keep[out] = false;
-  layer.keep[in] = true;
-  layer.gate[in] = 1.0;
+  auto units = layer_units(s, unit, l);
+  units.keep[out] = false;
+  units.keep[in] = true;
+  units.gate[in] = 1.0;
   return s;
 }
 
-/// The best improving swap of layer `l`, if any, made in `state`: tries candidates² swaps, with
-/// grouped-query attention (`group_size` query heads per KV head, > 1) only inside a KV group.
-std::optional<HeadSwap> best_swap(GateState& state, std::size_t l, double current, MaskLoss& loss,
+/// The swap's record: original head indices for heads, block positions for FFN blocks.
+MaskSwap swap_record(const GateState& state, SwapUnit unit, std::size_t l, std::size_t out, std::size_t in) {
+  MaskSwap swap;
+  swap.unit = unit;
+  swap.layer = static_cast<int64_t>(l);
+  const auto& heads = state.layers[l].heads;
+  swap.removed = unit == SwapUnit::kHead ? heads[out] : static_cast<int64_t>(out);
+  swap.restored = unit == SwapUnit::kHead ? heads[in] : static_cast<int64_t>(in);
+  return swap;
+}
+
+/// The best improving swap of layer `l`'s units of kind `unit`, if any, made in `state`: tries
+/// candidates² swaps; heads under grouped-query attention (`group_size` query heads per KV
+/// head, > 1) only inside a KV group.
+std::optional<MaskSwap> best_swap(GateState& state, SwapUnit unit, std::size_t l, double current, MaskLoss& loss,
                                   int64_t group_size, const RearrangeOptions& o) {
-  const auto& layer = state.layers[l];
-  std::optional<HeadSwap> best;
+  const auto units = layer_units(state, unit, l);
+  const auto& heads = state.layers[l].heads;
+  std::optional<MaskSwap> best;
   std::pair<std::size_t, std::size_t> where;
-  for (auto out : candidates(layer, true, o.candidates))
-    for (auto in : candidates(layer, false, o.candidates)) {
-      if (group_size > 1 && layer.heads[out] / group_size != layer.heads[in] / group_size) continue;
-      const double value = loss(swapped(state, l, out, in));
+  for (auto out : candidates(units, true, o.candidates))
+    for (auto in : candidates(units, false, o.candidates)) {
+      if (unit == SwapUnit::kHead && group_size > 1 && heads[out] / group_size != heads[in] / group_size) continue;
+      const double value = loss(swapped(state, unit, l, out, in));
       if (value >= (best ? best->loss_after : current)) continue;
-      best = HeadSwap{static_cast<int64_t>(l), layer.heads[out], layer.heads[in], current, value};
+      best = swap_record(state, unit, l, out, in);
+      best->loss_before = current;
+      best->loss_after = value;
       where = {out, in};
     }
-  if (best) state = swapped(state, l, where.first, where.second);
+  if (best) state = swapped(state, unit, l, where.first, where.second);
   return best;
+}
+
+/// Up to max_rounds improving swaps of layer `l`'s units of kind `unit`, logged and recorded;
+/// returns the loss after them.
+double rearrange_layer(GateState& gates, SwapUnit unit, std::size_t l, double current, MaskLoss& loss,
+                       int64_t group_size, const RearrangeOptions& o, RearrangeResult& result) {
+  for (int64_t round = 0; round < o.max_rounds; ++round) {
+    const auto swap = best_swap(gates, unit, l, current, loss, group_size, o);
+    if (!swap) break;
+    log::info("layer {}: {} {} kept instead of {} {}; loss {:.5f} -> {:.5f}", l, to_string(unit), swap->restored,
+              to_string(unit), swap->removed, swap->loss_before, swap->loss_after);
+    current = swap->loss_after;
+    result.swaps.push_back(*swap);
+  }
+  return current;
 }
 
 }  // namespace
@@ -119,9 +165,6 @@ RearrangeResult rearrange_mask(GateState& gates, models::Checkpoint& student, mo
   result.enabled = options.enabled;
   if (!options.enabled) return result;
   if (sequences.empty()) throw Error("--rearrange needs calibration text, and none was given");
-  if (!gates.ffn.empty())
-    throw Error("--rearrange searches head masks only; these gates also cover FFN neurons (--prune heads,ffn): "
-                "leave --rearrange out");
   plan_from_gates(gates, *student.model, options.fold_gates);  // the gates belong to `student`, or Error
   const auto t0 = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
@@ -129,19 +172,15 @@ RearrangeResult rearrange_mask(GateState& gates, models::Checkpoint& student, mo
   result.sequences = std::min(sequences.size(), options.max_sequences);
   MaskLoss loss(student, calibration, gates.settings.value("embedding_weight", 1.0), options.fold_gates);
   const auto group_size = student.model->config().kv_group_size();
-  log::info("rearranging the mask: per layer up to {} x {} swaps of kept and removed heads, scored on {} "
+  log::info("rearranging the mask: per layer up to {} x {} swaps of kept and removed heads{}, scored on {} "
             "calibration sequences",
-            options.candidates, options.candidates, result.sequences);
+            options.candidates, options.candidates, gates.ffn.empty() ? "" : " and of FFN blocks", result.sequences);
   double current = result.loss_before = loss(gates);
-  for (std::size_t l = 0; l < gates.layers.size(); ++l)
-    for (int64_t round = 0; round < options.max_rounds; ++round) {
-      const auto swap = best_swap(gates, l, current, loss, group_size, options);
-      if (!swap) break;
-      log::info("layer {}: head {} kept instead of head {}; loss {:.5f} -> {:.5f}", l, swap->restored,
-                swap->removed, swap->loss_before, swap->loss_after);
-      current = swap->loss_after;
-      result.swaps.push_back(*swap);
-    }
+  for (std::size_t l = 0; l < gates.layers.size(); ++l) {
+    current = rearrange_layer(gates, SwapUnit::kHead, l, current, loss, group_size, options, result);
+    if (l < gates.ffn.size())
+      current = rearrange_layer(gates, SwapUnit::kFfnBlock, l, current, loss, group_size, options, result);
+  }
   result.loss_after = current;
   result.evaluations = loss.evaluations;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -153,7 +192,7 @@ RearrangeResult rearrange_mask(GateState& gates, models::Checkpoint& student, mo
 nlohmann::json RearrangeResult::to_json() const {
   auto swaps_json = nlohmann::json::array();
   for (const auto& s : swaps)
-    swaps_json.push_back({{"layer", s.layer}, {"removed", s.removed}, {"restored", s.restored},
+    swaps_json.push_back({{"unit", to_string(s.unit)}, {"layer", s.layer}, {"removed", s.removed}, {"restored", s.restored},
                           {"loss_before", s.loss_before}, {"loss_after", s.loss_after}});
   return {{"sequences", sequences}, {"evaluations", evaluations}, {"loss_before", loss_before},
           {"loss_after", loss_after}, {"seconds", seconds}, {"swaps", swaps_json}};
@@ -164,5 +203,7 @@ std::string RearrangeResult::describe() const {
                      "evaluations, {:.1f} s)",
                      sequences, swaps.size(), loss_before, loss_after, evaluations, seconds);
 }
+
+const char* to_string(SwapUnit unit) { return unit == SwapUnit::kHead ? "head" : "ffn_block"; }
 
 }  // namespace headprune::pruner

@@ -1,6 +1,8 @@
 // Mask rearrangement between gate training and surgery: within a layer, a kept head and a
-// removed one trade places when that lowers the distillation loss on calibration text, so
-// every layer keeps as many heads as the trained mask gave it (same size, same speed).
+// removed one (or, with FFN gates, a kept FFN block and a removed one) trade places when that
+// lowers the distillation loss on calibration text, so every layer keeps as many heads and FFN
+// neurons as the trained mask gave it (same size, same speed). Kwon et al. rearrange heads and
+// FFN neurons alike.
 //
 // Kwon et al. 2022, "A Fast Post-Training Pruning Framework for Transformers", §4.2 (mask
 // rearrangement): the mask search ranks heads one at a time, which ignores how heads of a layer
@@ -37,11 +39,18 @@ struct RearrangeOptions {
   torch::Device device = torch::kCPU;
 };
 
-/// One swap made: in `layer`, head `removed` (original index) now kept, `restored` removed.
-struct HeadSwap {
+/// What a swap trades: two heads of a layer, or two of its FFN blocks (--prune heads,ffn).
+enum class SwapUnit { kHead, kFfnBlock };
+/// "head" or "ffn_block" (gates.json's rearranged.swaps[].unit).
+const char* to_string(SwapUnit unit);
+
+/// One swap made: in `layer`, unit `restored` now kept and `removed` taken out — heads by their
+/// original index, FFN blocks by their position among the layer's blocks.
+struct MaskSwap {
+  SwapUnit unit = SwapUnit::kHead;
   int64_t layer = 0;
-  int64_t removed = 0;   ///< the kept head taken out
-  int64_t restored = 0;  ///< the removed head brought back (at gate 1)
+  int64_t removed = 0;   ///< the kept unit taken out
+  int64_t restored = 0;  ///< the removed unit brought back (at gate 1)
   double loss_before = 0;
   double loss_after = 0;
 };
@@ -54,13 +63,14 @@ struct RearrangeResult {
   double loss_before = 0;   ///< the trained mask's loss on the calibration text
   double loss_after = 0;
   double seconds = 0;
-  std::vector<HeadSwap> swaps;
+  std::vector<MaskSwap> swaps;
   nlohmann::json to_json() const;
   /// One line for logs: swaps made, loss before → after, evaluations, time.
   std::string describe() const;
 };
 
-/// Rearranges `gates`' keep-mask in place as the file comment describes: `student` is the model
+/// Rearranges `gates`' keep-mask in place as the file comment describes, heads first and then,
+/// with FFN gates, the layer's FFN blocks the same way (every layer keeps its FFN width): `student` is the model
 /// the gates were trained on (its weights as trained), `dense` the dense reference (its outputs
 /// are the targets); `sequences` token ids with special tokens. A restored head gets gate 1,
 /// a removed one keeps its log_alpha and gate for the record. With grouped-query attention a

@@ -87,4 +87,17 @@ models::HeadMultipliers plan_multipliers(const PrunePlan& plan, const models::Mo
   return m;
 }
 
+models::FfnMultipliers plan_ffn_multipliers(const PrunePlan& plan, const models::ModelConfig& config,
+                                            const torch::Device& device) {
+  models::FfnMultipliers m;
+  if (!plan_prunes_ffn(plan)) return m;
+  for (size_t l = 0; l < plan.size(); ++l) {
+    const auto width = config.ffn_width(static_cast<int64_t>(l));
+    auto v = plan[l].ffn_scale.defined() ? plan[l].ffn_scale.clone().to(torch::kFloat) : torch::ones({width});
+    for (auto i : plan[l].ffn_remove) v[i] = 0.f;
+    m.push_back(v.to(device));
+  }
+  return m;
+}
+
 }  // namespace headprune::pruner

@@ -46,12 +46,17 @@ PrunePlan with_removed_ffn(PrunePlan plan, const nlohmann::json& spec, const mod
 /// neurons by AttentionModel::prune_ffn).
 void apply_plan(models::AttentionModel& model, const PrunePlan& plan);
 
-/// Whether `plan` touches FFN neurons (what --refit and --rearrange do not handle yet).
+/// Whether `plan` touches FFN neurons.
 bool plan_prunes_ffn(const PrunePlan& plan);
 
 /// Per-head multipliers equivalent to a plan before surgery (1 or the scale for kept heads,
 /// 0 for removed): the gated model these give equals the pruned model.
 models::HeadMultipliers plan_multipliers(const PrunePlan& plan, const models::ModelConfig& config,
                                          const torch::Device& device);
+
+/// Per-FFN-neuron multipliers equivalent to a plan before surgery, [ffn_width(l)] per layer (1
+/// or the scale for kept neurons, 0 for removed); empty when the plan touches no FFN neuron.
+models::FfnMultipliers plan_ffn_multipliers(const PrunePlan& plan, const models::ModelConfig& config,
+                                            const torch::Device& device);
 
 }  // namespace headprune::pruner
