@@ -35,7 +35,7 @@ CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[option
   // Every setting gates.json records (docs/formats.md: "settings").
   CATCH_CHECK(recorded == std::set<std::string>{
                               "steps", "batch_size", "learning_rate", "lambda_learning_rate", "lambda_damping",
-                              "target_sparsity", "target_params", "target_flops", "target_latency", "latency_shape", "sparsity_unit", "flops_seq_len", "l0_lambda",
+                              "target_sparsity", "target_params", "target_flops", "target_latency", "target_kv_bytes", "latency_shape", "sparsity_unit", "flops_seq_len", "l0_lambda",
                               "warmup_steps", "max_extra_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
                               "min_heads_per_layer", "gqa_mode", "uniform_layers", "prune", "ffn_block", "head_multiple", "embedding_weight", "distill_layers",
                               "label_weight", "train_weights", "teacher_top_k",
