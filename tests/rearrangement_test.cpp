@@ -33,6 +33,24 @@ pruner::GateState quick_gates(models::Checkpoint& ckpt, const pruner::Corpus& co
   return pruner::train_gates(ckpt, corpus, o);
 }
 
+/// Random text, and a student and a dense tiny BERT (2 layers of 4 heads) with the same weights,
+/// both edited alike by `plant` (given their named parameters, under no_grad).
+struct PlantedPair {
+  pruner::Corpus corpus;
+  models::Checkpoint student, dense;
+};
+
+template <typename Plant>
+PlantedPair planted_pair(Plant plant) {
+  PlantedPair p{testing::random_corpus(64, 8, 3), testing::tiny_checkpoint(2, 4), testing::tiny_checkpoint(2, 4)};
+  for (auto* c : {&p.student, &p.dense}) {
+    torch::NoGradGuard no_grad;
+    auto params = c->model->named_parameters();
+    plant(params);
+  }
+  return p;
+}
+
 std::vector<int64_t> kept_counts(const pruner::GateState& s) {
   std::vector<int64_t> out;
   for (const auto& l : s.layers) out.push_back(static_cast<int64_t>(l.kept().size()));
@@ -45,13 +63,9 @@ std::vector<int64_t> kept_counts(const pruner::GateState& s) {
 // keeps head 1 and removes head 0 is the wrong way round, and one swap repairs it.
 CATCH_TEST_CASE("rearrangement repairs a planted wrong mask and keeps every layer's head count", "[rearrange]") {
   using namespace rearrangement;
-  auto corpus = testing::random_corpus(64, 8, 3);
-  auto student = testing::tiny_checkpoint(2, 4);
-  auto dense = testing::tiny_checkpoint(2, 4);
-  for (auto* c : {&student, &dense}) {
-    torch::NoGradGuard no_grad;
-    c->model->named_parameters()["encoder.layer.0.attention.output.dense.weight"].narrow(1, 8, 8).zero_();
-  }
+  auto [corpus, student, dense] = planted_pair([](auto& params) {
+    params["encoder.layer.0.attention.output.dense.weight"].narrow(1, 8, 8).zero_();
+  });
   auto gates = quick_gates(student, corpus, "rearrange-planted", 0.25);
   auto& layer0 = gates.layers[0];
   layer0.keep = {false, true, true, true};
@@ -85,17 +99,12 @@ CATCH_TEST_CASE("rearrangement repairs a planted wrong mask and keeps every laye
 CATCH_TEST_CASE("rearrangement repairs a planted wrong FFN block mask and keeps every layer's FFN width",
                 "[rearrange][ffn]") {
   using namespace rearrangement;
-  auto corpus = testing::random_corpus(64, 8, 3);
-  auto student = testing::tiny_checkpoint(2, 4);
-  auto dense = testing::tiny_checkpoint(2, 4);
-  for (auto* c : {&student, &dense}) {
-    torch::NoGradGuard no_grad;
+  auto [corpus, student, dense] = planted_pair([](auto& params) {
     torch::manual_seed(11);
-    auto params = c->model->named_parameters();
     params["encoder.layer.0.intermediate.dense.weight"].normal_(0, 0.25);
     params["encoder.layer.0.output.dense.weight"].normal_(0, 0.25);
     params["encoder.layer.0.output.dense.weight"].narrow(1, 16, 16).zero_();
-  }
+  });
   auto gates = quick_gates(student, corpus, "rearrange-ffn", 0.0);
   for (auto& layer : gates.layers) {  // every head kept: only the FFN blocks are wrong
     layer.keep.assign(layer.keep.size(), true);
