@@ -29,7 +29,8 @@ class QualityMeasure {
   std::string name() const;
   /// The quality of the checkpoint at `model`: STS-B Spearman x100, or the unweighted mean over
   /// the tasks of acc in percent (pruner/measure/zero_shot.h); nullopt for fidelity, which the
-  /// prune job's summary carries. @throws headprune::Error as load_checkpoint, check() and the scorers.
+  /// prune job's summary carries. @throws headprune::Error as load_checkpoint and the scorers
+  /// (score_multiple_choice refuses a model that cannot score the tasks, as check() does).
   std::optional<double> of(const std::filesystem::path& model, const torch::Device& device) const;
   /// The same of a loaded checkpoint (the prune job's dense and pruned models, before export).
   std::optional<double> of(models::Checkpoint& checkpoint, const torch::Device& device) const;
