@@ -447,14 +447,21 @@ void check_ffn_rules(const po::variables_map& vm, const GateTrainingOptions& o) 
                                  o.constraints.uniform_layers ? "--uniform-layers" : "--head-multiple"));
 }
 
-/// What --target-kv-bytes needs: whole KV groups, the only unit that shrinks the cache. The group
-/// rule is set to groups unless another was asked for, which is refused.
+/// Refuses a group rule other than whole KV groups for `flag`, which counts the KV cache: only
+/// whole groups shrink it. `remedy` says what to do instead.
+void require_whole_groups(const GateTrainingOptions& o, const char* flag, const char* remedy) {
+  if (o.constraints.group_rule == gates::GroupRule::kWholeGroups) return;
+  throw UsageError(fmt::format("{}: only whole KV groups shrink the KV cache, and --gqa-mode {} removes query heads "
+                               "within them; {}",
+                               flag, gates::to_string(o.constraints.group_rule), remedy));
+}
+
+/// What --target-kv-bytes needs: whole KV groups. The group rule is set to groups unless another
+/// was asked for, which is refused.
 void check_kv_budget_rules(const po::variables_map& vm, GateTrainingOptions& o) {
   if (!o.target_kv_bytes) return;
-  if (vm.count("gqa-mode") && !vm["gqa-mode"].defaulted() && o.constraints.group_rule != gates::GroupRule::kWholeGroups)
-    throw UsageError(fmt::format("--target-kv-bytes: only whole KV groups shrink the KV cache, and --gqa-mode {} "
-                                 "removes query heads within them; drop it or give --gqa-mode groups",
-                                 gates::to_string(o.constraints.group_rule)));
+  if (vm.count("gqa-mode") && !vm["gqa-mode"].defaulted())
+    require_whole_groups(o, "--target-kv-bytes", "drop it or give --gqa-mode groups");
   o.constraints.group_rule = gates::GroupRule::kWholeGroups;
 }
 
@@ -470,11 +477,8 @@ void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
                      "unit; drop --sparsity-unit");
   check_ffn_rules(vm, s.training);
   check_kv_budget_rules(vm, s.training);
-  if (s.training.unit == gates::SparsityUnit::kKvCache &&
-      s.training.constraints.group_rule != gates::GroupRule::kWholeGroups)
-    throw UsageError(fmt::format("--sparsity-unit kv-cache: only whole KV groups shrink the KV cache, and --gqa-mode "
-                                 "{} removes query heads within them; add --gqa-mode groups",
-                                 gates::to_string(s.training.constraints.group_rule)));
+  if (s.training.unit == gates::SparsityUnit::kKvCache)
+    require_whole_groups(s.training, "--sparsity-unit kv-cache", "add --gqa-mode groups");
   if (!vm.count("target-latency") &&
       ((vm.count("latency-shape") && !vm["latency-shape"].defaulted()) || vm.count("latency-table")))
     throw UsageError("--latency-shape and --latency-table have no effect without --target-latency");
