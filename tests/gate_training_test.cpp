@@ -233,3 +233,74 @@ CATCH_TEST_CASE("SIGTERM mid-run saves a snapshot that --resume continues to the
   CATCH_CHECK((snapshot.step >= 5 && snapshot.step < 1000));
   resume_and_compare(ckpt, corpus, o, full);
 }
+
+namespace {
+
+/// In `state`, one layer's first kept head and first removed head trade places (the restored head
+/// at gate 1), as a rearrangement would; false when no layer has both.
+bool swap_one_head(pruner::GateState& state) {
+  for (auto& layer : state.layers) {
+    const auto kept = std::find(layer.keep.begin(), layer.keep.end(), true);
+    const auto removed = std::find(layer.keep.begin(), layer.keep.end(), false);
+    if (kept == layer.keep.end() || removed == layer.keep.end()) continue;
+    const auto in = static_cast<std::size_t>(removed - layer.keep.begin());
+    *kept = false;
+    layer.keep[in] = true;
+    layer.gate[in] = 1.0;
+    return true;
+  }
+  return false;
+}
+
+std::vector<std::vector<bool>> keep_masks(const pruner::GateState& s) {
+  std::vector<std::vector<bool>> out;
+  for (const auto& l : s.layers) out.push_back(l.keep);
+  return out;
+}
+
+}  // namespace
+
+// The prune job's --rearrange with --train-weights goes through fix_mask: the mask is changed
+// once, while the weights are still the dense ones, the weights then train on the changed mask,
+// and a run stopped in the weights phase resumes on that mask (not on one fixed again with the
+// weights it has by then).
+CATCH_TEST_CASE("fix_mask changes the mask once before the weights train and a resumed weights phase keeps it",
+                "[training][rearrange]") {
+  auto corpus = testing::random_corpus(64, 8, 3);
+  const auto first_weight = [](const models::Checkpoint& c) { return c.model->parameters().front().detach().clone(); };
+  const auto dense_weight = first_weight(testing::tiny_checkpoint(2, 4));
+  int calls = 0;
+  std::vector<std::vector<bool>> fixed;
+  std::filesystem::path out_dir;
+  const auto run = [&](const std::string& tag, int64_t stop_after, bool resume) {
+    auto ckpt = testing::tiny_checkpoint(2, 4);
+    auto o = quick_options(tag, 0.25, 20);
+    if (resume) o.out_dir = out_dir;  // the stopped run's folder
+    out_dir = o.out_dir;
+    o.train_weights = true;
+    o.finetune_steps = 10;
+    o.stop_after = stop_after;
+    o.resume = resume;
+    o.fix_mask = [&](pruner::GateState& state) {
+      ++calls;
+      CATCH_CHECK(torch::equal(first_weight(ckpt), dense_weight));  // the weights have not trained yet
+      CATCH_REQUIRE(swap_one_head(state));
+      fixed = keep_masks(state);
+    };
+    auto state = pruner::train_gates(ckpt, corpus, o);
+    return std::make_pair(state, first_weight(ckpt));
+  };
+  const auto [full, full_weight] = run("fix-mask-full", 0, false);
+  CATCH_CHECK(calls == 1);
+  CATCH_CHECK(keep_masks(full) == fixed);
+  CATCH_CHECK_FALSE(torch::equal(full_weight, dense_weight));  // the weights did train
+
+  calls = 0;
+  const auto [partial, partial_weight] = run("fix-mask-resumed", 25, false);  // 5 steps into the weights phase
+  CATCH_REQUIRE_FALSE(partial.complete);
+  CATCH_CHECK(calls == 1);
+  const auto [resumed, resumed_weight] = run("fix-mask-resumed", 0, true);
+  CATCH_CHECK(calls == 1);  // not fixed again
+  CATCH_CHECK(keep_masks(resumed) == keep_masks(full));
+  CATCH_CHECK(torch::allclose(resumed_weight, full_weight, 1e-5, 1e-6));  // trained on the same mask
+}

@@ -114,7 +114,8 @@ int run_apply(const std::vector<std::string>& args, const GlobalOptions& globals
       ("gguf", "also write model.gguf (the pruned LLaMA model for llama.cpp, F32, as export-gguf)")
       ("json", "print the result as JSON on stdout");
   RefitFlags refit_flags;
-  add_refit_flags(line, refit_flags, "the training share of the text the gates were trained on (needs --gates)");
+  add_refit_flags(line, refit_flags, "the training share of the text the gates were trained on (needs --gates)",
+                  "before removing heads");
   line.example("apply MODEL --gates out/gates -o out/pruned", "remove the heads the trained gates closed")
       .example("apply MODEL --remove-heads '{\"0\": [1, 5], \"3\": [0]}' -o out/pruned",
                "remove heads 1 and 5 of layer 0 and head 0 of layer 3")

@@ -52,7 +52,7 @@ pruner::ProcessGroup join_if_distributed(const po::variables_map& vm, const prun
   return group;
 }
 
-void add_refit_flags(CommandLine& line, RefitFlags& f, const char* text) {
+void add_refit_flags(CommandLine& line, RefitFlags& f, const char* text, const char* rearrange_when) {
   line.group(group::kRefit).add_options()
       ("refit", arg(&f.method, "METHOD", f.method),
        fmt::format("after removing heads, refit each layer's attention output to the dense model's on {}, "
@@ -65,11 +65,11 @@ void add_refit_flags(CommandLine& line, RefitFlags& f, const char* text) {
        "pull of the refit towards the weights it starts from, relative to the mean diagonal of each "
        "layer's normal matrix (0 = plain least squares)")
       ("rearrange",
-       fmt::format("before removing heads, let a kept and a removed head of a layer (and, with --prune heads,ffn, "
+       fmt::format("{}, let a kept and a removed head of a layer (and, with --prune heads,ffn, "
                    "a kept and a removed FFN block) trade places when that lowers the distillation loss on {} "
                    "(Kwon et al.'s mask rearrangement; every layer keeps its head count and FFN width, swaps "
                    "stay inside KV groups with GQA)",
-                   text).c_str())
+                   rearrange_when, text).c_str())
       ("rearrange-sequences", arg(&f.rearrange_sequences, "N", f.rearrange_sequences),
        "calibration sequences the rearrangement scores swaps on");
 }
@@ -115,7 +115,8 @@ void add_prune_flags(CommandLine& line, PruneFlags& f, std::string& out, const c
                   "in headprune/head_roles.*; `report` then shows the roles of kept and removed heads")
       ("analyze-conllu", arg(&f.analyze_conllu, "FILE"),
        "also analyse on this CoNLL-U treebank, for the syntactic roles (implies --analyze)");
-  add_refit_flags(line, f.refit, "the training text (its training share)");
+  add_refit_flags(line, f.refit, "the training text (its training share)",
+                  "before removing heads (with --train-weights: before the weights fine-tune on the mask)");
   line.group(group::kResume).add_options()
       ("resume", "continue the gate training of an interrupted run with the same --out");
   line.group(group::kBench).add_options()

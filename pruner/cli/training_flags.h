@@ -40,8 +40,8 @@ struct RefitFlags {
 };
 
 /// Declares the refit and rearrangement flags (group "Recovery after removal"); `text` says
-/// where the calibration text comes from for this command.
-void add_refit_flags(CommandLine& line, RefitFlags& flags, const char* text);
+/// where the calibration text comes from for this command, `rearrange_when` when --rearrange runs.
+void add_refit_flags(CommandLine& line, RefitFlags& flags, const char* text, const char* rearrange_when);
 
 /// The refit settings from parsed flags. @throws headprune::UsageError on a bad value, or on
 /// --refit-sequences / --refit-ridge given without a refit method (they would do nothing).

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -630,12 +631,54 @@ class GateTrainer {
   /// Fixes the mask (final_gate_state) and, with --train-weights, unfreezes the weights.
   void end_gate_phase() {
     final_state_ = final_gate_state(*run_.gates, run_.model, fingerprint_, measure_, o_, gate_steps_);
+    if (o_.train_weights && o_.fix_mask) fix_mask_before_weights();
     fixed_ = final_multipliers(final_state_, o_.device);
     if (!o_.train_weights) return;
     for (auto& p : run_.model.parameters()) p.set_requires_grad(true);
     log::info("gates fixed ({} of {} heads kept{}); fine-tuning the weights for {} steps, lr {}",
               final_state_.heads_kept(), final_state_.heads_total(), ffn_kept_note(final_state_), o_.finetune_steps,
               o_.weights_learning_rate);
+  }
+
+  /// The gates folder's copy of the mask o_.fix_mask made, which the weights train on.
+  static constexpr const char* kFixedMaskDir = "fixed_mask";
+
+  /// o_.fix_mask on final_state_, every rank alike, rank 0's result kept and saved (kFixedMaskDir).
+  /// A run resumed past the gate phase reads the saved mask back instead: its weights have moved
+  /// since the mask was fixed, so fixing it again could give another one.
+  void fix_mask_before_weights() {
+    const auto saved = o_.out_dir / kFixedMaskDir;
+    if (o_.resume && start_ > gate_steps_ && std::filesystem::exists(saved / "gates.json")) {
+      final_state_ = GateState::load(saved);
+      log::info("the weights phase resumes on the mask fixed before it ({})", saved.string());
+      return;
+    }
+    o_.fix_mask(final_state_);
+    if (group_.distributed()) take_main_ranks_mask(final_state_);
+    if (group_.is_main()) final_state_.save(saved);
+  }
+
+  /// Every rank's `state` gets rank 0's keep-mask and gate values (a sum over the ranks of
+  /// rank 0's values and everyone else's zeros).
+  void take_main_ranks_mask(GateState& state) const {
+    std::vector<double> values;
+    const auto add = [&](const std::vector<bool>& keep, const std::vector<double>& gate) {
+      for (std::size_t i = 0; i < keep.size(); ++i) values.insert(values.end(), {keep[i] ? 1.0 : 0.0, gate[i]});
+    };
+    for (const auto& l : state.layers) add(l.keep, l.gate);
+    for (const auto& l : state.ffn) add(l.keep, l.gate);
+    auto t = torch::tensor(values, torch::kDouble);
+    if (!group_.is_main()) t.zero_();
+    group_.all_reduce_sum(t);
+    std::size_t next = 0;
+    const auto take = [&](std::vector<bool>& keep, std::vector<double>& gate) {
+      for (std::size_t i = 0; i < keep.size(); ++i, next += 2) {
+        keep[i] = t[static_cast<int64_t>(next)].item<double>() > 0.5;
+        gate[i] = t[static_cast<int64_t>(next + 1)].item<double>();
+      }
+    };
+    for (auto& l : state.layers) take(l.keep, l.gate);
+    for (auto& l : state.ffn) take(l.keep, l.gate);
   }
 
   void log_step(int64_t done, const StepResult& r, double seconds) {

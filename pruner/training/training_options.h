@@ -28,6 +28,7 @@
 namespace headprune::pruner {
 
 struct LatencyTable;  // pruner/measure/latency_table.h
+struct GateState;     // pruner/records/gate_record.h
 
 /// Every setting of a gate-training run (docs/cli.md lists the flags that set them).
 struct GateTrainingOptions {
@@ -102,6 +103,11 @@ struct GateTrainingOptions {
   bool float32_weights = false;
   int64_t finetune_steps = 200;
   double weights_learning_rate = 1e-4;
+  /// With train_weights: changes the mask fixed at the end of the gate phase, once, before the
+  /// weights train on it (the prune job's --rearrange: pruner/jobs/prune_job.cpp). Every rank
+  /// calls it; rank 0's mask is the one kept, and is saved in the gates folder so that a run
+  /// resumed in the weights phase trains on the same mask. Null: the mask as the gates left it.
+  std::function<void(GateState&)> fix_mask;
   /// Activation checkpointing per layer (--checkpoint-layers): "on", "off", or "auto" = on for
   /// models of at least kCheckpointLayersFrom parameters when LibTorch has no fused attention
   /// kernel (models/attention_kernel.h; Debian's 1.13), whose every layer then keeps its
