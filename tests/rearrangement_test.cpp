@@ -189,3 +189,43 @@ CATCH_TEST_CASE("prune --rearrange records the rearrangement with the gates it e
   for (std::size_t l = 0; l < gates.layers.size(); ++l)
     CATCH_CHECK(pruned.model->config().kept_heads[l] == gates.layers[l].kept());
 }
+
+// stories260K, whole KV groups (what --gqa-mode groups and --target-kv-bytes keep): layer 0's KV
+// group 1 (query heads 2 and 3) writes nothing and group 0 matters; a mask that keeps group 1 and
+// removes group 0 is the wrong way round. No head swap can repair it (none stays inside a group);
+// one group swap does, and the layer keeps its number of query heads and of KV groups.
+CATCH_TEST_CASE("with whole KV groups a kept and a removed group trade places", "[rearrange][llama]") {
+  using namespace rearrangement;
+  auto student = models::load_checkpoint(testing::converted_stories(), torch::kCPU);
+  auto dense = models::load_checkpoint(testing::converted_stories(), torch::kCPU);
+  const auto head_dim = student.model->config().head_dim;
+  for (auto* c : {&student, &dense}) {
+    torch::NoGradGuard no_grad;
+    c->model->named_parameters()["model.layers.0.self_attn.o_proj.weight"].narrow(1, 2 * head_dim, 2 * head_dim).zero_();
+  }
+  auto corpus = testing::random_corpus(32, 8, 5);
+  auto gates = quick_gates(student, corpus, "rearrange-kv-groups", 0.5);
+  CATCH_REQUIRE(student.model->config().kv_group_size() == 2);
+  for (auto& layer : gates.layers) {  // every other layer whole; layer 0 below
+    layer.keep.assign(layer.keep.size(), true);
+    layer.gate.assign(layer.gate.size(), 1.0);
+  }
+  auto& layer0 = gates.layers[0];
+  layer0.keep = {false, false, true, true, true, true, true, true};
+  layer0.gate = {0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+  layer0.log_alpha = {0.5, 0.5, -1.0, -1.0, 2.0, 2.0, 2.0, 2.0};  // the useless group is the weakest kept one
+  pruner::RearrangeOptions o;
+  o.enabled = true;
+  o.max_sequences = 16;
+  const auto result = pruner::rearrange_mask(gates, student, dense, corpus.train, corpus.pad_id, o);
+  CATCH_CHECK(gates.layers[0].keep == std::vector<bool>{true, true, false, false, true, true, true, true});
+  CATCH_CHECK(gates.layers[0].gate[0] == 1.0);  // brought back at gate 1
+  CATCH_REQUIRE_FALSE(result.swaps.empty());
+  const auto& swap = result.swaps.front();
+  CATCH_CHECK(swap.unit == pruner::SwapUnit::kKvGroup);
+  CATCH_CHECK(swap.layer == 0);
+  CATCH_CHECK(swap.removed == 1);
+  CATCH_CHECK(swap.restored == 0);
+  CATCH_CHECK(result.loss_after < result.loss_before);
+  CATCH_CHECK(gates.summary.at("rearranged").at("swaps").at(0).at("unit") == "kv_group");
+}

@@ -71,73 +71,97 @@ class MaskLoss {
   bool fold_;
 };
 
-/// One layer's units of one kind in a gate state: its heads' or its FFN blocks' keep-mask, gate
-/// values and log_alpha (views into the state).
-struct LayerUnits {
+/// One layer's keep-mask, gate values and log_alpha for one kind: its heads (heads and KV
+/// groups) or its FFN blocks (views into the state).
+struct LayerMask {
   std::vector<bool>& keep;
   std::vector<double>& gate;
   const std::vector<double>& log_alpha;
 };
 
-LayerUnits layer_units(GateState& state, SwapUnit unit, std::size_t l) {
-  if (unit == SwapUnit::kHead) return {state.layers[l].keep, state.layers[l].gate, state.layers[l].log_alpha};
-  return {state.ffn[l].keep, state.ffn[l].gate, state.ffn[l].log_alpha};
+LayerMask layer_mask(GateState& state, SwapUnit unit, std::size_t l) {
+  if (unit == SwapUnit::kFfnBlock) return {state.ffn[l].keep, state.ffn[l].gate, state.ffn[l].log_alpha};
+  return {state.layers[l].keep, state.layers[l].gate, state.layers[l].log_alpha};
 }
 
-/// Positions of the kept (`kept` true) or removed units, weakest kept / strongest removed first
-/// by log_alpha, at most `count`.
-std::vector<std::size_t> candidates(const LayerUnits& units, bool kept, int64_t count) {
-  std::vector<std::size_t> out;
-  for (std::size_t i = 0; i < units.keep.size(); ++i)
-    if (units.keep[i] == kept) out.push_back(i);
-  std::sort(out.begin(), out.end(), [&](std::size_t a, std::size_t b) {
-    return kept ? units.log_alpha[a] < units.log_alpha[b] : units.log_alpha[a] > units.log_alpha[b];
-  });
-  if (static_cast<int64_t>(out.size()) > count) out.resize(static_cast<std::size_t>(count));
+/// What a swap can move in a layer: one head, one FFN block, or one KV group's heads.
+struct Unit {
+  std::vector<std::size_t> positions;  ///< in the layer's keep-mask
+  int64_t id = 0;                      ///< head index, block position or KV group index
+  int64_t group = 0;                   ///< a head's KV group (a head swap stays inside it); 0 otherwise
+  double strength = 0;                 ///< mean log_alpha of its positions
+};
+
+/// Layer `l`'s units of kind `unit` (`group_size` query heads per KV head).
+std::vector<Unit> layer_units(GateState& state, SwapUnit unit, std::size_t l, int64_t group_size) {
+  const auto mask = layer_mask(state, unit, l);
+  const auto& heads = state.layers[l].heads;
+  std::vector<Unit> out;
+  const auto unit_at = [&](std::size_t i) -> Unit& {
+    if (unit != SwapUnit::kKvGroup) {
+      const int64_t id = unit == SwapUnit::kHead ? heads[i] : static_cast<int64_t>(i);
+      return out.emplace_back(Unit{{}, id, unit == SwapUnit::kHead && group_size > 1 ? id / group_size : 0, 0});
+    }
+    const int64_t g = heads[i] / group_size;
+    const auto found = std::find_if(out.begin(), out.end(), [&](const Unit& u) { return u.id == g; });
+    return found != out.end() ? *found : out.emplace_back(Unit{{}, g, g, 0});
+  };
+  for (std::size_t i = 0; i < mask.keep.size(); ++i) unit_at(i).positions.push_back(i);
+  for (auto& u : out) {
+    for (auto i : u.positions) u.strength += mask.log_alpha[i];
+    u.strength /= static_cast<double>(u.positions.size());
+  }
   return out;
 }
 
-/// `state` with units `out` and `in` of layer `l` trading places (`in` at gate 1).
-GateState swapped(const GateState& state, SwapUnit unit, std::size_t l, std::size_t out, std::size_t in) {
-  auto s = state;
-  auto units = layer_units(s, unit, l);
-  units.keep[out] = false;
-  units.keep[in] = true;
-  units.gate[in] = 1.0;
-  return s;
+/// The units wholly kept (`kept` true) or wholly removed, weakest kept / strongest removed first
+/// by log_alpha, at most `count`.
+std::vector<Unit> candidates(GateState& state, SwapUnit unit, std::size_t l, int64_t group_size, bool kept,
+                             int64_t count) {
+  const auto mask = layer_mask(state, unit, l);
+  auto units = layer_units(state, unit, l, group_size);
+  units.erase(std::remove_if(units.begin(), units.end(),
+                             [&](const Unit& u) {
+                               return !std::all_of(u.positions.begin(), u.positions.end(),
+                                                   [&](std::size_t i) { return mask.keep[i] == kept; });
+                             }),
+              units.end());
+  std::stable_sort(units.begin(), units.end(), [&](const Unit& a, const Unit& b) {
+    return kept ? a.strength < b.strength : a.strength > b.strength;
+  });
+  if (static_cast<int64_t>(units.size()) > count) units.resize(static_cast<std::size_t>(count));
+  return units;
 }
 
-/// The swap's record: original head indices for heads, block positions for FFN blocks.
-MaskSwap swap_record(const GateState& state, SwapUnit unit, std::size_t l, std::size_t out, std::size_t in) {
-  MaskSwap swap;
-  swap.unit = unit;
-  swap.layer = static_cast<int64_t>(l);
-  const auto& heads = state.layers[l].heads;
-  swap.removed = unit == SwapUnit::kHead ? heads[out] : static_cast<int64_t>(out);
-  swap.restored = unit == SwapUnit::kHead ? heads[in] : static_cast<int64_t>(in);
-  return swap;
+/// `state` with units `out` and `in` of layer `l` trading places (`in` at gate 1).
+GateState swapped(const GateState& state, SwapUnit unit, std::size_t l, const Unit& out, const Unit& in) {
+  auto s = state;
+  auto mask = layer_mask(s, unit, l);
+  for (auto i : out.positions) mask.keep[i] = false;
+  for (auto i : in.positions) {
+    mask.keep[i] = true;
+    mask.gate[i] = 1.0;
+  }
+  return s;
 }
 
 /// The best improving swap of layer `l`'s units of kind `unit`, if any, made in `state`: tries
 /// candidates² swaps; heads under grouped-query attention (`group_size` query heads per KV
-/// head, > 1) only inside a KV group.
+/// head, > 1) only inside a KV group, KV groups only of the same size.
 std::optional<MaskSwap> best_swap(GateState& state, SwapUnit unit, std::size_t l, double current, MaskLoss& loss,
                                   int64_t group_size, const RearrangeOptions& o) {
-  const auto units = layer_units(state, unit, l);
-  const auto& heads = state.layers[l].heads;
   std::optional<MaskSwap> best;
-  std::pair<std::size_t, std::size_t> where;
-  for (auto out : candidates(units, true, o.candidates))
-    for (auto in : candidates(units, false, o.candidates)) {
-      if (unit == SwapUnit::kHead && group_size > 1 && heads[out] / group_size != heads[in] / group_size) continue;
+  std::optional<std::pair<Unit, Unit>> where;
+  for (const auto& out : candidates(state, unit, l, group_size, true, o.candidates))
+    for (const auto& in : candidates(state, unit, l, group_size, false, o.candidates)) {
+      if (unit == SwapUnit::kHead && out.group != in.group) continue;
+      if (out.positions.size() != in.positions.size()) continue;
       const double value = loss(swapped(state, unit, l, out, in));
       if (value >= (best ? best->loss_after : current)) continue;
-      best = swap_record(state, unit, l, out, in);
-      best->loss_before = current;
-      best->loss_after = value;
+      best = MaskSwap{unit, static_cast<int64_t>(l), out.id, in.id, current, value};
       where = {out, in};
     }
-  if (best) state = swapped(state, unit, l, where.first, where.second);
+  if (best) state = swapped(state, unit, l, where->first, where->second);
   return best;
 }
 
@@ -177,6 +201,8 @@ RearrangeResult rearrange_mask(GateState& gates, models::Checkpoint& student, mo
             options.candidates, options.candidates, gates.ffn.empty() ? "" : " and of FFN blocks", result.sequences);
   double current = result.loss_before = loss(gates);
   for (std::size_t l = 0; l < gates.layers.size(); ++l) {
+    if (group_size > 1)  // whole KV groups first: under --gqa-mode groups no head swap stays inside one
+      current = rearrange_layer(gates, SwapUnit::kKvGroup, l, current, loss, group_size, options, result);
     current = rearrange_layer(gates, SwapUnit::kHead, l, current, loss, group_size, options, result);
     if (l < gates.ffn.size())
       current = rearrange_layer(gates, SwapUnit::kFfnBlock, l, current, loss, group_size, options, result);
@@ -204,6 +230,13 @@ std::string RearrangeResult::describe() const {
                      sequences, swaps.size(), loss_before, loss_after, evaluations, seconds);
 }
 
-const char* to_string(SwapUnit unit) { return unit == SwapUnit::kHead ? "head" : "ffn_block"; }
+const char* to_string(SwapUnit unit) {
+  switch (unit) {
+    case SwapUnit::kHead: return "head";
+    case SwapUnit::kKvGroup: return "kv_group";
+    case SwapUnit::kFfnBlock: return "ffn_block";
+  }
+  return "?";
+}
 
 }  // namespace headprune::pruner

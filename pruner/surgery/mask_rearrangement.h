@@ -1,5 +1,6 @@
 // Mask rearrangement between gate training and surgery: within a layer, a kept head and a
-// removed one (or, with FFN gates, a kept FFN block and a removed one) trade places when that
+// removed one (with grouped-query attention also a kept KV group and a removed one; with FFN
+// gates a kept FFN block and a removed one) trade places when that
 // lowers the distillation loss on calibration text, so every layer keeps as many heads and FFN
 // neurons as the trained mask gave it (same size, same speed). Kwon et al. rearrange heads and
 // FFN neurons alike.
@@ -39,13 +40,16 @@ struct RearrangeOptions {
   torch::Device device = torch::kCPU;
 };
 
-/// What a swap trades: two heads of a layer, or two of its FFN blocks (--prune heads,ffn).
-enum class SwapUnit { kHead, kFfnBlock };
-/// "head" or "ffn_block" (gates.json's rearranged.swaps[].unit).
+/// What a swap trades: two heads of a layer, two of its KV groups (every query head of one for
+/// every query head of the other: what --gqa-mode groups masks can trade), or two of its FFN
+/// blocks (--prune heads,ffn).
+enum class SwapUnit { kHead, kKvGroup, kFfnBlock };
+/// "head", "kv_group" or "ffn_block" (gates.json's rearranged.swaps[].unit).
 const char* to_string(SwapUnit unit);
 
 /// One swap made: in `layer`, unit `restored` now kept and `removed` taken out — heads by their
-/// original index, FFN blocks by their position among the layer's blocks.
+/// original index, KV groups by their index (original head / group size), FFN blocks by their
+/// position among the layer's blocks.
 struct MaskSwap {
   SwapUnit unit = SwapUnit::kHead;
   int64_t layer = 0;
@@ -74,8 +78,10 @@ struct RearrangeResult {
 /// the gates were trained on (its weights as trained), `dense` the dense reference (its outputs
 /// are the targets); `sequences` token ids with special tokens. A restored head gets gate 1,
 /// a removed one keeps its log_alpha and gate for the record. With grouped-query attention a
-/// swap stays inside one KV group, so every group keeps its count (any --gqa-mode mask stays
-/// valid). Logs each swap and RearrangeResult::describe(); does nothing when not enabled.
+/// layer's wholly kept and wholly removed KV groups trade places first (ranked by their heads'
+/// mean log_alpha), then single heads inside one KV group, so every layer keeps its number of
+/// query heads and of KV groups, and any --gqa-mode mask stays valid. Logs each swap and
+/// RearrangeResult::describe(); does nothing when not enabled.
 /// @throws headprune::Error if there are no sequences, or the gates do not belong to `student`
 ///         (plan_from_gates).
 RearrangeResult rearrange_mask(GateState& gates, models::Checkpoint& student, models::Checkpoint& dense,
