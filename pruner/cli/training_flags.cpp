@@ -67,8 +67,8 @@ void add_refit_flags(CommandLine& line, RefitFlags& f, const char* text, const c
       ("rearrange",
        fmt::format("{}, let a kept and a removed head of a layer (and, with --prune heads,ffn, "
                    "a kept and a removed FFN block) trade places when that lowers the distillation loss on {} "
-                   "(Kwon et al.'s mask rearrangement; every layer keeps its head count and FFN width, swaps "
-                   "stay inside KV groups with GQA)",
+                   "(Kwon et al.'s mask rearrangement; every layer keeps its head count and FFN width; with GQA "
+                   "whole KV groups trade places, and single heads only inside their group)",
                    rearrange_when, text).c_str())
       ("rearrange-sequences", arg(&f.rearrange_sequences, "N", f.rearrange_sequences),
        "calibration sequences the rearrangement scores swaps on");
