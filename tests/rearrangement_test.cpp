@@ -175,19 +175,28 @@ CATCH_TEST_CASE("apply --rearrange needs --gates, and --rearrange-sequences need
   CATCH_CHECK_FALSE(std::filesystem::exists(w.dir / "a"));
 }
 
+// Without --train-weights the rearrangement runs after gate training; with it, before the
+// weights phase (GateTrainingOptions::fix_mask). Either way gates.json records it and the export
+// holds the rearranged mask.
 CATCH_TEST_CASE("prune --rearrange records the rearrangement with the gates it exported", "[rearrange][cli]") {
   testing::Workspace w("rearrange-prune");
-  const auto out = w.dir / "pruned";
-  CATCH_REQUIRE(testing::run_cli({"prune", w.model.string(), "--data", w.corpus.string(), "--target-sparsity",
-                                  "0.25", "--steps", "4", "--batch-size", "8", "--no-bench", "--rearrange",
-                                  "--rearrange-sequences", "16", "-o", out.string()}) == 0);
-  const auto gates = pruner::GateState::load(out / "headprune");
-  CATCH_REQUIRE(gates.summary.contains("rearranged"));
-  CATCH_CHECK(gates.summary.at("rearranged").at("sequences").get<int64_t>() == 16);
-  // The export is the rearranged mask: the config's heads are the gates' kept ones.
-  const auto pruned = models::load_checkpoint(out, torch::kCPU);
-  for (std::size_t l = 0; l < gates.layers.size(); ++l)
-    CATCH_CHECK(pruned.model->config().kept_heads[l] == gates.layers[l].kept());
+  for (const bool train_weights : {false, true}) {
+    CATCH_INFO("--train-weights " << train_weights);
+    const auto out = w.dir / (train_weights ? "pruned-tw" : "pruned");
+    std::vector<std::string> args = {"prune", w.model.string(), "--data", w.corpus.string(), "--target-sparsity",
+                                     "0.25", "--steps", "4", "--batch-size", "8", "--no-bench", "--rearrange",
+                                     "--rearrange-sequences", "16", "-o", out.string()};
+    if (train_weights) args.insert(args.end(), {"--train-weights", "--finetune-steps", "2"});
+    CATCH_REQUIRE(testing::run_cli(args) == 0);
+    const auto gates = pruner::GateState::load(out / "headprune");
+    CATCH_REQUIRE(gates.summary.contains("rearranged"));
+    CATCH_CHECK(gates.summary.at("rearranged").at("sequences").get<int64_t>() == 16);
+    CATCH_CHECK(gates.trained_model.has_value() == train_weights);
+    // The export is the rearranged mask: the config's heads are the gates' kept ones.
+    const auto pruned = models::load_checkpoint(out, torch::kCPU);
+    for (std::size_t l = 0; l < gates.layers.size(); ++l)
+      CATCH_CHECK(pruned.model->config().kept_heads[l] == gates.layers[l].kept());
+  }
 }
 
 // stories260K, whole KV groups (what --gqa-mode groups and --target-kv-bytes keep): layer 0's KV
