@@ -147,7 +147,9 @@ GateState swapped(const GateState& state, SwapUnit unit, std::size_t l, const Un
 
 /// The best improving swap of layer `l`'s units of kind `unit`, if any, made in `state`: tries
 /// candidates² swaps; heads under grouped-query attention (`group_size` query heads per KV
-/// head, > 1) only inside a KV group, KV groups only of the same size.
+/// head, > 1) only inside a KV group, KV groups only of the same size. A later round may bring
+/// back the unit an earlier one took out: the mask is then as trained, with the unit that round
+/// had restored kept at gate 1 instead of its gate value (a lower loss, recorded as a swap).
 std::optional<MaskSwap> best_swap(GateState& state, SwapUnit unit, std::size_t l, double current, MaskLoss& loss,
                                   int64_t group_size, const RearrangeOptions& o) {
   std::optional<MaskSwap> best;
@@ -196,9 +198,10 @@ RearrangeResult rearrange_mask(GateState& gates, models::Checkpoint& student, mo
   result.sequences = std::min(sequences.size(), options.max_sequences);
   MaskLoss loss(student, calibration, gates.settings.value("embedding_weight", 1.0), options.fold_gates);
   const auto group_size = student.model->config().kv_group_size();
-  log::info("rearranging the mask: per layer up to {} x {} swaps of kept and removed heads{}, scored on {} "
+  log::info("rearranging the mask: per layer up to {} x {} swaps of kept and removed {}heads{}, scored on {} "
             "calibration sequences",
-            options.candidates, options.candidates, gates.ffn.empty() ? "" : " and of FFN blocks", result.sequences);
+            options.candidates, options.candidates, group_size > 1 ? "KV groups, " : "",
+            gates.ffn.empty() ? "" : " and FFN blocks", result.sequences);
   double current = result.loss_before = loss(gates);
   for (std::size_t l = 0; l < gates.layers.size(); ++l) {
     if (group_size > 1)  // whole KV groups first: under --gqa-mode groups no head swap stays inside one
