@@ -16,6 +16,7 @@
 
 #include "pruner/training/gate_training.h"
 #include "pruner/training/interruption.h"
+#include "pruner/training/training_run.h"
 #include "tests/test_support.h"
 #include "tests/tiny_model.h"
 
@@ -299,8 +300,10 @@ CATCH_TEST_CASE("fix_mask changes the mask once before the weights train and a r
   const auto [partial, partial_weight] = run("fix-mask-resumed", 25, false);  // 5 steps into the weights phase
   CATCH_REQUIRE_FALSE(partial.complete);
   CATCH_CHECK(calls == 1);
+  CATCH_CHECK(std::filesystem::exists(out_dir / pruner::kFixedMaskFile));
   const auto [resumed, resumed_weight] = run("fix-mask-resumed", 0, true);
   CATCH_CHECK(calls == 1);  // not fixed again
+  CATCH_CHECK_FALSE(std::filesystem::exists(out_dir / pruner::kFixedMaskFile));  // a finished run's folder
   CATCH_CHECK(keep_masks(resumed) == keep_masks(full));
   CATCH_CHECK(torch::allclose(resumed_weight, full_weight, 1e-5, 1e-6));  // trained on the same mask
 }

@@ -12,12 +12,14 @@
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
+#include "models/config.h"
 #include "models/errors.h"
 #include "models/flops.h"
 #include "models/head_costs.h"
 #include "models/kv_cache.h"
 #include "models/model_family.h"
 #include "models/model_size.h"
+#include "pruner/atomic_write.h"
 #include "pruner/distributed/process_group.h"
 #include "pruner/format.h"
 #include "pruner/log.h"
@@ -640,22 +642,19 @@ class GateTrainer {
               o_.weights_learning_rate);
   }
 
-  /// The gates folder's copy of the mask o_.fix_mask made, which the weights train on.
-  static constexpr const char* kFixedMaskDir = "fixed_mask";
-
-  /// o_.fix_mask on final_state_, every rank alike, rank 0's result kept and saved (kFixedMaskDir).
+  /// o_.fix_mask on final_state_, every rank alike, rank 0's result kept and saved (kFixedMaskFile).
   /// A run resumed past the gate phase reads the saved mask back instead: its weights have moved
   /// since the mask was fixed, so fixing it again could give another one.
   void fix_mask_before_weights() {
-    const auto saved = o_.out_dir / kFixedMaskDir;
-    if (o_.resume && start_ > gate_steps_ && std::filesystem::exists(saved / "gates.json")) {
-      final_state_ = GateState::load(saved);
+    const auto saved = o_.out_dir / kFixedMaskFile;
+    if (o_.resume && start_ > gate_steps_ && std::filesystem::exists(saved)) {
+      final_state_ = GateState::from_json(models::read_json_file(saved), saved.string());
       log::info("the weights phase resumes on the mask fixed before it ({})", saved.string());
       return;
     }
     o_.fix_mask(final_state_);
     if (group_.distributed()) take_main_ranks_mask(final_state_);
-    if (group_.is_main()) final_state_.save(saved);
+    if (group_.is_main()) write_file_atomic(saved, final_state_.to_json().dump(1) + "\n");
   }
 
   /// Every rank's `state` gets rank 0's keep-mask and gate values (a sum over the ranks of
@@ -745,6 +744,7 @@ class GateTrainer {
     state.save(o_.out_dir);
     std::error_code ec;
     std::filesystem::remove(o_.out_dir / kSnapshotFile, ec);
+    std::filesystem::remove(o_.out_dir / kFixedMaskFile, ec);
     for (auto& p : run_.model.parameters()) p.set_requires_grad(false);
     log::info("gates trained in {}: {} of {} heads kept{}; fidelity to the dense model on {}",
               human_duration(seconds), state.heads_kept(), state.heads_total(), ffn_kept_note(state),

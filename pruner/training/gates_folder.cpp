@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 std::vector<std::string> gate_training_files() {
   return {"gates.json", "train_log.jsonl", kSnapshotFile, std::string(kSnapshotFile) + ".tmp",
-          GateState::kWeightsFile, std::string(GateState::kWeightsFile) + ".tmp"};
+          GateState::kWeightsFile, std::string(GateState::kWeightsFile) + ".tmp", kFixedMaskFile};
 }
 
 std::string interrupted_run(const fs::path& dir) {

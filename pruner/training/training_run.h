@@ -41,6 +41,9 @@ struct TrainingRun {
 
 /// The snapshot file in a gates folder.
 inline constexpr const char* kSnapshotFile = "train_state.pt";
+/// The mask the weights phase trains on when GateTrainingOptions::fix_mask changed it (the
+/// gates.json format), kept in the gates folder until the run finishes, for --resume.
+inline constexpr const char* kFixedMaskFile = "fixed_mask.json";
 
 /// Writes `<dir>/train_state.pt` (step, log_alpha, λ, optimiser states) and, with trained
 /// weights, `<dir>/weights.safetensors`; each through a temporary file (NAME.tmp) and a rename
