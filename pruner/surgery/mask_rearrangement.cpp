@@ -148,8 +148,9 @@ GateState swapped(const GateState& state, SwapUnit unit, std::size_t l, const Un
 /// The best improving swap of layer `l`'s units of kind `unit`, if any, made in `state`: tries
 /// candidates² swaps; heads under grouped-query attention (`group_size` query heads per KV
 /// head, > 1) only inside a KV group, KV groups only of the same size. A later round may bring
-/// back the unit an earlier one took out: the mask is then as trained, with the unit that round
-/// had restored kept at gate 1 instead of its gate value (a lower loss, recorded as a swap).
+/// back the unit an earlier one took out, at gate 1; when it trades it for the unit that round
+/// restored, the mask is as trained with that unit at gate 1 instead of its gate value (a lower
+/// loss, recorded as two swaps).
 std::optional<MaskSwap> best_swap(GateState& state, SwapUnit unit, std::size_t l, double current, MaskLoss& loss,
                                   int64_t group_size, const RearrangeOptions& o) {
   std::optional<MaskSwap> best;
