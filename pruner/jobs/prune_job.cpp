@@ -151,7 +151,6 @@ struct TrainedRun {
   const GateState& gates;
   const GateTrainingOptions& training;
   std::string train_log;
-  bool rearranged = false;  ///< --rearrange already ran, before the weights trained (GateTrainingOptions::fix_mask)
 };
 
 /// Stages 2–5: rearranges the mask, removes the heads, refits, measures fidelity, benchmarks,
@@ -164,7 +163,8 @@ nlohmann::json finish_prune_job(const PruneJobOptions& o, const TrainedRun& run,
   // trained, else a copy of the student (its weights never changed).
   auto dense = run.dense ? std::move(*run.dense) : models::copy_checkpoint(student);
   auto gates = run.gates;
-  if (!run.rearranged) rearrange_mask(gates, student, dense, run.corpus.train, run.corpus.pad_id, o.rearrange);
+  // With a fix_mask the training already rearranged the mask, before the weights trained.
+  if (!run.training.fix_mask) rearrange_mask(gates, student, dense, run.corpus.train, run.corpus.pad_id, o.rearrange);
   auto applied = apply_in_memory(student, plan_from_gates(gates, *student.model, o.fold_gates));
   log::info("{} of {} heads kept; per layer {}{}", applied.heads_after, applied.heads_before,
             fmt::join(student.model->config().heads_per_layer(), " "),
@@ -300,10 +300,7 @@ nlohmann::json run_prune_job(const PruneJobOptions& o, const ProcessGroup& group
   if (!group.is_main()) return {{"rank", group.rank()}};  // rank 0 removes, measures, exports
   if (!gates.complete) throw Error("gate training stopped early; rerun with --resume");
   const auto summary = finish_prune_job(
-      o,
-      {in.student, dense, in.corpus, in.treebank, gates, training, read_file(work / "train_log.jsonl"),
-       static_cast<bool>(training.fix_mask)},
-      t0);
+      o, {in.student, dense, in.corpus, in.treebank, gates, training, read_file(work / "train_log.jsonl")}, t0);
   fs::remove_all(work);
   return summary;
 }
