@@ -33,22 +33,28 @@ pruner::GateState quick_gates(models::Checkpoint& ckpt, const pruner::Corpus& co
   return pruner::train_gates(ckpt, corpus, o);
 }
 
-/// Random text, and a student and a dense tiny BERT (2 layers of 4 heads) with the same weights,
-/// both edited alike by `plant` (given their named parameters, under no_grad).
+/// Text, and a student and a dense model with the same weights, both edited alike by `plant`
+/// (given their named parameters, under no_grad).
 struct PlantedPair {
   pruner::Corpus corpus;
   models::Checkpoint student, dense;
 };
 
 template <typename Plant>
-PlantedPair planted_pair(Plant plant) {
-  PlantedPair p{testing::random_corpus(64, 8, 3), testing::tiny_checkpoint(2, 4), testing::tiny_checkpoint(2, 4)};
+PlantedPair planted(PlantedPair p, Plant plant) {
   for (auto* c : {&p.student, &p.dense}) {
     torch::NoGradGuard no_grad;
     auto params = c->model->named_parameters();
     plant(params);
   }
   return p;
+}
+
+/// planted() on random text and a tiny BERT (2 layers of 4 heads).
+template <typename Plant>
+PlantedPair planted_pair(Plant plant) {
+  return planted({testing::random_corpus(64, 8, 3), testing::tiny_checkpoint(2, 4), testing::tiny_checkpoint(2, 4)},
+                 plant);
 }
 
 std::vector<int64_t> kept_counts(const pruner::GateState& s) {
@@ -205,14 +211,12 @@ CATCH_TEST_CASE("prune --rearrange records the rearrangement with the gates it e
 // one group swap does, and the layer keeps its number of query heads and of KV groups.
 CATCH_TEST_CASE("with whole KV groups a kept and a removed group trade places", "[rearrange][llama]") {
   using namespace rearrangement;
-  auto student = models::load_checkpoint(testing::converted_stories(), torch::kCPU);
-  auto dense = models::load_checkpoint(testing::converted_stories(), torch::kCPU);
-  const auto head_dim = student.model->config().head_dim;
-  for (auto* c : {&student, &dense}) {
-    torch::NoGradGuard no_grad;
-    c->model->named_parameters()["model.layers.0.self_attn.o_proj.weight"].narrow(1, 2 * head_dim, 2 * head_dim).zero_();
-  }
-  auto corpus = testing::random_corpus(32, 8, 5);
+  const auto stories = [] { return models::load_checkpoint(testing::converted_stories(), torch::kCPU); };
+  auto [corpus, student, dense] = planted({testing::random_corpus(32, 8, 5), stories(), stories()}, [](auto& params) {
+    auto& o_proj = params["model.layers.0.self_attn.o_proj.weight"];
+    const auto head_dim = o_proj.size(1) / 8;  // 8 query heads
+    o_proj.narrow(1, 2 * head_dim, 2 * head_dim).zero_();
+  });
   auto gates = quick_gates(student, corpus, "rearrange-kv-groups", 0.5);
   CATCH_REQUIRE(student.model->config().kv_group_size() == 2);
   for (auto& layer : gates.layers) {  // every other layer whole; layer 0 below
