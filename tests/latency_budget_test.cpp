@@ -29,10 +29,62 @@ namespace {
 /// at all (+4 ms over 2 layers), then 1 ms per head and layer.
 pruner::LatencyTable synthetic_table(const models::ModelConfig& config) {
   return {pruner::machine_fingerprint(torch::kCPU), pruner::architecture_fingerprint(config), 1, 16,
-          {10, 14, 16, 18, 20}, {}};
+          {10, 14, 16, 18, 20}, {}, {}, {}, {}};
+}
+
+/// synthetic_table with FFN widths (tiny BERT: intermediate_size 64): every FFN exists at all at
+/// no cost, then 3 ms per 64 neurons over 2 layers (1.5 ms per layer), 20 ms dense as the heads say.
+pruner::LatencyTable synthetic_ffn_table(const models::ModelConfig& config) {
+  auto table = synthetic_table(config);
+  table.ffn_widths = {0, 32, 64};
+  table.ms_by_ffn_width = {14, 17, 20};
+  return table;
 }
 
 }  // namespace
+
+CATCH_TEST_CASE("a latency table with FFN widths prices FFN blocks beside the heads", "[latency][ffn]") {
+  const auto config = testing::tiny_config(2, 4);
+  const auto table = synthetic_ffn_table(config);
+  // ffn_layer_ms(w) = (ms(w) − 14) / 2, ms linear between 0, 32, 64: 0, 1.5, 3 (16 → 0.75).
+  CATCH_CHECK(table.predicted_ms({4, 4}, {64, 64}) == Approx(20));
+  CATCH_CHECK(table.predicted_ms({4, 4}, {32, 64}) == Approx(18.5));
+  CATCH_CHECK(table.predicted_ms({4, 4}, {0, 0}) == Approx(14));
+  CATCH_CHECK(table.predicted_ms({0, 4}, {16, 64}) == Approx(15 - (3 - 0.75)));
+  CATCH_CHECK(table.predicted_ms_of(config) == Approx(20));
+  CATCH_CHECK_THROWS_WITH(table.predicted_ms({4, 4}, {65, 64}), Catch::Contains("outside the latency table"));
+  CATCH_CHECK_THROWS_WITH(synthetic_table(config).predicted_ms({4, 4}, {32, 64}), Catch::Contains("heads only"));
+  // Blocks of 16: 4 per layer after the 8 heads; what a mask removes is what the prediction saves.
+  const auto m = table.with_ffn_costs(table.measure(config), {4, 4}, 16);
+  CATCH_REQUIRE(m.layer_cost.size() == 4);
+  CATCH_CHECK(m.layer_cost[2] == std::vector<double>{0, 0.75, 1.5, 2.25, 3});
+  CATCH_CHECK(m.total_cost == Approx(10 + 6));
+  torch::manual_seed(3);
+  for (int trial = 0; trial < 20; ++trial) {
+    const auto draw = torch::rand({16}) > 0.5;
+    std::vector<bool> keep;
+    std::vector<int64_t> heads(2, 0), widths(2, 0);
+    for (int64_t i = 0; i < 16; ++i) {
+      keep.push_back(draw[i].item<bool>());
+      if (keep.back()) (i < 8 ? heads[static_cast<std::size_t>(i / 4)] : widths[static_cast<std::size_t>((i - 8) / 4)]) += i < 8 ? 1 : 16;
+    }
+    CATCH_CHECK(m.of_mask(keep) * m.total_cost == Approx(20 - table.predicted_ms(heads, widths)));
+  }
+  // The expected cost covers the blocks too, with a gradient on their gates.
+  gates::HardConcreteGates g({4, 4, 4, 4});
+  m.expected(g).backward();
+  CATCH_CHECK(g.log_alpha.grad().slice(0, 8, 16).abs().sum().item<double>() > 0);
+  // A table read back keeps its FFN part; one whose widths do not end at intermediate_size is refused.
+  const auto back = pruner::LatencyTable::from_json(table.to_json(), "t.json");
+  CATCH_CHECK(back.ffn_widths == table.ffn_widths);
+  CATCH_CHECK(back.ms_by_ffn_width == table.ms_by_ffn_width);
+  auto bad = table.to_json();
+  bad["ffn_widths"] = {0, 32, 60};
+  CATCH_CHECK_THROWS_WITH(pruner::LatencyTable::from_json(bad, "t.json"), Catch::Contains("intermediate_size"));
+  bad = table.to_json();
+  bad["ms_by_ffn_width"] = {14, 21, 20};
+  CATCH_CHECK_THROWS_WITH(pruner::LatencyTable::from_json(bad, "t.json"), Catch::Contains("non-decreasing"));
+}
 
 CATCH_TEST_CASE("a latency table prices masks per layer, not per head", "[latency]") {
   const auto config = testing::tiny_config(2, 4);
@@ -71,6 +123,10 @@ CATCH_TEST_CASE("measured latencies are fitted: entry 0 as measured, a rising li
   for (int k = 1; k <= 4; ++k) CATCH_CHECK(fitted[static_cast<std::size_t>(k)] == Approx(12.5 + 1.8 * k));
   // Noise without a trend cannot price heads: refused rather than flat.
   CATCH_CHECK_THROWS_WITH(pruner::fitted_latencies({9, 15, 14, 15, 14}), Catch::Contains("do not grow"));
+  // FFN widths: the same fit over the widths timed, (0, 8, 16, 32) around 12 + w / 4.
+  const auto ffn = pruner::fitted_latencies({9, 14, 16, 20}, {0, 8, 16, 32});
+  CATCH_CHECK(ffn[0] == 9);
+  for (std::size_t j = 1; j < 4; ++j) CATCH_CHECK(ffn[j] == Approx(12 + std::vector<double>{0, 8, 16, 32}[j] / 4));
 }
 
 CATCH_TEST_CASE("a latency budget's mask never exceeds the budget, and unreachable budgets are refused",
@@ -134,6 +190,43 @@ CATCH_TEST_CASE("latencies are measured for every head count, dense last", "[lat
   CATCH_CHECK_THROWS_WITH(pruner::measure_latencies(dense, 1, 8, torch::kCPU), Catch::Contains("already pruned"));
 }
 
+CATCH_TEST_CASE("FFN latencies are measured for every width step and added to a heads-only table once",
+                "[latency][ffn]") {
+  testing::Workspace w("latency-measure-ffn");
+  auto dense = models::load_checkpoint(w.model, torch::kCPU);
+  const auto& config = dense.model->config();
+  CATCH_CHECK(pruner::latency_ffn_widths(config) == std::vector<int64_t>{0, 8, 16, 24, 32, 40, 48, 56, 64});
+  const auto ms = pruner::measure_ffn_latencies(dense, 2, 16, torch::kCPU);
+  CATCH_CHECK(ms.size() == 9);
+  for (double m : ms) CATCH_CHECK(m > 0);
+  CATCH_CHECK(models::copy_checkpoint(dense).model->config().ffn_width(0) == 64);  // cuts were copies
+  // A heads-only table asked for FFN widths measures them and rewrites the file with them; on this
+  // tiny model the machine's noise may hide an FFN neuron's cost, and then the fit refuses and
+  // the file is left as it was.
+  const auto file = w.dir / "heads-only.json";
+  auto heads = synthetic_table(config);
+  heads.ms_measured = heads.ms_by_heads;
+  const auto heads_only = heads.to_json().dump();
+  std::ofstream(file) << heads_only;
+  CATCH_CHECK_FALSE(pruner::latency_table_for(dense, 1, 16, torch::kCPU, file).prices_ffn());
+  try {
+    const auto table = pruner::latency_table_for(dense, 1, 16, torch::kCPU, file, /*with_ffn=*/true);
+    CATCH_CHECK(table.prices_ffn());
+    CATCH_CHECK(table.ms_by_heads == heads.ms_by_heads);
+    CATCH_CHECK(pruner::LatencyTable::from_json(models::read_json_file(file), "file").ffn_widths == table.ffn_widths);
+    // The FFN part is scaled to the heads' dense time (20 ms): both parts share the dense model.
+    CATCH_CHECK(table.ms_ffn_measured.back() == Approx(20));
+  } catch (const Error& e) {
+    CATCH_CHECK_THAT(std::string(e.what()), Catch::Contains("do not grow"));
+    CATCH_CHECK(testing::read_text(file) == heads_only);
+  }
+  auto cut = models::copy_checkpoint(dense);
+  pruner::PrunePlan plan(2);
+  plan[0].ffn_remove = {0, 1};
+  pruner::apply_plan(*cut.model, plan);
+  CATCH_CHECK_THROWS_WITH(pruner::measure_ffn_latencies(cut, 1, 8, torch::kCPU), Catch::Contains("already pruned"));
+}
+
 CATCH_TEST_CASE("prune --target-latency meets the budget its table predicts and reports the measured latency",
                 "[latency][cli]") {
   testing::Workspace w("latency-cli");
@@ -189,4 +282,30 @@ CATCH_TEST_CASE("prune --target-latency meets the budget its table predicts and 
   const auto by_share = models::read_json_file(share / "headprune/summary.json");
   CATCH_CHECK(by_share["gates"]["target_latency_ms"].get<double>() == Approx(15.5));
   CATCH_CHECK(by_share["latency"]["budget_ms"].get<double>() == Approx(15.5));
+}
+
+CATCH_TEST_CASE("prune --prune heads,ffn --target-latency prices heads and FFN blocks by the table and meets it",
+                "[latency][ffn][cli]") {
+  testing::Workspace w("latency-ffn-cli");
+  const auto table_file = w.dir / "latency.json";
+  pruner::set_thread_pools(2);
+  auto table = synthetic_ffn_table(models::read_config_file(w.model));
+  table.batch_size = 2;
+  std::ofstream(table_file) << table.to_json().dump();
+  const auto out = w.dir / "pruned";
+  CATCH_REQUIRE(run_cli({"--threads", "2", "prune", w.model.string(), "--data", w.corpus.string(), "--steps", "4",
+                         "--batch-size", "8", "--max-length", "32", "--prune", "heads,ffn", "--ffn-block", "16",
+                         "--target-latency", "15.5", "--latency-shape", "2x16", "--latency-table", table_file.string(),
+                         "--bench-batch-size", "1", "--bench-seq-len", "8", "--out", out.string()}) == 0);
+  const auto summary = models::read_json_file(out / "headprune/summary.json");
+  const auto heads = summary["heads_per_layer"].get<std::vector<int64_t>>();
+  const auto widths = summary["apply"]["ffn_widths_after"].get<std::vector<int64_t>>();
+  const auto predicted = summary["gates"]["predicted_latency_ms"].get<double>();
+  CATCH_CHECK(predicted == Approx(table.predicted_ms(heads, widths)));
+  CATCH_CHECK(predicted <= 15.5);
+  CATCH_CHECK(predicted >= 15.5 - 1.0);  // within one head's (1 ms) or block's (0.75 ms) cost of the budget
+  CATCH_CHECK(summary["gates"]["dense_latency_ms"].get<double>() == Approx(20));
+  // --l0-lambda prices nothing: still refused with FFN gates.
+  CATCH_CHECK(run_cli({"prune", w.model.string(), "--data", w.corpus.string(), "--prune", "heads,ffn", "--l0-lambda",
+                       "0.1", "--out", (w.dir / "x").string()}) == 2);
 }

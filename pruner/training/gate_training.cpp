@@ -230,7 +230,7 @@ Budget budget_of(const GateTrainingOptions& o, const models::AttentionModel& mod
     return {dense, percent ? dense * value / 100 : value, kKvBytesPerValue};
   }
   if (o.target_latency) {
-    const double dense = o.latency_table->predicted_ms(model.config().heads_per_layer());
+    const double dense = o.latency_table->predicted_ms_of(model.config());
     const auto [value, percent] = parse_budget(*o.target_latency, "--target-latency");
     return {dense, percent ? dense * value / 100 : value};
   }
@@ -269,7 +269,7 @@ void record_budget(GateState& state, const models::AttentionModel& model, const 
   const auto after = config_after(config, gate_units(config, o), state_keep(state));
   const auto budget = budget_of(o, model);
   if (o.target_latency) {
-    const double achieved = o.latency_table->predicted_ms(after.heads_per_layer());
+    const double achieved = o.latency_table->predicted_ms_of(after);
     state.summary["target_latency_ms"] = budget.allowed;
     state.summary["predicted_latency_ms"] = achieved;
     state.summary["dense_latency_ms"] = budget.dense;

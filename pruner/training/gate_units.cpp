@@ -123,7 +123,9 @@ gates::MaskConstraints with_ffn_groups(gates::MaskConstraints constraints, const
 
 gates::SparsityMeasure unit_measure(const models::ModelConfig& config, const GateTrainingOptions& o,
                                     const GateUnits& units) {
-  auto measure = with_ffn_costs(sparsity_measure(config, o), config, units);
+  auto measure = o.unit == gates::SparsityUnit::kLatency && !units.blocks_per_layer.empty()
+                     ? o.latency_table->with_ffn_costs(sparsity_measure(config, o), units.blocks_per_layer, units.ffn_block)
+                     : with_ffn_costs(sparsity_measure(config, o), config, units);
   measure.parent = units.parents();
   return measure;
 }

@@ -79,7 +79,8 @@ gates::SparsityMeasure with_ffn_costs(gates::SparsityMeasure measure, const mode
 /// is one group (kUniform: removed one at a time) or its own (kWholeGroups).
 gates::MaskConstraints with_ffn_groups(gates::MaskConstraints constraints, const GateUnits& units);
 
-/// The run's sparsity measure over its units: sparsity_measure(config, o) with_ffn_costs.
+/// The run's sparsity measure over its units: sparsity_measure(config, o) with_ffn_costs, or for
+/// a latency budget with its table's FFN costs (LatencyTable::with_ffn_costs).
 gates::SparsityMeasure unit_measure(const models::ModelConfig& config, const GateTrainingOptions& o,
                                     const GateUnits& units);
 /// The run's mask constraints over its units: constraints_for(config, o.constraints) with_ffn_groups.

@@ -180,8 +180,8 @@ std::vector<TrainingOption> objective_rows() {
 std::vector<TrainingOption> latency_rows() {
   TrainingOption latency{"target-latency", "instead of a fraction of heads: a budget per forward pass at "
                          "--latency-shape on this machine, MS milliseconds or X% of the dense model's, priced by "
-                         "a latency table measured once and cached (--latency-table); the final mask's predicted "
-                         "latency stays within it", "target_latency", true, {}, {}, {}, ""};
+                         "a latency table measured once and cached (--latency-table; with --prune heads,ffn it times "
+                         "FFN widths too); the final mask's predicted latency stays within it", "target_latency", true, {}, {}, {}, ""};
   latency.value = [] { return po::value<std::string>()->value_name("MS|X%"); };
   latency.apply = [](const po::variable_value& v, TrainingSettings& s) {
     const auto& text = v.as<std::string>();
@@ -437,10 +437,10 @@ void check_ffn_rules(const po::variables_map& vm, const GateTrainingOptions& o) 
     if (!vm["ffn-block"].defaulted()) throw UsageError("--ffn-block sizes FFN gates: add --prune heads,ffn");
     return;
   }
-  if (!vm.count("target-flops") && !vm.count("target-params"))
-    throw UsageError("--prune heads,ffn needs --target-flops X% or --target-params N|X%: heads and FFN blocks are "
-                     "weighed by the FLOPs or parameters they cost (--target-sparsity counts heads only; "
-                     "--target-latency and --l0-lambda do not price FFN blocks yet)");
+  if (!vm.count("target-flops") && !vm.count("target-params") && !vm.count("target-latency"))
+    throw UsageError("--prune heads,ffn needs --target-flops X%, --target-params N|X% or --target-latency MS|X%: heads "
+                     "and FFN blocks are weighed by the FLOPs, parameters or time they cost (--target-sparsity "
+                     "counts heads only; --l0-lambda does not price FFN blocks)");
   if (o.constraints.uniform_layers || o.constraints.head_multiple > 1)
     throw UsageError(fmt::format("--prune heads,ffn cannot be combined with {}: it sets head counts per layer, "
                                  "which FFN blocks do not follow",
