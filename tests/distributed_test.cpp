@@ -138,6 +138,32 @@ CATCH_TEST_CASE("2 ranks over Gloo train the gates 1 process does with the same 
   CATCH_CHECK(lines == gate_steps);
 }
 
+// With --rearrange and --train-weights every rank rearranges the mask fixed after the gate
+// phase, and all take rank 0's (an all-reduce of rank 0's keep-mask and gate values against the
+// other ranks' zeros): 2 ranks export the mask and gate values 1 process does. A rank that
+// added its own values instead of zeros would double every exported gate.
+CATCH_TEST_CASE("2 ranks of prune --rearrange --train-weights export the rearranged mask 1 process does",
+                "[distributed][rearrange]") {
+  testing::Workspace w("dist-rearrange");
+  const auto args = [&](const fs::path& out) {
+    return std::vector<std::string>{"prune", w.model.string(), "--data", w.corpus.string(), "--target-sparsity",
+                                    "0.5", "--steps", "30", "--max-extra-steps", "0", "--batch-size", "8", "--lr",
+                                    "0.2", "--train-weights", "--finetune-steps", "2", "--rearrange",
+                                    "--rearrange-sequences", "16", "--no-bench", "--threads", "1", "-o", out.string()};
+  };
+  CATCH_REQUIRE(run_binary(args(w.dir / "one")) == 0);
+  CATCH_REQUIRE(run_binary(launched(2, args(w.dir / "two"))) == 0);
+  const auto x = pruner::GateState::load(w.dir / "one/headprune"), y = pruner::GateState::load(w.dir / "two/headprune");
+  CATCH_REQUIRE(x.summary.contains("rearranged"));
+  CATCH_REQUIRE(y.summary.contains("rearranged"));
+  CATCH_REQUIRE(x.layers.size() == y.layers.size());
+  for (std::size_t l = 0; l < x.layers.size(); ++l) {
+    CATCH_CHECK(x.layers[l].keep == y.layers[l].keep);
+    for (std::size_t h = 0; h < x.layers[l].gate.size(); ++h)
+      CATCH_CHECK(y.layers[l].gate[h] == Approx(x.layers[l].gate[h]).margin(1e-5));
+  }
+}
+
 CATCH_TEST_CASE("SIGTERM to the launcher: every rank stops at the same step, 1 process resumes to the same gates",
                 "[distributed][signal]") {
   testing::Workspace w("dist-sigterm");
