@@ -155,6 +155,9 @@ class AttentionModel : public torch::nn::Module {
   /// exactly the shallower model, as HF builds it from the exported config.
   /// @throws headprune::Error on an out-of-range or repeated index or all layers (unchanged then).
   virtual void drop_layers(const std::vector<int64_t>& layers) = 0;
+  /// Every parameter of layer `layer` (its attention, FFN and norms; not the embeddings or the
+  /// head). @throws headprune::Error for a layer out of range.
+  virtual std::vector<torch::Tensor> layer_parameters(int64_t layer) const = 0;
   /// Parameter counts: all, and the attention projections' share (Q, K, V, O weights+biases).
   virtual int64_t attention_parameter_count() const = 0;
 

@@ -1,4 +1,4 @@
-// Removing whole layers from a family's layer list (AttentionModel::drop_layers).
+// A family's layer list: removing whole layers (AttentionModel::drop_layers), a layer's parameters.
 #pragma once
 
 #include <algorithm>
@@ -6,8 +6,11 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
+
+#include "models/errors.h"
 
 namespace headprune::models {
 
@@ -27,6 +30,15 @@ void remove_from_layer_list(std::vector<Layer>& layers, const std::vector<int64_
     }
   parent.replace_module(name, list.ptr());
   layers = std::move(kept);
+}
+
+/// Every parameter of `layers[layer]` (AttentionModel::layer_parameters).
+/// @throws headprune::Error for a layer out of range.
+template <typename Layer>
+std::vector<torch::Tensor> parameters_of_layer(const std::vector<Layer>& layers, int64_t layer) {
+  if (layer < 0 || layer >= static_cast<int64_t>(layers.size()))
+    throw Error(fmt::format("layer {} is out of range (the model has {} layers)", layer, layers.size()));
+  return layers[static_cast<std::size_t>(layer)]->parameters();
 }
 
 }  // namespace headprune::models

@@ -307,3 +307,34 @@ CATCH_TEST_CASE("fix_mask changes the mask once before the weights train and a r
   CATCH_CHECK(keep_masks(resumed) == keep_masks(full));
   CATCH_CHECK(torch::allclose(resumed_weight, full_weight, 1e-5, 1e-6));  // trained on the same mask
 }
+
+// --finetune-pruned-layers: the weights phase trains the layers the fixed mask removed a head
+// from, and nothing else: the embeddings and every layer that kept all its heads stay bit for bit
+// the source's.
+CATCH_TEST_CASE("finetune_pruned_layers trains only the layers that lost heads", "[training]") {
+  auto corpus = testing::random_corpus(64, 8, 3);
+  auto ckpt = testing::tiny_checkpoint(3, 4);
+  models::TensorMap before;
+  for (const auto& [name, tensor] : models::state_dict(*ckpt.model)) before[name] = tensor.clone();
+  auto o = quick_options("finetune-pruned-layers", 0.25, 20);  // 3 of 12 heads
+  o.train_weights = true;
+  o.finetune_steps = 5;
+  o.finetune_pruned_layers = true;
+  const auto state = pruner::train_gates(ckpt, corpus, o);
+  std::vector<bool> pruned, changed(3, false);
+  for (const auto& layer : state.layers) pruned.push_back(std::count(layer.keep.begin(), layer.keep.end(), false) > 0);
+  CATCH_REQUIRE(std::count(pruned.begin(), pruned.end(), true) > 0);
+  const std::string prefix = "encoder.layer.";
+  for (const auto& [name, tensor] : models::state_dict(*ckpt.model)) {
+    CATCH_INFO(name);
+    const bool same = torch::equal(tensor, before.at(name));
+    if (name.rfind(prefix, 0) != 0) {
+      CATCH_CHECK(same);  // embeddings, pooler
+      continue;
+    }
+    const auto l = std::stoul(name.substr(prefix.size()));
+    if (!pruned.at(l)) CATCH_CHECK(same);
+    changed.at(l) = changed.at(l) || !same;
+  }
+  for (std::size_t l = 0; l < 3; ++l) CATCH_CHECK(changed[l] == pruned[l]);
+}

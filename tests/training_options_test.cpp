@@ -39,7 +39,7 @@ CATCH_TEST_CASE("gates.json records exactly the table's recorded rows", "[option
                               "warmup_steps", "max_extra_steps", "beta", "gamma", "zeta", "log_alpha_init", "rule",
                               "min_heads_per_layer", "gqa_mode", "uniform_layers", "prune", "ffn_block", "head_multiple", "embedding_weight", "distill_layers",
                               "label_weight", "train_weights", "teacher_top_k",
-                              "finetune_steps", "weights_learning_rate", "seed", "corpus"});
+                              "finetune_steps", "finetune_pruned_layers", "weights_learning_rate", "seed", "corpus"});
 }
 
 CATCH_TEST_CASE("flags land in the settings, their defaults where not given", "[options]") {
@@ -61,6 +61,7 @@ CATCH_TEST_CASE("flags land in the settings, their defaults where not given", "[
   const auto record = s.training.to_json();
   CATCH_CHECK(record.at("gqa_mode") == "groups");
   CATCH_CHECK(record.at("finetune_steps").is_null());  // recorded only with --train-weights
+  CATCH_CHECK(record.at("finetune_pruned_layers").is_null());
   CATCH_CHECK(record.at("label_weight").is_null());    // recorded only with --labels
   CATCH_CHECK(record.at("corpus").contains("data"));
   CATCH_CHECK(parse({"--data", "a", "--l0-lambda", "0.1", "--allow-empty-layers"})
@@ -77,6 +78,8 @@ CATCH_TEST_CASE("bad values and combinations are usage errors naming the flag", 
   CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--target-sparsity", "0.5", "--lambda-damping=-1"}),
                           Catch::Contains("--lambda-damping") && Catch::Contains("finite and >= 0"));
   CATCH_CHECK(parse({"--data", "a", "--target-sparsity", "0.5", "--lambda-damping", "0"}).training.lambda_damping == 0);
+  CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--target-sparsity", "0.5", "--finetune-pruned-layers"}),
+                          Catch::Contains("add --train-weights"));
   CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--l0-lambda", "1", "--holdout", "1"}),
                           "--holdout must be in (0, 1)");
   CATCH_CHECK_THROWS_WITH(parse({"--data", "a", "--l0-lambda", "1", "--max-extra-steps", "-2"}),

@@ -267,6 +267,10 @@ void BertModel::prune_ffn(int64_t layer, const std::vector<int64_t>& remove_loca
   config_.set_ffn_width(layer, static_cast<int64_t>(kept.size()));
 }
 
+std::vector<torch::Tensor> BertModel::layer_parameters(int64_t layer) const {
+  return parameters_of_layer(layers, layer);
+}
+
 void BertModel::drop_layers(const std::vector<int64_t>& drop) {
   config_.remove_layers(drop);  // validates before anything changes
   remove_from_layer_list(layers, drop, *named_children()["encoder"], "layer");

@@ -125,6 +125,7 @@ class BertModel : public AttentionModel {
                    const torch::Tensor& scale) override;
   void prune_ffn(int64_t layer, const std::vector<int64_t>& remove_local, const torch::Tensor& scale) override;
   void drop_layers(const std::vector<int64_t>& layers) override;
+  std::vector<torch::Tensor> layer_parameters(int64_t layer) const override;
   int64_t attention_parameter_count() const override;
   /// HF BertModel as ONNX (models/bert/bert_onnx.cpp): a layer with no heads adds only its
   /// output projection's bias before the residual LayerNorm.

@@ -518,6 +518,10 @@ void LlamaModel::prune_ffn(int64_t layer, const std::vector<int64_t>& remove_loc
   config_.set_ffn_width(layer, static_cast<int64_t>(kept.size()));
 }
 
+std::vector<torch::Tensor> LlamaModel::layer_parameters(int64_t layer) const {
+  return parameters_of_layer(layers, layer);
+}
+
 void LlamaModel::drop_layers(const std::vector<int64_t>& drop) {
   // HF builds layer 0 without an input norm (ModernBERT): the layer moving into its place would lose its own.
   if (std::find(drop.begin(), drop.end(), 0) != drop.end() && !config_.droppable_layer(0) && drop.size() < layers.size())

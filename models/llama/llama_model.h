@@ -159,6 +159,7 @@ class LlamaModel : public AttentionModel {
   /// the rotary tables, causal among the new tokens, every cached key visible.
   torch::Tensor forward_cached(const torch::Tensor& input_ids, KvCache& cache) override;
   void drop_layers(const std::vector<int64_t>& layers) override;
+  std::vector<torch::Tensor> layer_parameters(int64_t layer) const override;
   int64_t attention_parameter_count() const override;
   /// HF LlamaForCausalLM as ONNX without a KV cache (models/llama/llama_onnx.cpp): inputs
   /// input_ids and attention_mask, outputs last_hidden_state (after the final norm) and logits.

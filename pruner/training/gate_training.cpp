@@ -625,7 +625,7 @@ class GateTrainer {
       run_.gate_optimizer.step();
       if (o_.target_sparsity) run_.lambda_optimizer.step();
     } else {
-      group_.sum_gradients(run_.model.parameters());
+      if (!trained_weights_.empty()) group_.sum_gradients(trained_weights_);
       run_.weights_optimizer->step();
     }
   }
@@ -636,10 +636,41 @@ class GateTrainer {
     if (o_.train_weights && o_.fix_mask) fix_mask_before_weights();
     fixed_ = final_multipliers(final_state_, o_.device);
     if (!o_.train_weights) return;
-    for (auto& p : run_.model.parameters()) p.set_requires_grad(true);
-    log::info("gates fixed ({} of {} heads kept{}); fine-tuning the weights for {} steps, lr {}",
-              final_state_.heads_kept(), final_state_.heads_total(), ffn_kept_note(final_state_), o_.finetune_steps,
-              o_.weights_learning_rate);
+    trained_weights_ = weights_to_train();
+    for (auto& p : trained_weights_) p.set_requires_grad(true);
+    log::info("gates fixed ({} of {} heads kept{}); fine-tuning the weights{} for {} steps, lr {}",
+              final_state_.heads_kept(), final_state_.heads_total(), ffn_kept_note(final_state_),
+              o_.finetune_pruned_layers ? fmt::format(" of the layers that lost units, {}", pruned_layers_note()) : "",
+              o_.finetune_steps, o_.weights_learning_rate);
+  }
+
+  /// Whether the fixed mask removes a head or an FFN block of layer l.
+  bool layer_pruned(std::size_t l) const {
+    const auto lost = [](const std::vector<bool>& keep) { return std::find(keep.begin(), keep.end(), false) != keep.end(); };
+    return lost(final_state_.layers.at(l).keep) || (l < final_state_.ffn.size() && lost(final_state_.ffn[l].keep));
+  }
+
+  /// The weights the weights phase trains: every one, or with --finetune-pruned-layers those of
+  /// the layers the fixed mask removed a unit from.
+  std::vector<torch::Tensor> weights_to_train() const {
+    if (!o_.finetune_pruned_layers) return run_.model.parameters();
+    std::vector<torch::Tensor> weights;
+    for (std::size_t l = 0; l < final_state_.layers.size(); ++l)
+      if (layer_pruned(l)) {
+        const auto layer = run_.model.layer_parameters(static_cast<int64_t>(l));
+        weights.insert(weights.end(), layer.begin(), layer.end());
+      }
+    return weights;
+  }
+
+  /// "layers 0 2 5 (1.2M of 22.7M parameters)" for the log.
+  std::string pruned_layers_note() const {
+    std::vector<std::size_t> layers;
+    for (std::size_t l = 0; l < final_state_.layers.size(); ++l)
+      if (layer_pruned(l)) layers.push_back(l);
+    int64_t n = 0;
+    for (const auto& p : trained_weights_) n += p.numel();
+    return fmt::format("layers {} ({} of {} parameters)", fmt::join(layers, " "), n, models::parameter_count(run_.model));
   }
 
   /// o_.fix_mask on final_state_, every rank alike, rank 0's result kept and saved (kFixedMaskFile).
@@ -775,6 +806,7 @@ class GateTrainer {
   DistillationLoss last_;
   GateState final_state_;            ///< the gates' final state, fixed at the end of phase 1
   UnitMultipliers fixed_;            ///< its multipliers, used in phase 2 and for fidelity
+  std::vector<torch::Tensor> trained_weights_;  ///< the weights phase 2 trains (weights_to_train)
 };
 
 }  // namespace

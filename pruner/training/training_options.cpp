@@ -376,6 +376,16 @@ std::vector<TrainingOption> phase_rows() {
       "and embeddings stay in the file's dtype and are widened per use: the same results with half the "
       "weight memory, at the cost of widening each matrix per forward and backward)");
   float32_weights.apply = [](const po::variable_value&, TrainingSettings& s) { s.training.float32_weights = true; };
+  TrainingOption pruned_layers = switch_option(
+      "finetune-pruned-layers", "with --train-weights, fine-tune only the layers that lost a head or an FFN "
+      "block (their attention, FFN and norms); the embeddings, the untouched layers and the head stay the "
+      "source's (default: every weight)");
+  pruned_layers.json_key = "finetune_pruned_layers";
+  pruned_layers.resume_must_match = true;
+  pruned_layers.apply = [](const po::variable_value&, TrainingSettings& s) { s.training.finetune_pruned_layers = true; };
+  pruned_layers.record = [](const GateTrainingOptions& o) {
+    return o.train_weights ? nlohmann::json(o.finetune_pruned_layers) : nlohmann::json();
+  };
   auto finetune = run_option("finetune-steps", int64_t{200}, "finetune_steps",
                              [](auto& o) -> auto& { return o.finetune_steps; }, nullptr, "",
                              "steps of weight fine-tuning with --train-weights");
@@ -397,7 +407,7 @@ std::vector<TrainingOption> phase_rows() {
                  &non_negative<double>, ">= 0",
                  "weight of layer-wise distillation (CoFi): every layer's output but the last matched to the "
                  "dense model's (relative squared error, mean over layers), added to the objective; 0 = off"),
-      label_weight, train_weights, float32_weights, finetune,
+      label_weight, train_weights, float32_weights, finetune, pruned_layers,
       run_option("weights-lr", 1e-4, "weights_learning_rate",
                  [](auto& o) -> auto& { return o.weights_learning_rate; }, &positive_finite, "> 0",
                  "AdamW learning rate of the weights with --train-weights"),
@@ -494,6 +504,8 @@ void apply_rules(const po::variables_map& vm, TrainingSettings& s) {
     throw UsageError("--finetune-steps must be >= 1 with --train-weights");
   if (!o.train_weights && !vm["finetune-steps"].defaulted())
     log::warn("--finetune-steps has no effect without --train-weights");
+  if (!o.train_weights && o.finetune_pruned_layers)
+    throw UsageError("--finetune-pruned-layers chooses the weights --train-weights fine-tunes: add --train-weights");
   // --allow-empty-layers means a minimum of 0, unless --min-heads-per-layer is given too; so do
   // sublayer gates, whose point is to close a layer's attention or FFN whole.
   if ((vm.count("allow-empty-layers") || o.gates_sublayers()) && vm["min-heads-per-layer"].defaulted())

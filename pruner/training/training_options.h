@@ -103,6 +103,10 @@ struct GateTrainingOptions {
   bool float32_weights = false;
   int64_t finetune_steps = 200;
   double weights_learning_rate = 1e-4;
+  /// With train_weights: fine-tune only the layers that lost a head or an FFN neuron (their
+  /// attention, FFN and norms; AttentionModel::layer_parameters), the rest frozen as the source's
+  /// (--finetune-pruned-layers). False: every weight.
+  bool finetune_pruned_layers = false;
   /// With train_weights: changes the mask fixed at the end of the gate phase, once, before the
   /// weights train on it (the prune job's --rearrange: pruner/jobs/prune_job.cpp). Every rank
   /// calls it; rank 0's mask is the one kept, and is saved in the gates folder so that a run
