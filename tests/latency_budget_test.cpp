@@ -41,6 +41,17 @@ pruner::LatencyTable synthetic_ffn_table(const models::ModelConfig& config) {
   return table;
 }
 
+/// `table` at batch 2 written into `w`'s folder for a `--threads 2` run: the table's machine
+/// fingerprint names the thread pools, set here as --threads 2 will set them.
+fs::path written_for_two_threads(const testing::Workspace& w, pruner::LatencyTable& table) {
+  pruner::set_thread_pools(2);
+  table.machine = pruner::machine_fingerprint(torch::kCPU);
+  table.batch_size = 2;
+  const auto file = w.dir / "latency.json";
+  std::ofstream(file) << table.to_json().dump();
+  return file;
+}
+
 }  // namespace
 
 CATCH_TEST_CASE("a latency table with FFN widths prices FFN blocks beside the heads", "[latency][ffn]") {
@@ -232,12 +243,8 @@ CATCH_TEST_CASE("prune --target-latency meets the budget its table predicts and 
   testing::Workspace w("latency-cli");
   // A table for this machine given as a file (the measurement itself is tested on MiniLM, where
   // a head's cost stands clear of the timing noise): 2 layers, 1 ms per head and layer.
-  const auto table_file = w.dir / "latency.json";
-  // The table's machine fingerprint names the thread pools: set them as --threads 2 below will.
-  pruner::set_thread_pools(2);
   auto table = synthetic_table(models::read_config_file(w.model));
-  table.batch_size = 2;
-  std::ofstream(table_file) << table.to_json().dump();
+  const auto table_file = written_for_two_threads(w, table);
   const std::vector<std::string> base = {"--threads", "2", "prune", w.model.string(), "--data", w.corpus.string(), "--steps", "4",
                                          "--batch-size", "8", "--max-length", "32", "--latency-shape", "2x16",
                                          "--latency-table", table_file.string(), "--bench-batch-size", "1",
@@ -287,11 +294,8 @@ CATCH_TEST_CASE("prune --target-latency meets the budget its table predicts and 
 CATCH_TEST_CASE("prune --prune heads,ffn --target-latency prices heads and FFN blocks by the table and meets it",
                 "[latency][ffn][cli]") {
   testing::Workspace w("latency-ffn-cli");
-  const auto table_file = w.dir / "latency.json";
-  pruner::set_thread_pools(2);
   auto table = synthetic_ffn_table(models::read_config_file(w.model));
-  table.batch_size = 2;
-  std::ofstream(table_file) << table.to_json().dump();
+  const auto table_file = written_for_two_threads(w, table);
   const auto out = w.dir / "pruned";
   CATCH_REQUIRE(run_cli({"--threads", "2", "prune", w.model.string(), "--data", w.corpus.string(), "--steps", "4",
                          "--batch-size", "8", "--max-length", "32", "--prune", "heads,ffn", "--ffn-block", "16",

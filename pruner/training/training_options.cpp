@@ -113,6 +113,18 @@ TrainingOption switch_option(const char* flag, const char* help) {
   return row;
 }
 
+/// A switch recorded in gates.json under `key` that --resume requires to match; it sets the
+/// bool `field` returns (`[](auto& o) -> auto& { return o.x; }`).
+template <typename Field>
+TrainingOption recorded_switch(const char* flag, const char* help, const char* key, Field field) {
+  TrainingOption row = switch_option(flag, help);
+  row.json_key = key;
+  row.resume_must_match = true;
+  row.apply = [field](const po::variable_value&, TrainingSettings& s) { field(s.training) = true; };
+  row.record = [field](const GateTrainingOptions& o) { return nlohmann::json(field(o)); };
+  return row;
+}
+
 /// Rows whose value needs more than one field or a custom record.
 std::vector<TrainingOption> objective_rows() {
   TrainingOption target{"target-sparsity", "fraction to remove, in [0,1): trained by a Lagrangian "
@@ -304,15 +316,11 @@ std::vector<TrainingOption> rate_rows() {
 
 /// --uniform-layers: recorded, and must match on --resume (it changes which mask is final).
 TrainingOption uniform_layers_row() {
-  TrainingOption row = switch_option(
+  return recorded_switch(
       "uniform-layers", "keep the same number of heads in every layer (with GQA also the same per "
       "KV group), so a LLaMA export is a plain config every transformers version and converter "
-      "loads; targets are met in steps of one head (one per KV group) per layer");
-  row.json_key = "uniform_layers";
-  row.resume_must_match = true;
-  row.apply = [](const po::variable_value&, TrainingSettings& s) { s.training.constraints.uniform_layers = true; };
-  row.record = [](const GateTrainingOptions& o) { return nlohmann::json(o.constraints.uniform_layers); };
-  return row;
+      "loads; targets are met in steps of one head (one per KV group) per layer",
+      "uniform_layers", [](auto& o) -> auto& { return o.constraints.uniform_layers; });
 }
 
 /// --ffn-block: recorded (and must match on --resume) only when FFN neurons are gated.
@@ -364,25 +372,20 @@ std::vector<TrainingOption> gate_rows() {
 
 /// The objective, the weight phase and bookkeeping.
 std::vector<TrainingOption> phase_rows() {
-  TrainingOption train_weights = switch_option(
+  TrainingOption train_weights = recorded_switch(
       "train-weights", "after the gates are trained and the mask fixed, fine-tune the model's weights "
-      "by the same distillation (default: only the gates train; the kept weights stay the source's)");
-  train_weights.json_key = "train_weights";
-  train_weights.resume_must_match = true;
-  train_weights.apply = [](const po::variable_value&, TrainingSettings& s) { s.training.train_weights = true; };
-  train_weights.record = [](const GateTrainingOptions& o) { return nlohmann::json(o.train_weights); };
+      "by the same distillation (default: only the gates train; the kept weights stay the source's)",
+      "train_weights", [](auto& o) -> auto& { return o.train_weights; });
   TrainingOption float32_weights = switch_option(
       "float32-weights", "hold every weight in float32 (default: a bfloat16/float16 checkpoint's projections "
       "and embeddings stay in the file's dtype and are widened per use: the same results with half the "
       "weight memory, at the cost of widening each matrix per forward and backward)");
   float32_weights.apply = [](const po::variable_value&, TrainingSettings& s) { s.training.float32_weights = true; };
-  TrainingOption pruned_layers = switch_option(
+  TrainingOption pruned_layers = recorded_switch(
       "finetune-pruned-layers", "with --train-weights, fine-tune only the layers that lost a head or an FFN "
       "block (their attention, FFN and norms); the embeddings, the untouched layers and the head stay the "
-      "source's (default: every weight)");
-  pruned_layers.json_key = "finetune_pruned_layers";
-  pruned_layers.resume_must_match = true;
-  pruned_layers.apply = [](const po::variable_value&, TrainingSettings& s) { s.training.finetune_pruned_layers = true; };
+      "source's (default: every weight)",
+      "finetune_pruned_layers", [](auto& o) -> auto& { return o.finetune_pruned_layers; });
   pruned_layers.record = [](const GateTrainingOptions& o) {
     return o.train_weights ? nlohmann::json(o.finetune_pruned_layers) : nlohmann::json();
   };
