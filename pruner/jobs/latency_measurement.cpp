@@ -127,11 +127,13 @@ std::vector<double> measure_ffn_latencies(const models::Checkpoint& dense, int64
 namespace {
 
 /// `table` with the FFN widths measured on `dense` (fitted like the heads'), scaled to the heads'
-/// dense time so that both parts of the table share one dense model.
+/// dense time (as measured; a table without its timings: as fitted) so that both parts of the
+/// table share one dense model.
 LatencyTable with_ffn_latencies(LatencyTable table, const models::Checkpoint& dense, const torch::Device& device) {
   table.ffn_widths = latency_ffn_widths(dense.model->config());
   table.ms_ffn_measured = measure_ffn_latencies(dense, table.batch_size, table.seq_len, device);
-  const double scale = table.ms_measured.empty() ? 1 : table.ms_measured.back() / table.ms_ffn_measured.back();
+  const double dense_ms = table.ms_measured.empty() ? table.ms_by_heads.back() : table.ms_measured.back();
+  const double scale = dense_ms / table.ms_ffn_measured.back();
   for (auto& ms : table.ms_ffn_measured) ms *= scale;
   table.ms_by_ffn_width = fitted_latencies(
       table.ms_ffn_measured, std::vector<double>(table.ffn_widths.begin(), table.ffn_widths.end()));

@@ -670,7 +670,8 @@ class GateTrainer {
       if (layer_pruned(l)) layers.push_back(l);
     int64_t n = 0;
     for (const auto& p : trained_weights_) n += p.numel();
-    return fmt::format("layers {} ({} of {} parameters)", fmt::join(layers, " "), n, models::parameter_count(run_.model));
+    return fmt::format("layers {} ({} of {} parameters)", fmt::join(layers, " "), human_count(static_cast<double>(n)),
+                       human_count(static_cast<double>(models::parameter_count(run_.model))));
   }
 
   /// o_.fix_mask on final_state_, every rank alike, rank 0's result kept and saved (kFixedMaskFile).
