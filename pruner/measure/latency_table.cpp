@@ -14,6 +14,7 @@
 #include "models/loader.h"
 #include "models/registry.h"
 #include "pruner/log.h"
+#include "pruner/thread_pools.h"
 
 namespace headprune::pruner {
 namespace fs = std::filesystem;

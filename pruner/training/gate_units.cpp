@@ -9,6 +9,7 @@
 #include "models/head_costs.h"
 #include "models/model_family.h"
 #include "pruner/format.h"
+#include "pruner/measure/latency_table.h"
 #include "pruner/training/sparsity_measure.h"
 #include "pruner/training/training_options.h"
 
