@@ -174,10 +174,13 @@ LatencyTable latency_table_for(const models::Checkpoint& dense, int64_t batch_si
 
 void provide_latency_table(GateTrainingOptions& options, const models::Checkpoint& dense, const ProcessGroup& group) {
   if (!options.target_latency || options.latency_table) return;
-  const auto& file = options.latency_table_file;
-  const bool ready = !file.empty() && fs::exists(file) &&
-                     (!options.gates_ffn() || LatencyTable::from_json(models::read_json_file(file), file).prices_ffn());
-  if (group.world_size() > 1 && !ready)
+  // Every rank would time the model at once unless a given file already holds what the run prices.
+  const auto ready = [&] {
+    const auto& file = options.latency_table_file;
+    return !file.empty() && fs::exists(file) &&
+           (!options.gates_ffn() || LatencyTable::from_json(models::read_json_file(file), file).prices_ffn());
+  };
+  if (group.world_size() > 1 && !ready())
     throw Error("--target-latency with several processes: every rank would time the model at once; measure the "
                 "table in one process first (e.g. a train-gates run with --steps 1 and the same --prune) and pass "
                 "it with --latency-table FILE");

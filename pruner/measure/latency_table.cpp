@@ -101,7 +101,8 @@ double LatencyTable::predicted_ms(const std::vector<int64_t>& heads_per_layer,
   if (ffn_width_per_layer.size() != heads_per_layer.size())
     throw Error(fmt::format("a latency prediction for {} layers was given FFN widths for {}", layers,
                             ffn_width_per_layer.size()));
-  for (auto w : ffn_width_per_layer) ms += ffn_layer_ms(*this, w, layers) - ffn_layer_ms(*this, ffn_widths.back(), layers);
+  for (auto w : ffn_width_per_layer) ms += ffn_layer_ms(*this, w, layers);  // throws for a heads-only table
+  ms -= static_cast<double>(layers) * ffn_layer_ms(*this, ffn_widths.back(), layers);  // the whole FFNs the heads' table holds
   return ms;
 }
 
@@ -193,7 +194,6 @@ LatencyTable LatencyTable::from_json(const nlohmann::json& j, const std::string&
     throw Error(fmt::format("{} is not a headprune latency table: {}", source, e.what()));
   }
 }
-
 
 std::string machine_fingerprint(const torch::Device& device) {
   const auto pools = current_thread_pools();

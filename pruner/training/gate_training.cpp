@@ -644,10 +644,14 @@ class GateTrainer {
               o_.finetune_steps, o_.weights_learning_rate);
   }
 
-  /// Whether the fixed mask removes a head or an FFN block of layer l.
-  bool layer_pruned(std::size_t l) const {
+  /// The layers the fixed mask removes a head or an FFN block from.
+  std::vector<int64_t> pruned_layers() const {
     const auto lost = [](const std::vector<bool>& keep) { return std::find(keep.begin(), keep.end(), false) != keep.end(); };
-    return lost(final_state_.layers.at(l).keep) || (l < final_state_.ffn.size() && lost(final_state_.ffn[l].keep));
+    std::vector<int64_t> layers;
+    for (std::size_t l = 0; l < final_state_.layers.size(); ++l)
+      if (lost(final_state_.layers[l].keep) || (l < final_state_.ffn.size() && lost(final_state_.ffn[l].keep)))
+        layers.push_back(static_cast<int64_t>(l));
+    return layers;
   }
 
   /// The weights the weights phase trains: every one, or with --finetune-pruned-layers those of
@@ -655,22 +659,19 @@ class GateTrainer {
   std::vector<torch::Tensor> weights_to_train() const {
     if (!o_.finetune_pruned_layers) return run_.model.parameters();
     std::vector<torch::Tensor> weights;
-    for (std::size_t l = 0; l < final_state_.layers.size(); ++l)
-      if (layer_pruned(l)) {
-        const auto layer = run_.model.layer_parameters(static_cast<int64_t>(l));
-        weights.insert(weights.end(), layer.begin(), layer.end());
-      }
+    for (auto l : pruned_layers()) {
+      const auto layer = run_.model.layer_parameters(l);
+      weights.insert(weights.end(), layer.begin(), layer.end());
+    }
     return weights;
   }
 
   /// "layers 0 2 5 (1.2M of 22.7M parameters)" for the log.
   std::string pruned_layers_note() const {
-    std::vector<std::size_t> layers;
-    for (std::size_t l = 0; l < final_state_.layers.size(); ++l)
-      if (layer_pruned(l)) layers.push_back(l);
     int64_t n = 0;
     for (const auto& p : trained_weights_) n += p.numel();
-    return fmt::format("layers {} ({} of {} parameters)", fmt::join(layers, " "), human_count(static_cast<double>(n)),
+    return fmt::format("layers {} ({} of {} parameters)", fmt::join(pruned_layers(), " "),
+                       human_count(static_cast<double>(n)),
                        human_count(static_cast<double>(models::parameter_count(run_.model))));
   }
 
